@@ -1,0 +1,36 @@
+"""Exporters: one module per output format, one registry.
+
+Each exporter module exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
+longest first) and ``write(profile, summary, path) -> Path``. ``summary`` is the
+plain-dict result of ``aggregator.summarize(profile)``; exporters never
+recompute the analysis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+
+def registry() -> dict[str, ModuleType]:
+    from . import chrome_trace, csv_table, summary_json
+
+    mods = [chrome_trace, summary_json, csv_table]
+    try:
+        from . import html_report
+
+        mods.append(html_report)
+    except ImportError:
+        pass
+    return {m.NAME: m for m in mods}
+
+
+def by_suffix(path: str | Path) -> ModuleType | None:
+    """The exporter whose suffix the file name ends with (`.json.gz` → perfetto)."""
+    name = str(path).lower()
+    best = None
+    for mod in registry().values():
+        for suf in mod.SUFFIXES:
+            if name.endswith(suf) and (best is None or len(suf) > best[0]):
+                best = (len(suf), mod)
+    return best[1] if best else None

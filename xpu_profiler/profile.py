@@ -1,0 +1,290 @@
+"""The one columnar data model every source loads into and every output reads.
+
+A `Profile` holds one `Table` per kind of record (events, steps, counters,
+requests), each a set of equal-length numpy arrays, plus a `StringTable` for
+names and a plain-dict `run` for metadata. Times are integer nanoseconds
+relative to `base_ns` (absolute Unix-epoch ns of time 0, or 0 when unknown).
+Never a Python object per event: traces hold millions of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+# Event kinds. The order is part of the saved format: append only.
+KINDS = ("unknown", "kernel", "cpu_op", "memcpy", "memset", "communication", "runtime", "annotation")
+K_UNKNOWN, K_KERNEL, K_CPU_OP, K_MEMCPY, K_MEMSET, K_COMM, K_RUNTIME, K_ANNOTATION = range(len(KINDS))
+#: kinds that occupy a device stream (the "device busy" set)
+DEVICE_KINDS = (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM)
+
+# Scheduler phases of an engine step. "unknown" covers steps with no token
+# information (ProfilerStep#N) and events outside every step.
+PHASES = ("unknown", "prefill", "decode", "mixed")
+P_UNKNOWN, P_PREFILL, P_DECODE, P_MIXED = range(len(PHASES))
+
+NO_TIME = np.int64(-1)  # start of an event whose source has no timeline (XPURT_PROF logs)
+
+EVENT_SCHEMA: dict[str, np.dtype] = {
+    "name": np.dtype(np.int32),     # string id
+    "kind": np.dtype(np.int8),      # index into KINDS
+    "start": np.dtype(np.int64),    # ns relative to base; -1 when the source has no timeline
+    "dur": np.dtype(np.int64),      # ns
+    "rank": np.dtype(np.int32),
+    "device": np.dtype(np.int32),   # device index for device-side events, -1 on the host
+    "track": np.dtype(np.int64),    # host thread id, or device stream id
+    "corr": np.dtype(np.int64),     # correlation id linking a runtime launch to its device work, -1
+    "ext": np.dtype(np.int64),      # External id linking a cpu_op to the launches it made, -1
+    "cat": np.dtype(np.int32),      # string id of the source category (kept for unknown kinds)
+    "step": np.dtype(np.int32),     # derived: row in `steps`, -1
+    "phase": np.dtype(np.int8),     # derived: index into PHASES
+    "fused": np.dtype(np.int16),    # derived: index into taxonomy.FUSED_OPS, -1 before attribution
+    "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
+    "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
+}
+
+STEP_SCHEMA: dict[str, np.dtype] = {
+    "rank": np.dtype(np.int32),
+    "step_id": np.dtype(np.int64),      # engine step number as the source counts it
+    "name": np.dtype(np.int32),         # string id of the source label (annotation name)
+    "start": np.dtype(np.int64),
+    "dur": np.dtype(np.int64),
+    "phase": np.dtype(np.int8),
+    "prefill_tokens": np.dtype(np.int64),
+    "decode_tokens": np.dtype(np.int64),
+    "prefill_reqs": np.dtype(np.int32),
+    "decode_reqs": np.dtype(np.int32),
+    "running": np.dtype(np.int32),      # -1 unknown
+    "waiting": np.dtype(np.int32),      # -1 unknown
+    "kv_usage": np.dtype(np.float32),   # 0..1, NaN unknown
+    "busy": np.dtype(np.int64),         # derived: device-busy (or host-op) ns inside the step
+}
+
+COUNTER_SCHEMA: dict[str, np.dtype] = {
+    "rank": np.dtype(np.int32),
+    "name": np.dtype(np.int32),   # string id, e.g. "device_allocated_bytes"
+    "t": np.dtype(np.int64),
+    "value": np.dtype(np.float64),
+}
+
+REQUEST_SCHEMA: dict[str, np.dtype] = {
+    "rank": np.dtype(np.int32),
+    "req": np.dtype(np.int32),          # string id of the request id
+    "arrival": np.dtype(np.int64),
+    "first_token": np.dtype(np.int64),  # -1 never
+    "finish": np.dtype(np.int64),       # -1 never
+    "prompt_len": np.dtype(np.int64),
+    "output_len": np.dtype(np.int64),
+}
+
+SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCHEMA, "requests": REQUEST_SCHEMA}
+
+# Defaults used when a column is not given: ids that mean "none" are -1.
+_DEFAULTS = {
+    "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "device": -1,
+    "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
+    "step_id": -1, "name": -1,
+}
+
+
+class Table:
+    """Equal-length numpy columns with a fixed schema."""
+
+    __slots__ = ("schema", "cols")
+
+    def __init__(self, schema: Mapping[str, np.dtype], cols: Mapping[str, Any] | None = None, n: int | None = None):
+        self.schema = dict(schema)
+        cols = dict(cols or {})
+        unknown = set(cols) - set(self.schema)
+        if unknown:
+            raise KeyError(f"unknown columns {sorted(unknown)}")
+        if n is None:
+            n = len(next(iter(cols.values()))) if cols else 0
+        self.cols: dict[str, np.ndarray] = {}
+        for name, dtype in self.schema.items():
+            if name in cols:
+                arr = np.asarray(cols[name], dtype=dtype)
+                if arr.shape != (n,):
+                    raise ValueError(f"column {name!r} has shape {arr.shape}, expected ({n},)")
+            else:
+                arr = np.full(n, _DEFAULTS.get(name, 0), dtype=dtype)
+            self.cols[name] = arr
+
+    def __len__(self) -> int:
+        return len(next(iter(self.cols.values()))) if self.cols else 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.cols[name]
+
+    def __setitem__(self, name: str, values: Any) -> None:
+        arr = np.asarray(values, dtype=self.schema[name])
+        if arr.shape != (len(self),):
+            raise ValueError(f"column {name!r} has shape {arr.shape}, expected ({len(self)},)")
+        self.cols[name] = arr
+
+    def take(self, index: Any) -> "Table":
+        return Table(self.schema, {k: v[index] for k, v in self.cols.items()})
+
+    @staticmethod
+    def concat(schema: Mapping[str, np.dtype], tables: Iterable["Table"]) -> "Table":
+        tables = [t for t in tables if len(t)]
+        if not tables:
+            return Table(schema)
+        return Table(schema, {k: np.concatenate([t.cols[k] for t in tables]) for k in schema})
+
+
+class StringTable:
+    """Interned names: one id per distinct string."""
+
+    __slots__ = ("strings", "_ids")
+
+    def __init__(self, strings: Iterable[str] = ()):
+        self.strings: list[str] = []
+        self._ids: dict[str, int] = {}
+        for s in strings:
+            self.intern(s)
+
+    def intern(self, s: str) -> int:
+        i = self._ids.get(s)
+        if i is None:
+            i = self._ids[s] = len(self.strings)
+            self.strings.append(s)
+        return i
+
+    def intern_many(self, names: Iterable[str]) -> np.ndarray:
+        """Ids for many names at once; the hot path of every reader."""
+        ids, strings = self._ids, self.strings
+        out = []
+        append = out.append
+        for s in names:
+            i = ids.get(s)
+            if i is None:
+                i = ids[s] = len(strings)
+                strings.append(s)
+            append(i)
+        return np.asarray(out, dtype=np.int32)
+
+    def get(self, s: str) -> int:
+        return self._ids.get(s, -1)
+
+    def __getitem__(self, i: int) -> str:
+        return self.strings[i]
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def lookup(self, ids: np.ndarray) -> list[str]:
+        strings = self.strings
+        return [strings[i] if i >= 0 else "" for i in ids.tolist()]
+
+
+@dataclass
+class Profile:
+    """Everything known about one profiled run (or one set of trace files)."""
+
+    strings: StringTable = field(default_factory=StringTable)
+    events: Table = field(default_factory=lambda: Table(EVENT_SCHEMA))
+    steps: Table = field(default_factory=lambda: Table(STEP_SCHEMA))
+    counters: Table = field(default_factory=lambda: Table(COUNTER_SCHEMA))
+    requests: Table = field(default_factory=lambda: Table(REQUEST_SCHEMA))
+    base_ns: int = 0
+    #: run metadata: model, device, versions, engine config, detail level, metrics,
+    #: sources, warnings, has_timeline, incomplete... JSON-ready values only.
+    run: dict[str, Any] = field(default_factory=dict)
+
+    # -- small conveniences -------------------------------------------------
+    def name_of(self, i: int) -> str:
+        return self.strings[i] if i >= 0 else ""
+
+    def warn(self, message: str) -> None:
+        """Record a non-fatal oddity; it is printed by the CLI and kept in summary.json."""
+        self.run.setdefault("warnings", []).append(message)
+
+    @property
+    def has_timeline(self) -> bool:
+        return bool(self.run.get("has_timeline", True))
+
+    @property
+    def ranks(self) -> list[int]:
+        rs = set(np.unique(self.events["rank"]).tolist()) | set(np.unique(self.steps["rank"]).tolist())
+        return sorted(rs)
+
+    def table(self, name: str) -> Table:
+        return getattr(self, name)
+
+    # -- merging ------------------------------------------------------------
+    @staticmethod
+    def merge(profiles: list["Profile"]) -> "Profile":
+        """Join profiles of one run (ranks, or scheduler + worker records) onto one time base.
+
+        Each profile's times are shifted so that they share the earliest base; string ids are
+        re-mapped into one table. Profiles without a base (0) are taken as already aligned.
+        """
+        if len(profiles) == 1:
+            return profiles[0]
+        bases = [p.base_ns for p in profiles if p.base_ns]
+        base = min(bases) if bases else 0
+        out = Profile(base_ns=base)
+        parts: dict[str, list[Table]] = {k: [] for k in SCHEMAS}
+        for p in profiles:
+            remap = out.strings.intern_many(p.strings.strings) if len(p.strings) else np.zeros(0, np.int32)
+            shift = (p.base_ns - base) if (p.base_ns and base) else 0
+            for tname in SCHEMAS:
+                t = p.table(tname)
+                if not len(t):
+                    continue
+                cols = dict(t.cols)
+                for c in ("name", "cat", "group", "req"):
+                    if c in cols:
+                        v = cols[c]
+                        cols[c] = np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
+                for c in ("start", "t", "arrival", "first_token", "finish"):
+                    if c in cols and shift:
+                        v = cols[c]
+                        cols[c] = np.where(v >= 0, v + shift, v)
+                parts[tname].append(Table(t.schema, cols))
+            for k, v in p.run.items():
+                if k == "sources":
+                    out.run.setdefault("sources", []).extend(v)
+                elif k == "warnings":
+                    out.run.setdefault("warnings", []).extend(v)
+                elif k == "has_timeline":
+                    out.run["has_timeline"] = bool(out.run.get("has_timeline", True)) and bool(v)
+                else:
+                    out.run.setdefault(k, v)
+        for tname, ts in parts.items():
+            setattr(out, tname, Table.concat(SCHEMAS[tname], ts))
+        return out
+
+    # -- (de)serialisation: an .npz bundle for re-analysis -------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the whole profile as one .npz file (columns + strings + run as JSON)."""
+        path = Path(path)
+        meta = {"format": "xpu_profiler.profile", "version": 1, "base_ns": int(self.base_ns),
+                "run": self.run, "strings": self.strings.strings}
+        # "meta" first: readers sniff its member name in the zip's first header.
+        arrays: dict[str, np.ndarray] = {
+            "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)}
+        for tname in SCHEMAS:
+            for c, v in self.table(tname).cols.items():
+                arrays[f"{tname}.{c}"] = v
+        with open(path, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> "Profile":
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+            if meta.get("format") != "xpu_profiler.profile":
+                raise ValueError("not an xpu_profiler profile bundle")
+            p = Profile(strings=StringTable(meta["strings"]), base_ns=int(meta["base_ns"]), run=meta["run"])
+            for tname, schema in SCHEMAS.items():
+                cols = {c: z[f"{tname}.{c}"] for c in schema if f"{tname}.{c}" in z.files}
+                n = len(next(iter(cols.values()))) if cols else 0
+                setattr(p, tname, Table(schema, cols, n=n))
+        return p

@@ -1,0 +1,180 @@
+"""Readers: one module per input format, chosen by sniffing the content.
+
+Each reader module exposes:
+
+- ``NAME``: short format name shown to users;
+- ``sniff(path, head) -> bool``: True when ``head`` (the first bytes of the
+  decompressed file) looks like this format; must be cheap and never raise;
+- ``read(path, options) -> Profile``: load the file; raise ``TraceError`` for a
+  file that is broken, and ``profile.warn()`` for events that are merely odd.
+
+``READERS`` is the ordered registry: the first reader whose ``sniff`` says yes
+reads the file, so more specific formats come first.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Iterable
+
+from ..errors import TraceError
+from ..profile import Profile
+
+HEAD_BYTES = 64 * 1024
+
+ProgressFn = Callable[[int], None]  # called with a number of bytes just processed
+
+
+@dataclass
+class ReadOptions:
+    rank: int | None = None          # force the rank of a single-rank file
+    xpu_gen: int | None = None       # Kunlun generation for XPURT_PROF logs (1, 2, 3)
+    progress: ProgressFn | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """First ``n`` bytes of the (decompressed) file; b"" when unreadable."""
+    try:
+        if is_gzip(path):
+            with gzip.open(path, "rb") as f:
+                return f.read(n)
+        with open(path, "rb") as f:
+            return f.read(n)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
+    """Whole (decompressed) content; gzip is stream-decompressed in chunks.
+
+    Raises TraceError naming the problem for a corrupt or truncated gzip.
+    """
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                f.seek(0)
+                data = f.read()
+                if progress:
+                    progress(size)
+                return data
+            f.seek(0)
+            d = zlib.decompressobj(31)
+            parts = []
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                parts.append(d.decompress(chunk))
+                while d.unused_data:  # concatenated gzip members
+                    rest = d.unused_data
+                    parts.append(d.flush())
+                    d = zlib.decompressobj(31)
+                    parts.append(d.decompress(rest))
+                if progress:
+                    progress(len(chunk))
+            parts.append(d.flush())
+            if not d.eof:
+                raise TraceError(path, "truncated gzip file (compressed stream ends early)")
+            return b"".join(parts)
+    except zlib.error as e:
+        raise TraceError(path, f"corrupt gzip data ({e})") from None
+    except IsADirectoryError:
+        raise TraceError(path, "is a directory") from None
+    except FileNotFoundError:
+        raise TraceError(path, "no such file") from None
+    except PermissionError:
+        raise TraceError(path, "permission denied") from None
+
+
+def registry() -> list[ModuleType]:
+    """The ordered readers. Imported lazily so that `import xpu_profiler` stays cheap."""
+    from . import bundle, kineto
+
+    mods: list[ModuleType] = [bundle]
+    try:  # Kunlun readers: XProfiler before Kineto (both are Chrome JSON)
+        from . import xprofiler, xpurt_log
+
+        mods += [xprofiler, kineto, xpurt_log]
+    except ImportError:
+        mods += [kineto]
+    return mods
+
+
+def find_reader(path: Path) -> ModuleType | None:
+    head = read_head(path)
+    for mod in registry():
+        try:
+            if mod.sniff(path, head):
+                return mod
+        except Exception:
+            continue
+    return None
+
+
+def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
+    """Resolve files and directories into (file, reader) pairs.
+
+    A directory contributes every file below it that some reader claims (a vLLM
+    profiler directory, a directory of per-rank logs); files nobody claims are
+    skipped there. A file named on the command line must be readable.
+    """
+    out: list[tuple[Path, ModuleType]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise TraceError(p, "no such file or directory")
+        if p.is_dir():
+            found = []
+            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+                if f.name.startswith("."):
+                    continue
+                mod = find_reader(f)
+                if mod is not None:
+                    found.append((f, mod))
+            # A directory holding our own bundle next to the trace we exported from it:
+            # the bundle already holds everything, so read only it.
+            bundles = [x for x in found if x[1].NAME == "bundle"]
+            if bundles:
+                found = bundles
+            if not found:
+                raise TraceError(p, "directory holds no trace or log file of a supported format")
+            out.extend(found)
+        else:
+            if p.stat().st_size == 0:
+                raise TraceError(p, "empty file")
+            mod = find_reader(p)
+            if mod is None:
+                head = read_head(p, 256)
+                if not head:
+                    raise TraceError(p, "unreadable or corrupt compressed file")
+                raise TraceError(p, "not a supported trace or log format "
+                                    "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
+                                    "an [XPURT_PROF] log or an xpu_profiler bundle)")
+            out.append((p, mod))
+    return out
+
+
+def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Profile:
+    """Read every input and merge them into one Profile (ranks side by side)."""
+    options = options or ReadOptions()
+    files = expand(paths)
+    profiles = []
+    for path, mod in files:
+        prof = mod.read(path, options)
+        prof.run.setdefault("sources", [])
+        if not prof.run["sources"]:
+            prof.run["sources"].append({"path": str(path), "format": mod.NAME})
+        profiles.append(prof)
+    return Profile.merge(profiles)
