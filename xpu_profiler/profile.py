@@ -254,6 +254,8 @@ class Profile:
                     out.run.setdefault("warnings", []).extend(v)
                 elif k == "has_timeline":
                     out.run["has_timeline"] = bool(out.run.get("has_timeline", True)) and bool(v)
+                elif isinstance(v, dict) and isinstance(out.run.get(k), dict):
+                    out.run[k] = {**v, **out.run[k]}
                 else:
                     out.run.setdefault(k, v)
         for tname, ts in parts.items():

@@ -1,0 +1,164 @@
+"""Command line: `xpu_profiler [live options]` profiles a vLLM run; `xpu_profiler analyze` reads files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import XpuProfilerError
+
+PROGRESS_MIN_BYTES = 32 << 20  # show a progress bar for inputs larger than this
+
+
+def _fail(e: BaseException) -> None:
+    click.echo(f"xpu_profiler: error: {e}", err=True)
+    sys.exit(getattr(e, "exit_code", 2))
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+# --------------------------------------------------------------------------------------
+# live profiling (the default command)
+# --------------------------------------------------------------------------------------
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xpu_profiler")
+@click.option("--model", help="HF model id, local path, or a built-in small model (tiny-llama, tiny-moe).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "kunlun_p800"]), default="auto",
+              show_default=True, help="Accelerator to run on.")
+@click.option("--metrics", default="execution_time,memory_usage,throughput", show_default=True,
+              help="Comma list of execution_time, memory_usage, throughput.")
+@click.option("--output", "-o", default="profile_report.html", show_default=True,
+              help="Report path; the trace (.json.gz) and summary.json are written beside it.")
+@click.option("--detail_level", "--detail-level", "detail_level",
+              type=click.Choice(["basic", "standard", "comprehensive"]), default="standard", show_default=True,
+              help="basic: step hooks, memory, throughput; standard: + torch.profiler kernels over a "
+                   "window of steps; comprehensive: + shapes, memory events, FLOPs.")
+@click.option("--num-prompts", type=int, default=8, show_default=True)
+@click.option("--input-len", type=int, default=64, show_default=True)
+@click.option("--output-len", type=int, default=32, show_default=True)
+@click.option("--warmup-steps", type=int, default=2, show_default=True)
+@click.option("--profile-steps", type=int, default=None, help="Steps under torch.profiler (default: all).")
+@click.option("--prompts", type=click.Path(dir_okay=False), help="JSONL file of prompts ({\"prompt\": ...}).")
+@click.option("--tensor-parallel-size", "-tp", type=int, default=1, show_default=True)
+@click.option("--max-num-batched-tokens", type=int, default=None)
+@click.option("--max-model-len", type=int, default=None)
+@click.option("--dtype", default="auto", show_default=True)
+@click.option("--load-format", default=None, help="vLLM load format (built-in models use 'dummy').")
+@click.option("--enforce-eager/--no-enforce-eager", default=None)
+@click.option("--engine-arg", multiple=True, metavar="KEY=VALUE", help="Extra vLLM engine argument (repeatable).")
+@click.option("--device-spec", type=click.Path(dir_okay=False), help="TOML/JSON file overriding device specs.")
+@click.pass_context
+def main(ctx: click.Context, **options) -> None:
+    """Profile LLM inference with vLLM and report where each step's time goes.
+
+    Without a sub-command it runs a real vLLM workload under profiling, e.g.
+
+      xpu_profiler --model tiny-llama --device cpu --output report.html
+
+    `xpu_profiler analyze PATH...` analyses traces and logs you already have.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if not options.get("model"):
+        click.echo(ctx.get_help())
+        ctx.exit(0)
+    try:
+        from . import session
+
+        code = session.run_from_cli(**options)
+    except XpuProfilerError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        click.echo("xpu_profiler: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code or 0)
+
+
+# --------------------------------------------------------------------------------------
+# analyze
+# --------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("xpu_profiler_out"),
+              show_default=True, help="Output directory, or a file (report.html, trace.json.gz, ...) "
+                                      "with the other outputs written beside it.")
+@click.option("--format", "formats", default=None,
+              help="Comma list of perfetto, json, csv, html, bundle (default: all but bundle).")
+@click.option("--taxonomy", type=click.Path(path_type=Path), help="TOML file with extra fused-op patterns.")
+@click.option("--top", type=int, default=15, show_default=True, help="Rows of the top-kernels table.")
+@click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
+@click.option("--xpu-gen", type=click.Choice(["1", "2", "3"]), default=None,
+              help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.")
+@click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None:
+    """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
+    directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
+    from . import analysis, terminal
+    from .readers import ReadOptions
+    from .taxonomy import Taxonomy
+
+    try:
+        tax = Taxonomy.from_file(taxonomy) if taxonomy else None
+        fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
+        analysis.output_paths(output, fmts)  # reject bad formats before the long work
+        total = sum(_size(p) for p in paths)
+        opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None)
+        if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
+            with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
+                opts.progress = bar.update
+                profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+        else:
+            profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+        written = analysis.export(profile, summary, output, fmts)
+    except XpuProfilerError as e:
+        _fail(e)
+    except MemoryError:
+        _fail(XpuProfilerError("out of memory while reading the input"))
+    if not quiet:
+        click.echo(terminal.render(summary, top=top))
+        for w in summary["warnings"]:
+            click.echo(f"warning: {w}", err=True)
+        click.echo("")
+    for fmt, path in written.items():
+        click.echo(f"wrote {fmt:8s} {path}")
+    sys.stdout.flush()
+
+
+def _size(p: Path) -> int:
+    try:
+        if p.is_dir():
+            return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+@main.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+def validate(trace: Path) -> None:
+    """Check a Chrome/Perfetto trace JSON against Perfetto's import rules."""
+    from .validate import validate_file
+
+    try:
+        problems = validate_file(trace)
+    except XpuProfilerError as e:
+        _fail(e)
+    if problems:
+        for p in problems[:50]:
+            click.echo(p)
+        if len(problems) > 50:
+            click.echo(f"... and {len(problems) - 50} more")
+        sys.exit(1)
+    click.echo(f"{trace}: ok")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
