@@ -436,7 +436,8 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
 
     # ---- phases --------------------------------------------------------------------
     phase_rows = []
-    for p, pname in enumerate(PHASES):
+    for p in (P_PREFILL, P_DECODE, P_MIXED, P_UNKNOWN):
+        pname = PHASES[p]
         sm = steps["phase"] == p if len(steps) else np.zeros(0, bool)
         t = int(cell_t[:, p].sum())
         if not sm.any() and t == 0:

@@ -91,7 +91,8 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
                 problems.append(f"event #{i} ({e.get('name')!r}): X events not sorted by (ts, -dur)")
             last_x = key
             tid = e["tid"] or e["pid"]
-            slices[(e["pid"], tid)].append((round(e["ts"] * 1000), round((e["ts"] + dur) * 1000), i))
+            ts_ns = round(e["ts"] * 1000)  # Perfetto converts ts and dur to ns separately
+            slices[(e["pid"], tid)].append((ts_ns, ts_ns + round(dur * 1000), i))
         elif ph == "M":
             n = e.get("name")
             if n not in KNOWN_METADATA:

@@ -156,9 +156,8 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
             if mod is None:
-                head = read_head(p, 256)
-                if not head:
-                    raise TraceError(p, "unreadable or corrupt compressed file")
+                if is_gzip(p):
+                    read_bytes(p)  # raises with what is wrong with the compressed stream
                 raise TraceError(p, "not a supported trace or log format "
                                     "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
                                     "an [XPURT_PROF] log or an xpu_profiler bundle)")

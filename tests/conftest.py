@@ -1,0 +1,107 @@
+"""Shared fixtures.
+
+``vllm_profiler_trace``: a real trace written by vLLM's own torch profiler for the
+built-in tiny-llama model, made once per test session (never cached across
+sessions, so a vLLM or model change shows up at once), with the ground truth of
+the profiled window recorded from the live scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+
+def _have_vllm() -> bool:
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("vllm") is not None
+    except Exception:
+        return False
+
+
+HAVE_VLLM = _have_vllm()
+
+
+def vllm_env(cache: Path | None = None, **extra: str) -> dict:
+    """Environment for a child process running vLLM on this (CPU) machine."""
+    env = dict(os.environ)
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if cache is not None:
+        env["XPU_PROFILER_CACHE"] = str(cache)
+    env.pop("XPU_PROFILER_DIR", None)
+    env.update(extra)
+    return env
+
+
+@dataclass
+class VllmProfilerTrace:
+    """What ``vllm_profiler_trace`` returns.
+
+    - ``trace_dir``: the directory vLLM's profiler wrote (``*.pt.trace.json.gz`` and
+      ``*.profiler_out.txt``), i.e. what a user passes to ``xpu_profiler analyze``;
+    - ``trace_files``: the ``*.pt.trace.json.gz`` files in it (one: rank 0);
+    - ``num_steps``: engine steps with scheduled tokens in the profiled window (each
+      gives one ``execute_context_…_generation_…`` annotation in the trace);
+    - ``prefill_tokens`` / ``decode_tokens``: their sums over the window;
+    - ``phases``: number of prefill, decode and mixed steps;
+    - ``steps``: per step, in order, ``prefill_tokens``, ``decode_tokens``,
+      ``prefill_reqs``, ``decode_reqs``, ``total`` and ``phase``;
+    - ``expected``: the whole ``expected.json`` (also prompt_lens, output_len,
+      output_tokens, window_ns = wall-clock ns around the profiled generate()).
+    """
+
+    trace_dir: Path
+    trace_files: list[Path]
+    num_steps: int
+    prefill_tokens: int
+    decode_tokens: int
+    phases: dict
+    steps: list[dict] = field(default_factory=list)
+    expected: dict = field(default_factory=dict)
+
+    def __getitem__(self, key):  # dict-style access as well
+        return getattr(self, key)
+
+
+@pytest.fixture(scope="session")
+def vllm_profiler_trace(tmp_path_factory) -> VllmProfilerTrace:
+    """Run vLLM 0.32's torch profiler on tiny-llama once per session (~35 s on 2 cores)."""
+    if not HAVE_VLLM:
+        pytest.skip("vLLM is not installed")
+    out = tmp_path_factory.mktemp("vllm_profiler_trace")
+    cache = tmp_path_factory.mktemp("model_cache")
+    log = out / "run.log"
+    with open(log, "wb") as f:
+        proc = subprocess.run([sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)],
+                              env=vllm_env(cache), stdout=f, stderr=subprocess.STDOUT, timeout=600)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-4000:]
+        pytest.fail(f"vLLM trace workload failed (exit {proc.returncode}):\n{tail}")
+    expected = json.loads((out / "expected.json").read_text())
+    trace_dir = out / "trace"
+    files = sorted(trace_dir.glob("*.pt.trace.json*"))
+    if not files:
+        pytest.fail(f"vLLM wrote no trace file into {trace_dir}")
+    return VllmProfilerTrace(
+        trace_dir=trace_dir,
+        trace_files=files,
+        num_steps=expected["num_steps"],
+        prefill_tokens=expected["prefill_tokens"],
+        decode_tokens=expected["decode_tokens"],
+        phases=expected["phases"],
+        steps=expected["steps"],
+        expected=expected,
+    )

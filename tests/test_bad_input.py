@@ -1,0 +1,109 @@
+"""Bad input ends with one line naming the file and the problem, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD_EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.0}
+
+
+def trace(*events: dict) -> bytes:
+    return json.dumps({"schemaVersion": 1, "traceEvents": list(events)}).encode()
+
+
+def gz(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)
+
+
+CASES = {
+    "empty.json": (b"", "empty file"),
+    "truncated.json": (trace(GOOD_EVENT, GOOD_EVENT)[:-20], "truncated JSON"),
+    "corrupt.json.gz": (gz(trace(GOOD_EVENT))[:30] + b"\x00garbage" * 8, "gzip"),
+    "cut.json.gz": (gz(trace(GOOD_EVENT) * 1)[:-12], "gzip"),
+    "notatrace.json": (json.dumps({"hello": "world", "ph": 1}).encode(), "not"),
+    "list_of_numbers.json": (b'[{"ph": 1}]', "not a valid trace"),
+    "missing_ts.json": (trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "dur": 3}),
+                        "no 'ts' field"),
+    "missing_dur.json": (trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3}),
+                         "no 'dur' field"),
+    "missing_ph.json": (trace({"cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 1}),
+                        "no 'ph' field"),
+    "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "dur"),
+    "wrong_type_name.json": (trace({**GOOD_EVENT, "name": 12}), "name"),
+    "nan.json": (trace(GOOD_EVENT)[:-2] + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}]}',
+                 "malformed JSON"),
+    "negative.json": (trace({**GOOD_EVENT, "dur": -5.0}), "negative duration"),
+    "binary.bin": (bytes(range(256)) * 4, "not a supported"),
+    "text.log": ("just some log line\nanother one\n".encode(), "not a supported"),
+}
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_one_line_exit_2(name: str, tmp_path: Path) -> None:
+    data, problem = CASES[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    assert str(path) in lines[0]
+    assert problem.lower() in lines[0].lower(), lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    res = run_cli("analyze", str(tmp_path / "nope.json"), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [f"xpu_profiler: error: {tmp_path / 'nope.json'}: "
+                                               "no such file or directory"]
+
+
+def test_directory_without_traces(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("nothing to see\n")
+    res = run_cli("analyze", str(tmp_path / "d"), cwd=tmp_path)
+    assert res.returncode == 2
+    assert "holds no trace or log file" in res.stderr
+
+
+def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
+    """A [memory] instant without a usable ts is odd, not fatal: skipped and reported."""
+    path = tmp_path / "odd.json"
+    path.write_bytes(trace(GOOD_EVENT, {"ph": "i", "name": "[memory]", "pid": 0, "tid": 1, "s": "t",
+                                        "args": {"Total Allocated": 10}}))
+    res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "skipped 1 odd events" in res.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["totals"]["device_kernel_ns"] == 2000
+
+
+def test_unknown_format_option(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(trace(GOOD_EVENT))
+    res = run_cli("analyze", str(path), "--format", "perfetto,pdf", cwd=tmp_path)
+    assert res.returncode == 2
+    assert "unknown output format(s) pdf" in res.stderr
+
+
+def test_bad_taxonomy_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(trace(GOOD_EVENT))
+    tax = tmp_path / "tax.toml"
+    tax.write_text('[[pattern]]\nregex = "k"\nfused_op = "warp_drive"\n')
+    res = run_cli("analyze", str(path), "--taxonomy", str(tax), cwd=tmp_path)
+    assert res.returncode == 2
+    assert str(tax) in res.stderr and "unknown fused op 'warp_drive'" in res.stderr
