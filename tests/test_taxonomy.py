@@ -54,7 +54,8 @@ NAMES = {
     "aten::to": "elementwise",
     "aten::slice": "elementwise",
     "aten::topk": "sampling",
-    "fbgemm::permute_2D_sparse_data": "other",
+    "fbgemm::permute_2D_sparse_data": "elementwise",  # not a GEMM despite the prefix
+    "some_unheard_of_kernel": "other",
     # Kunlun
     "xblas_xpu3::fc_cdnn_infer<float16,float16,float16,float16,float,float,float,float,1>": "gemm",
     "kl3_all_reduce<float16>": "communication",

@@ -156,17 +156,14 @@ class StringTable:
         return i
 
     def intern_many(self, names: Iterable[str]) -> np.ndarray:
-        """Ids for many names at once; the hot path of every reader."""
+        """Ids for many names at once; the hot path of every reader (C-level loops only)."""
+        names = names if isinstance(names, list) else list(names)
         ids, strings = self._ids, self.strings
-        out = []
-        append = out.append
-        for s in names:
-            i = ids.get(s)
-            if i is None:
-                i = ids[s] = len(strings)
+        for s in dict.fromkeys(names):  # distinct, in first-seen order
+            if s not in ids:
+                ids[s] = len(strings)
                 strings.append(s)
-            append(i)
-        return np.asarray(out, dtype=np.int32)
+        return np.fromiter(map(ids.__getitem__, names), dtype=np.int32, count=len(names))
 
     def get(self, s: str) -> int:
         return self._ids.get(s, -1)

@@ -107,6 +107,7 @@ PATTERNS: list[tuple[str, str]] = [
      r"copy_kernel|indexSelect|scatter_gather|compare_scalar|tensor_kernel_scan|"
      r"cub::|RadixSort|DeviceScan|DeviceReduce|DeviceSegmented|max_pool|avg_pool|adaptive_pool|"
      r"linearize_index|multi_tensor_apply|aten::diff$|aten::_foreach_|"
+     r"^fbgemm::.*(permute|jagged|index|offsets|bounds|segment|pack|sort)|"
      rf"^aten::({_ELEMENTWISE_ATEN})$", "elementwise"),
 ]
 

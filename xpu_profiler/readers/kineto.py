@@ -9,7 +9,11 @@ there is no per-event Python loop beyond that.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import re
+import threading
+from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
 from typing import Optional, Union
@@ -101,7 +105,9 @@ class DistributedInfo(msgspec.Struct, gc=False):
 
 
 class Trace(msgspec.Struct, gc=False):
-    traceEvents: Optional[list[Event]] = None
+    # Raw: the events array is located (and syntax-checked) without building objects,
+    # then decoded in chunks, optionally in parallel.
+    traceEvents: msgspec.Raw = msgspec.Raw(b"")
     distributedInfo: Optional[DistributedInfo] = None
     baseTimeNanoseconds: Optional[int] = None
     deviceProperties: Optional[list[dict]] = None
@@ -110,7 +116,11 @@ class Trace(msgspec.Struct, gc=False):
 
 
 _TRACE_DECODER = msgspec.json.Decoder(Trace)
-_ARRAY_DECODER = msgspec.json.Decoder(list[Event])
+_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+
+CHUNK_BYTES = 16 << 20        # decode this much at a time: bounded peak memory
+PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -120,23 +130,176 @@ def sniff(path: Path, head: bytes) -> bool:
     return bool(_SNIFF.search(h)) or any(m in h for m in _KINETO_MARKERS[:3])
 
 
-def _decode(path: Path, data: bytes):
-    if not data.strip():
+def _decode_error(path: Path, e: Exception) -> TraceError:
+    if isinstance(e, msgspec.ValidationError):
+        return TraceError(path, f"not a valid trace: {_where(e)}")
+    msg = str(e)
+    if "truncated" in msg.lower():
+        return TraceError(path, "truncated JSON (file ends in the middle of the trace)")
+    return TraceError(path, f"malformed JSON ({msg})")
+
+
+def _top_level(path: Path, data: bytes) -> tuple[Trace | None, memoryview]:
+    """The trace's top-level fields and the raw bytes of its events array."""
+    first = data[:4096].lstrip()[:1]  # never strip the whole (hundreds of MB) buffer
+    if not first and not data.strip():
         raise TraceError(path, "empty file")
+    if first == b"[":
+        return None, memoryview(data)
     try:
-        if data.lstrip()[:1] == b"[":
-            return None, _ARRAY_DECODER.decode(data)
         trace = _TRACE_DECODER.decode(data)
-    except msgspec.ValidationError as e:
-        raise TraceError(path, f"not a valid trace: {_where(e)}") from None
-    except msgspec.DecodeError as e:
-        msg = str(e)
-        if "truncated" in msg.lower():
-            raise TraceError(path, "truncated JSON (file ends in the middle of the trace)") from None
-        raise TraceError(path, f"malformed JSON ({msg})") from None
-    if trace.traceEvents is None:
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise _decode_error(path, e) from None
+    raw = memoryview(trace.traceEvents)
+    if not len(raw):
         raise TraceError(path, "JSON is not a trace (no traceEvents array)")
-    return trace, trace.traceEvents
+    if raw[:1] != b"[":
+        raise TraceError(path, "not a valid trace: traceEvents is not an array")
+    return trace, raw
+
+
+def _chunks(raw: memoryview, size: int) -> list[tuple[int, int]]:
+    """(start, end) byte spans of the array's elements, cut between two events.
+
+    A cut that lands inside a nested object or a string makes that chunk fail to decode;
+    the reader then falls back to decoding the whole array at once.
+    """
+    n = len(raw)
+    spans, pos = [], 1
+    buf = raw.obj if isinstance(raw.obj, (bytes, bytearray)) and raw.nbytes == len(raw.obj) else bytes(raw)
+    while True:
+        target = pos + size
+        if target >= n - 1:
+            spans.append((pos, n - 1))
+            return spans
+        m = _BOUNDARY.search(buf, target)
+        if m is None:
+            spans.append((pos, n - 1))
+            return spans
+        spans.append((pos, m.start() + 1))
+        pos = m.end() - 1
+
+
+class _Cols(msgspec.Struct):
+    """Columns of one chunk of events, in chunk-local string ids (picklable, compact)."""
+
+    names: list
+    name_ids: np.ndarray
+    cats: list
+    cat_ids: np.ndarray
+    kind: np.ndarray
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    ext: np.ndarray
+    corr: np.ndarray
+    mem_t: list
+    mem_name: list
+    mem_v: list
+    thread_names: dict
+    process_names: dict
+    n_events: int
+    dropped: int
+    odd: int
+
+
+def _local_ids(values: list) -> tuple[list, np.ndarray]:
+    table = StringTable()
+    ids = table.intern_many(values)
+    return table.strings, ids
+
+
+def _columns(path: Path, events: list[Event]) -> _Cols:
+    """Pull the model's columns out of decoded events with C-level maps, no per-event loop."""
+    n_all = len(events)
+    phs = list(map(attrgetter("ph"), events))
+    if None in phs:
+        raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
+    ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2, "C": 3}  # others (flows, async) are not used
+    ph = np.fromiter(map(ph_ids.get, phs, repeat(9)), dtype=np.int8, count=n_all)
+    del phs
+
+    x_idx = np.flatnonzero(ph == 0)
+    xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
+
+    # category → kind; drop what the model does not use before pulling more columns
+    cats, cat_ids = _local_ids(list(map(attrgetter("cat"), xs)))
+    cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cats], dtype=np.int8)
+    cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
+    kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
+    keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
+    if "python_function" in cats:
+        py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
+        is_module = np.fromiter((xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()),
+                                dtype=bool, count=len(py_rows))
+        keep[py_rows[~is_module]] = False
+    dropped = int(np.count_nonzero(~keep))
+    if dropped:
+        keep_idx = np.flatnonzero(keep)
+        xs = [xs[i] for i in keep_idx.tolist()]
+        x_idx, kind, cat_ids = x_idx[keep_idx], kind[keep_idx], cat_ids[keep_idx]
+
+    names, pids, tids, tss, durs, argss = (
+        list(map(attrgetter(a), xs)) for a in ("name", "pid", "tid", "ts", "dur", "args"))
+    del xs
+    if None in tss or None in durs:
+        bad = tss.index(None) if None in tss else durs.index(None)
+        field = "ts" if None in tss else "dur"
+        raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) has no '{field}' field")
+    ts_us = np.array(tss, dtype=np.float64)
+    dur_us = np.array(durs, dtype=np.float64)
+    del tss, durs
+    finite = np.isfinite(ts_us) & np.isfinite(dur_us)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a non-finite time")
+    if (dur_us < 0).any():
+        bad = int(np.flatnonzero(dur_us < 0)[0])
+        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
+                               f"({dur_us[bad]} us)")
+    uniq_names, name_ids = _local_ids(names)
+    del names
+    ext = np.fromiter(map(attrgetter("external_id"), argss), dtype=np.int64, count=len(argss))
+    corr = np.fromiter(map(attrgetter("correlation"), argss), dtype=np.int64, count=len(argss))
+    del argss
+
+    # instants ([memory]) → counters; metadata → track names
+    mem_t, mem_name, mem_v = [], [], []
+    odd = 0
+    inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
+    for e in (e for e, n in zip(inst, map(attrgetter("name"), inst)) if n == "[memory]"):
+        a = e.args
+        if e.ts is None or not math.isfinite(e.ts):
+            odd += 1
+            continue
+        t = int(round(e.ts * 1000.0))
+        host = a.device_type == 0
+        if a.total_allocated is not None:
+            mem_t.append(t)
+            mem_name.append("host_allocated_bytes" if host else "device_allocated_bytes")
+            mem_v.append(a.total_allocated)
+        if a.total_reserved is not None and not host:
+            mem_t.append(t)
+            mem_name.append("device_reserved_bytes")
+            mem_v.append(a.total_reserved)
+    thread_names: dict[str, str] = {}
+    process_names: dict[str, str] = {}
+    for i in np.flatnonzero(ph == 2).tolist():
+        e = events[i]
+        if e.args.name is None:
+            continue
+        if e.name == "thread_name":
+            thread_names[f"{e.pid}:{e.tid}"] = e.args.name
+        elif e.name == "process_name":
+            process_names[str(e.pid)] = e.args.name
+
+    return _Cols(
+        names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
+        ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
+        pid=_ints(pids), tid=_ints(tids), ext=ext, corr=corr,
+        mem_t=mem_t, mem_name=mem_name, mem_v=mem_v, thread_names=thread_names,
+        process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
 
 
 def _where(e: Exception) -> str:
@@ -144,8 +307,8 @@ def _where(e: Exception) -> str:
     return str(e).replace("$.", "")
 
 
-def _ints(values: list, what: str, path: Path) -> np.ndarray:
-    """pid/tid/device columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
+def _ints(values: list) -> np.ndarray:
+    """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -162,167 +325,128 @@ def _ints(values: list, what: str, path: Path) -> np.ndarray:
         return out
 
 
+# ---- chunked, optionally parallel decoding ----------------------------------------------
+
+_RAW: memoryview | None = None  # the events array, inherited by forked workers
+
+
+class _ChunkFailed(Exception):
+    """A chunk did not decode on its own: cut at a bad place, or a broken event inside."""
+
+
+def _decode_chunk(span: tuple[int, int]) -> _Cols:
+    a, b = span
+    raw = _RAW
+    try:
+        events = _EVENTS_DECODER.decode(b"[" + bytes(raw[a:b]) + b"]")
+        return _columns(Path("-"), events)
+    except (msgspec.DecodeError, msgspec.ValidationError, TraceError) as e:
+        raise _ChunkFailed(str(e)) from None
+
+
+def _workers(raw: memoryview) -> int:
+    if len(raw) < PARALLEL_MIN_BYTES or os.environ.get("XPU_PROFILER_WORKERS") == "1":
+        return 1
+    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
+        return 1  # forking a threaded process (a live engine) is unsafe
+    want = os.environ.get("XPU_PROFILER_WORKERS")
+    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
+    return max(1, min(n, 8))
+
+
+def _decode_all(path: Path, raw: memoryview) -> list[_Cols]:
+    global _RAW
+    spans = _chunks(raw, CHUNK_BYTES)
+    workers = _workers(raw) if len(spans) > 1 else 1
+    _RAW = raw
+    try:
+        if workers > 1:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(workers) as pool:
+                return pool.map(_decode_chunk, spans, chunksize=1)
+        return [_decode_chunk(s) for s in spans]
+    finally:
+        _RAW = None
+
+
+def _decode_whole(path: Path, raw: memoryview, in_object: bool) -> _Cols:
+    """One decode of the whole array: exact error messages with global event numbers."""
+    try:
+        events = _EVENTS_DECODER.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        if isinstance(e, msgspec.ValidationError) and in_object:  # `$[12].dur` → `traceEvents[12].dur`
+            e = msgspec.ValidationError(str(e).replace("`$", "`$.traceEvents"))
+        raise _decode_error(path, e) from None
+    return _columns(path, events)
+
+
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
-    trace, events = _decode(path, data)
-    del data
-    prof = Profile()
-    strings = prof.strings
-    n_all = len(events)
+    trace, raw = _top_level(path, data)
+    try:
+        parts = _decode_all(path, raw)
+    except _ChunkFailed:
+        parts = [_decode_whole(path, raw, trace is not None)]
+    del raw, data
 
     rank = options.rank
     if rank is None and trace is not None and trace.distributedInfo is not None:
         rank = trace.distributedInfo.rank
     rank = int(rank or 0)
 
-    # ---- columns of every event (C-level maps, no Python loop) -------------------------
-    phs = list(map(attrgetter("ph"), events))
-    if None in phs:
-        i = phs.index(None)
-        raise TraceError(path, f"event #{i} has no 'ph' field")
-    ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2, "C": 3}
-    ph = np.fromiter((ph_ids.get(p[:1], 9) for p in phs), dtype=np.int8, count=n_all)
-    del phs
+    prof = Profile()
+    strings = prof.strings
+    # chunk-local string ids → profile ids, in chunk order (same ids as one sequential pass)
+    name_ids = [strings.intern_many(c.names)[c.name_ids] if len(c.name_ids) else c.name_ids for c in parts]
+    cat_ids = [strings.intern_many(c.cats)[c.cat_ids] if len(c.cat_ids) else c.cat_ids for c in parts]
+    cat = lambda k: np.concatenate([getattr(c, k) for c in parts])  # noqa: E731
+    kind, ts_ns, dur_ns, pid, tid = cat("kind"), cat("ts_ns"), cat("dur_ns"), cat("pid"), cat("tid")
+    n = len(ts_ns)
 
-    x_idx = np.flatnonzero(ph == 0)
-    xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
-    names, cats, pids, tids, tss, durs, argss = (
-        list(map(attrgetter(a), xs)) for a in ("name", "cat", "pid", "tid", "ts", "dur", "args"))
-    if None in tss or None in durs:
-        bad = tss.index(None) if None in tss else durs.index(None)
-        field = "ts" if None in tss else "dur"
-        raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) has no '{field}' field")
-    ts_us = np.array(tss, dtype=np.float64)
-    dur_us = np.array(durs, dtype=np.float64)
-    del tss, durs
-    if not np.isfinite(ts_us).all() or not np.isfinite(dur_us).all():
-        bad = int(np.flatnonzero(~(np.isfinite(ts_us) & np.isfinite(dur_us)))[0])
-        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a non-finite time")
-    if (dur_us < 0).any():
-        bad = int(np.flatnonzero(dur_us < 0)[0])
-        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
-                               f"({dur_us[bad]} us)")
-
-    # ---- category → kind; drop what the model does not use --------------------------------
-    cat_table = StringTable()
-    cat_ids = cat_table.intern_many(cats)
-    del cats
-    cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cat_table.strings], dtype=np.int8)
-    cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cat_table.strings], dtype=bool)
-    kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
-    keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
-    py_cat = cat_table.get("python_function")
-    if py_cat >= 0:
-        py_rows = np.flatnonzero(cat_ids == py_cat)
-        is_module = np.fromiter((names[i].startswith(MODULE_PREFIX) for i in py_rows.tolist()),
-                                dtype=bool, count=len(py_rows))
-        keep[py_rows[~is_module]] = False
-    n_dropped_py = int(np.count_nonzero(~keep))
-
-    keep_idx = np.flatnonzero(keep)
-    sel = keep_idx.tolist()
-    if len(sel) != len(names):
-        names = [names[i] for i in sel]
-        pids = [pids[i] for i in sel]
-        tids = [tids[i] for i in sel]
-        argss = [argss[i] for i in sel]
-    kind = kind[keep_idx]
-    cat_ids = cat_ids[keep_idx]
-    ts_us = ts_us[keep_idx]
-    dur_us = dur_us[keep_idx]
-
-    ext = np.fromiter(map(attrgetter("external_id"), argss), dtype=np.int64, count=len(argss))
-    corr = np.fromiter(map(attrgetter("correlation"), argss), dtype=np.int64, count=len(argss))
-    del argss
-    pid = _ints(pids, "pid", path)
-    tid = _ints(tids, "tid", path)
-    del pids, tids
-
-    # ---- time base: integer ns relative to one base ----------------------------------------
-    base_ns = 0
-    if trace is not None and trace.baseTimeNanoseconds:
-        base_ns = int(trace.baseTimeNanoseconds)
-    ts_ns = np.rint(ts_us * 1000.0).astype(np.int64)
-    dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
-    del ts_us, dur_us
     # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
     # Either way the profile's base becomes the first event, so every time starts at 0.
-    shift = int(ts_ns.min()) if len(ts_ns) else 0
-    base_ns += shift
+    base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
+    shift = int(ts_ns.min()) if n else 0
+    prof.base_ns = base_ns + shift
     ts_ns -= shift
 
+    cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
-    gpu_ann = cat_table.get("gpu_user_annotation")
+    gpu_ann = strings.get("gpu_user_annotation")
     if gpu_ann >= 0:
-        is_dev |= cat_ids == gpu_ann
-    device = np.where(is_dev, pid, -1).astype(np.int32)
-
-    # Map the local category table into the profile's string table.
-    cat_remap = strings.intern_many(cat_table.strings) if len(cat_table) else np.zeros(0, np.int32)
+        is_dev |= cat_all == gpu_ann
     prof.events = Table(EVENT_SCHEMA, {
-        "name": strings.intern_many(names),
-        "kind": kind,
-        "start": ts_ns,
-        "dur": dur_ns,
-        "rank": np.full(len(names), rank, np.int32),
-        "device": device,
-        "track": tid,
-        "corr": corr,
-        "ext": ext,
-        "cat": cat_remap[cat_ids] if len(cat_ids) else np.zeros(0, np.int32),
+        "name": np.concatenate(name_ids) if n else np.zeros(0, np.int32),
+        "kind": kind, "start": ts_ns, "dur": dur_ns,
+        "rank": np.full(n, rank, np.int32),
+        "device": np.where(is_dev, pid, -1).astype(np.int32),
+        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
     })
-    del names
 
-    # ---- instants ([memory]) → counters; metadata → track names ----------------------------
-    counters_t, counters_name, counters_v = [], [], []
-    thread_names: dict[str, str] = {}
-    process_names: dict[str, str] = {}
-    odd = 0
-    for i in np.flatnonzero(ph != 0).tolist():
-        e = events[i]
-        if e.ph in ("i", "I") and e.name == "[memory]":
-            a = e.args
-            if e.ts is None or not math.isfinite(e.ts):
-                odd += 1
-                continue
-            t = int(round(e.ts * 1000.0)) - shift
-            host = a.device_type == 0
-            if a.total_allocated is not None:
-                counters_t.append(t)
-                counters_name.append("host_allocated_bytes" if host else "device_allocated_bytes")
-                counters_v.append(a.total_allocated)
-            if a.total_reserved is not None and not host:
-                counters_t.append(t)
-                counters_name.append("device_reserved_bytes")
-                counters_v.append(a.total_reserved)
-        elif e.ph == "M" and e.args.name is not None:
-            key = f"{e.pid}:{e.tid}"
-            if e.name == "thread_name":
-                thread_names[key] = e.args.name
-            elif e.name == "process_name":
-                process_names[str(e.pid)] = e.args.name
-    if counters_t:
-        t = np.array(counters_t, dtype=np.int64)
+    mem_t = [t for c in parts for t in c.mem_t]
+    if mem_t:
+        t = np.array(mem_t, dtype=np.int64) - shift
         order = np.argsort(t, kind="stable")
         prof.counters = Table(COUNTER_SCHEMA, {
             "rank": np.full(len(t), rank, np.int32),
-            "name": strings.intern_many(counters_name)[order],
+            "name": strings.intern_many([x for c in parts for x in c.mem_name])[order],
             "t": t[order],
-            "value": np.array(counters_v, dtype=np.float64)[order],
+            "value": np.array([v for c in parts for v in c.mem_v], dtype=np.float64)[order],
         })
+    odd = sum(c.odd for c in parts)
     if odd:
         prof.warn(f"{path.name}: skipped {odd} odd events")
 
-    prof.base_ns = base_ns
-    info = {"path": str(path), "format": NAME, "events": n_all, "rank": rank}
+    info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
     if trace is not None and trace.deviceProperties:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
     prof.run["sources"] = [info]
     prof.run["has_timeline"] = True
-    prof.run.setdefault("thread_names", {})[str(rank)] = thread_names
-    prof.run.setdefault("process_names", {})[str(rank)] = process_names
-    if n_dropped_py:
-        prof.run.setdefault("dropped_events", {})[str(path)] = n_dropped_py
+    prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
+    prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}
+    dropped = sum(c.dropped for c in parts)
+    if dropped:
+        prof.run.setdefault("dropped_events", {})[str(path)] = dropped
     return prof
