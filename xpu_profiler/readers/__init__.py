@@ -62,14 +62,13 @@ def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
     """
     try:
         size = os.path.getsize(path)
+        if not is_gzip(path):
+            with open(path, "rb", buffering=0) as raw:  # unbuffered: no second copy of the file
+                data = raw.readall()
+            if progress:
+                progress(size)
+            return data
         with open(path, "rb") as f:
-            if f.read(2) != b"\x1f\x8b":
-                f.seek(0)
-                data = f.read()
-                if progress:
-                    progress(size)
-                return data
-            f.seek(0)
             d = zlib.decompressobj(31)
             parts = []
             while True:

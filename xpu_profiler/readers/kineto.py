@@ -79,9 +79,10 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     correlation: int = -1
     device: Union[int, str] = -1
     name: Optional[str] = None  # M events
-    total_allocated: Optional[float] = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Optional[float] = msgspec.field(default=None, name="Total Reserved")
-    device_type: Optional[int] = msgspec.field(default=None, name="Device Type")
+    # NaN / -1 rather than None: the [memory] columns are pulled out with np.fromiter
+    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
+    total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
 
 
 _NO_ARGS = Args()
@@ -118,6 +119,7 @@ class Trace(msgspec.Struct, gc=False):
 _TRACE_DECODER = msgspec.json.Decoder(Trace)
 _EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 
+MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
 CHUNK_BYTES = 16 << 20        # decode this much at a time: bounded peak memory
 PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -146,6 +148,14 @@ def _top_level(path: Path, data: bytes) -> tuple[Trace | None, memoryview]:
         raise TraceError(path, "empty file")
     if first == b"[":
         return None, memoryview(data)
+    fast = _locate_events(data)
+    if fast is not None:
+        return fast
+    return _top_level_exact(path, data)
+
+
+def _top_level_exact(path: Path, data: bytes) -> tuple[Trace, memoryview]:
+    """Parse the whole document once (events as Raw) to find the array exactly."""
     try:
         trace = _TRACE_DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
@@ -158,6 +168,26 @@ def _top_level(path: Path, data: bytes) -> tuple[Trace | None, memoryview]:
     return trace, raw
 
 
+def _locate_events(data: bytes) -> tuple[Trace, memoryview] | None:
+    """Find the events array by byte search and check the guess by decoding what is around it.
+
+    Kineto writes `traceEvents` as the one large array; everything else is small. A wrong
+    guess (another `]` after the array) fails a chunk later and the exact path takes over.
+    """
+    key = data.find(b'"traceEvents"')
+    if key < 0:
+        return None
+    start = data.find(b"[", key)
+    end = data.rfind(b"]")
+    if start < 0 or end <= start or data[key + 13:start].strip() != b":":
+        return None
+    try:
+        trace = _TRACE_DECODER.decode(data[:start] + b"[]" + data[end + 1:])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return trace, memoryview(data)[start:end + 1]
+
+
 def _chunks(raw: memoryview, size: int) -> list[tuple[int, int]]:
     """(start, end) byte spans of the array's elements, cut between two events.
 
@@ -166,7 +196,7 @@ def _chunks(raw: memoryview, size: int) -> list[tuple[int, int]]:
     """
     n = len(raw)
     spans, pos = [], 1
-    buf = raw.obj if isinstance(raw.obj, (bytes, bytearray)) and raw.nbytes == len(raw.obj) else bytes(raw)
+    buf = raw  # re searches the buffer in place: no copy of the array
     while True:
         target = pos + size
         if target >= n - 1:
@@ -194,9 +224,9 @@ class _Cols(msgspec.Struct):
     tid: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
-    mem_t: list
-    mem_name: list
-    mem_v: list
+    mem_t: np.ndarray      # ns, not yet shifted
+    mem_series: np.ndarray  # index into MEMORY_SERIES
+    mem_v: np.ndarray
     thread_names: dict
     process_names: dict
     n_events: int
@@ -240,20 +270,20 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
         xs = [xs[i] for i in keep_idx.tolist()]
         x_idx, kind, cat_ids = x_idx[keep_idx], kind[keep_idx], cat_ids[keep_idx]
 
-    names, pids, tids, tss, durs, argss = (
-        list(map(attrgetter(a), xs)) for a in ("name", "pid", "tid", "ts", "dur", "args"))
+    n = len(xs)
+    names = list(map(attrgetter("name"), xs))
+    ts_us = np.fromiter(map(attrgetter("ts"), xs), dtype=np.float64, count=n)
+    dur_us = np.fromiter(map(attrgetter("dur"), xs), dtype=np.float64, count=n)
+    pid, tid = _ints(xs, "pid"), _ints(xs, "tid")
+    argss = list(map(attrgetter("args"), xs))
     del xs
-    if None in tss or None in durs:
-        bad = tss.index(None) if None in tss else durs.index(None)
-        field = "ts" if None in tss else "dur"
-        raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) has no '{field}' field")
-    ts_us = np.array(tss, dtype=np.float64)
-    dur_us = np.array(durs, dtype=np.float64)
-    del tss, durs
     finite = np.isfinite(ts_us) & np.isfinite(dur_us)
-    if not finite.all():
+    if not finite.all():  # fromiter reads a missing value (None) as NaN
         bad = int(np.flatnonzero(~finite)[0])
-        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a non-finite time")
+        e = events[int(x_idx[bad])]
+        what = "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None \
+            else "has a non-finite time"
+        raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) {what}")
     if (dur_us < 0).any():
         bad = int(np.flatnonzero(dur_us < 0)[0])
         raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
@@ -265,24 +295,20 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
     del argss
 
     # instants ([memory]) → counters; metadata → track names
-    mem_t, mem_name, mem_v = [], [], []
-    odd = 0
     inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
-    for e in (e for e, n in zip(inst, map(attrgetter("name"), inst)) if n == "[memory]"):
-        a = e.args
-        if e.ts is None or not math.isfinite(e.ts):
-            odd += 1
-            continue
-        t = int(round(e.ts * 1000.0))
-        host = a.device_type == 0
-        if a.total_allocated is not None:
-            mem_t.append(t)
-            mem_name.append("host_allocated_bytes" if host else "device_allocated_bytes")
-            mem_v.append(a.total_allocated)
-        if a.total_reserved is not None and not host:
-            mem_t.append(t)
-            mem_name.append("device_reserved_bytes")
-            mem_v.append(a.total_reserved)
+    mem = [e for e, n in zip(inst, map(attrgetter("name"), inst)) if n == "[memory]"]
+    m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
+    m_args = list(map(attrgetter("args"), mem))
+    alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
+    reserved = np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem))
+    host = np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)) == 0
+    ok = np.isfinite(m_ts)
+    odd = int(np.count_nonzero(~ok))
+    t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
+    has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
+    mem_t = np.concatenate([t_ns[has_a], t_ns[has_r]])
+    mem_series = np.concatenate([np.where(host[has_a], 0, 1), np.full(int(has_r.sum()), 2)]).astype(np.int8)
+    mem_v = np.concatenate([alloc[has_a], reserved[has_r]])
     thread_names: dict[str, str] = {}
     process_names: dict[str, str] = {}
     for i in np.flatnonzero(ph == 2).tolist():
@@ -297,8 +323,8 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
     return _Cols(
         names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
         ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
-        pid=_ints(pids), tid=_ints(tids), ext=ext, corr=corr,
-        mem_t=mem_t, mem_name=mem_name, mem_v=mem_v, thread_names=thread_names,
+        pid=pid, tid=tid, ext=ext, corr=corr,
+        mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
 
 
@@ -307,11 +333,12 @@ def _where(e: Exception) -> str:
     return str(e).replace("$.", "")
 
 
-def _ints(values: list) -> np.ndarray:
+def _ints(xs: list[Event], field: str) -> np.ndarray:
     """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
     try:
-        return np.array(values, dtype=np.int64)
+        return np.fromiter(map(attrgetter(field), xs), dtype=np.int64, count=len(xs))
     except (TypeError, ValueError, OverflowError):
+        values = list(map(attrgetter(field), xs))
         out = np.empty(len(values), dtype=np.int64)
         seen: dict[str, int] = {}
         for i, v in enumerate(values):
@@ -386,7 +413,12 @@ def read(path: Path, options: ReadOptions) -> Profile:
     try:
         parts = _decode_all(path, raw)
     except _ChunkFailed:
-        parts = [_decode_whole(path, raw, trace is not None)]
+        if trace is not None:  # the located array may have been a guess: find it exactly
+            trace, raw = _top_level_exact(path, data)
+        try:
+            parts = _decode_all(path, raw)
+        except _ChunkFailed:
+            parts = [_decode_whole(path, raw, trace is not None)]
     del raw, data
 
     rank = options.rank
@@ -423,15 +455,16 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
     })
 
-    mem_t = [t for c in parts for t in c.mem_t]
-    if mem_t:
-        t = np.array(mem_t, dtype=np.int64) - shift
+    mem_t = np.concatenate([c.mem_t for c in parts])
+    if len(mem_t):
+        t = mem_t - shift
         order = np.argsort(t, kind="stable")
+        series = np.array([strings.intern(s) for s in MEMORY_SERIES], np.int32)
         prof.counters = Table(COUNTER_SCHEMA, {
             "rank": np.full(len(t), rank, np.int32),
-            "name": strings.intern_many([x for c in parts for x in c.mem_name])[order],
+            "name": series[np.concatenate([c.mem_series for c in parts])][order],
             "t": t[order],
-            "value": np.array([v for c in parts for v in c.mem_v], dtype=np.float64)[order],
+            "value": np.concatenate([c.mem_v for c in parts])[order],
         })
     odd = sum(c.odd for c in parts)
     if odd:

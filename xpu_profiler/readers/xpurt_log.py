@@ -1,0 +1,394 @@
+"""Kunlun `[XPURT_PROF]` kernel logs: one text file per rank (`rank_N.log[.gz]`).
+
+With ``XPUAPI_DEBUG=0x1`` and ``XPURT_DISPATCH_MODE=PROFILING`` the Kunlun
+runtime prints one line per finished kernel on the process's stdout/stderr,
+mixed with everything else the process prints (vLLM's own log lines)::
+
+    [XPURT_PROF] _ZN10xblas_xpu313fc_cdnn_inferI...EEvPKT_... 179220 123600 ns
+
+What is known about these lines comes from vLLM-Kunlun's profiling guide
+(``docs/source/developer_guide/performance/performance_benchmark/profiling.md``)
+and the parser it ships (``op_log.py``):
+
+- field layout: Kunlun1 ``name x time``, Kunlun2/3 (P800 is Kunlun3)
+  ``name time x``; the parser takes ``time`` and divides it by a per-generation
+  factor (0.9, 1.3, 1.45 for Kunlun1/2/3) to get nanoseconds. The factors look
+  like clock rates in GHz, i.e. ``time`` is in device cycles; the other number
+  is then already in ns. When both numbers are present we use their ratio to
+  tell the generation (see ``detect_generation``); ``ReadOptions.xpu_gen``
+  always wins, and without either we assume Kunlun3 (P800) and say so.
+- names are single, C++-mangled tokens (the parser pipes them through
+  ``c++filt``); we demangle them through libstdc++'s ``__cxa_demangle`` (or
+  ``c++filt``), dropping the parameter list as the parser does.
+- lines starting with ``gtest_``, indented 4 spaces per nesting level, name the
+  XPU API call that launched the kernels after them. The scope at one level
+  (``ReadOptions.extra["xpurt_scope_level"]``, default 0 = outermost) becomes
+  each kernel's ``group``.
+- a variant prints ``[XPURT_PROF] name: 1234 ns`` (one number, already in ns);
+  it is read as such.
+
+The rank comes from the file name (``rank_N``), else ``ReadOptions.rank``,
+else 0 with a warning. Lines that are not kernel or scope lines are counted
+(``run["xpurt_ranks"][rank]["other_lines"]``), as are ``[XPURT_PROF]`` lines in
+no known layout, such as a last line cut short while the file was written.
+
+The lines have no timestamps, streams or step markers, so the Profile holds one
+kernel event per line with a duration and no start (``NO_TIME``), and
+``run["has_timeline"]`` is False: every output must say that the timeline is
+missing rather than invent one.
+
+Parsing runs regular expressions over the whole (bytes) text, split only at
+scope lines; the fields are split and converted in bulk, names are interned and
+demangled once per distinct name (about 1.5 s per million kernel lines).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gzip
+import itertools
+import re
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TraceError
+from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
+from . import ReadOptions, is_gzip, read_bytes
+
+NAME = "xpurt_log"
+
+TAG = b"[XPURT_PROF]"
+
+#: cycles per nanosecond (clock in GHz) by Kunlun generation, as in vLLM-Kunlun's op_log.py
+UNIT_FACTORS = {1: 0.9, 2: 1.3, 3: 1.45}
+DEFAULT_GEN = 3  # Kunlun3: P800
+GEN_DEVICES = {1: "kunlun1", 2: "kunlun2", 3: "kunlun_p800"}
+
+_NUM = rb"\d+(?:\.\d+)?"
+# "name a b ns" as one group: joined and split on whitespace in C, not matched per field.
+_K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM + rb")[ \t]+ns\b")
+# "name: N ns" / "name N ns" (N already in ns); the name may hold spaces.
+_K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?):?[ \t]+(" + _NUM + rb")[ \t]*ns\b")
+# gtest_ scope lines: indentation (4 spaces a level) and text
+_SCOPE = re.compile(rb"^([ \t]*)(gtest_[^\r\n]*)", re.M)
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.I)
+_RANK_FILE = re.compile(r"rank[_\-.]?\d+\.(log|txt|out)(\.gz)?", re.I)
+_TEXT_SUFFIXES = (".log", ".txt", ".out", ".log.gz", ".txt.gz", ".out.gz")
+_SCAN_LIMIT = 256 << 20  # bytes a sniff may scan for the tag in a large text log
+
+
+# -- sniffing ------------------------------------------------------------------
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A file holding ``[XPURT_PROF]`` lines, or a per-rank log file (even an empty one)."""
+    if TAG in head:
+        return True
+    if _RANK_FILE.fullmatch(path.name):
+        return True
+    # vLLM prints a lot before the first kernel runs: look further into text logs.
+    if path.name.lower().endswith(_TEXT_SUFFIXES) and len(head) >= 64 * 1024 and not _binary(head):
+        return _scan_for_tag(path)
+    return False
+
+
+def _binary(head: bytes) -> bool:
+    return b"\x00" in head[:4096]
+
+
+def _scan_for_tag(path: Path) -> bool:
+    try:
+        opener = gzip.open if is_gzip(path) else open
+        with opener(path, "rb") as f:
+            seen, tail = 0, b""
+            while seen < _SCAN_LIMIT:
+                chunk = f.read(4 << 20)
+                if not chunk:
+                    return False
+                if TAG in tail + chunk[: len(TAG)] or TAG in chunk:
+                    return True
+                tail = chunk[-len(TAG):]
+                seen += len(chunk)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return False
+
+
+# -- names -----------------------------------------------------------------------
+
+def _cxa_demangle():
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+        fn = lib.__cxa_demangle
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        free = libc.free
+        free.argtypes = [ctypes.c_void_p]
+        free.restype = None
+    except (OSError, AttributeError):
+        return None
+
+    def demangle(name: str) -> str | None:
+        status = ctypes.c_int(0)
+        p = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
+        if not p:
+            return None
+        try:
+            return ctypes.string_at(p).decode("utf-8", "replace")
+        finally:
+            free(p)
+
+    return demangle
+
+
+_DEMANGLE = _cxa_demangle()
+
+
+def _strip_params(s: str) -> str:
+    """``void ns::k<T>(T*, int)`` → ``void ns::k<T>`` (the last balanced (...) group at the end)."""
+    if not s.endswith(")"):
+        return s
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        c = s[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return s[:i].rstrip() or s
+    return s
+
+
+def demangle_names(names: list[str]) -> tuple[list[str], str]:
+    """Readable kernel names for C++-mangled ones (others unchanged), and which tool did it.
+
+    The parameter list is dropped, as vLLM-Kunlun's parser does; the return type stays
+    (``void xblas_xpu3::fc_cdnn_infer<float16, …>``).
+    """
+    mangled = [i for i, n in enumerate(names) if n.startswith("_Z")]
+    if not mangled:
+        return list(names), "none needed"
+    out = list(names)
+    if _DEMANGLE is not None:
+        for i in mangled:
+            d = _DEMANGLE(names[i])
+            if d:
+                out[i] = _strip_params(d)
+        return out, "__cxa_demangle"
+    exe = shutil.which("c++filt")
+    if exe:
+        try:
+            res = subprocess.run([exe], input="\n".join(names[i] for i in mangled) + "\n",
+                                 capture_output=True, text=True, timeout=60, check=True)
+            lines = res.stdout.splitlines()
+            if len(lines) == len(mangled):
+                for i, d in zip(mangled, lines):
+                    out[i] = _strip_params(d)
+                return out, "c++filt"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return out, "unavailable (names stay mangled)"
+
+
+# -- generation --------------------------------------------------------------------
+
+def detect_generation(first: np.ndarray, second: np.ndarray) -> int | None:
+    """Kunlun generation from the two numbers of ``name a b ns`` lines, or None.
+
+    If one number is device cycles and the other nanoseconds, their ratio is the
+    clock in GHz: ``a / b`` ≈ 1.3 or 1.45 (Kunlun2/3 layout: time = a) or
+    ``b / a`` ≈ 0.9 (Kunlun1 layout: time = b). The call is made only when at least
+    90% of the lines agree within 5% and the median within 2%.
+    """
+    ok = (first > 0) & (second > 0)
+    if ok.sum() == 0:
+        return None
+    a, b = first[ok], second[ok]
+    for gen, ratio in ((3, a / b), (2, a / b), (1, b / a)):
+        f = UNIT_FACTORS[gen]
+        if abs(np.median(ratio) / f - 1) < 0.02 and np.mean(np.abs(ratio / f - 1) < 0.05) >= 0.9:
+            return gen
+    return None
+
+
+def rank_from_name(path: Path) -> int | None:
+    m = _RANK_IN_NAME.search(path.name)
+    return int(m.group(1)) if m else None
+
+
+# -- reading -------------------------------------------------------------------------
+
+def _numbers(tokens: list[bytes]) -> np.ndarray:
+    if not tokens:
+        return np.zeros(0, dtype=np.float64)
+    try:
+        return np.array(list(map(int, tokens)), dtype=np.float64)
+    except ValueError:  # decimals
+        return np.array(list(map(float, tokens)), dtype=np.float64)
+
+
+class _Segment:
+    """Kernel lines of one stretch of text (between two scope lines)."""
+
+    __slots__ = ("names3", "first", "second", "names1", "ns1", "group")
+
+    def __init__(self, text: bytes, group: int):
+        self.group = group
+        found = _K3.findall(text)
+        flat = b" ".join(found).split() if found else []
+        self.names3 = flat[0::3]
+        self.first = flat[1::3]
+        self.second = flat[2::3]
+        self.names1: list[bytes] = []
+        self.ns1: list[bytes] = []
+        if text.count(TAG) > len(found):  # other layouts: read them from what is left
+            rest = _K3.sub(b"", text) if found else text
+            for name, value in _K1.findall(rest):
+                self.names1.append(name)
+                self.ns1.append(value)
+
+    def __len__(self) -> int:
+        return len(self.names3) + len(self.names1)
+
+
+def _segments(data: bytes, level_wanted: int, strings) -> tuple[list[_Segment], int]:
+    """Split the text at `gtest_` scope lines; each piece knows its scope (group) id."""
+    if b"gtest_" not in data:
+        return [_Segment(data, -1)], 0
+    segs, pos, group, n_scopes = [], 0, -1, 0
+    for m in _SCOPE.finditer(data):
+        n_scopes += 1
+        segs.append(_Segment(data[pos:m.start()], group))
+        pos = m.end()
+        level = len(m.group(1).replace(b"\t", b"    ")) // 4
+        if level == level_wanted:
+            label = re.split(rb"[(<]", m.group(2).strip(), maxsplit=1)[0]
+            group = strings.intern(label.decode("utf-8", "replace"))
+        elif level < level_wanted:
+            group = -1  # the enclosing scope ended: kernels after it are outside any
+    segs.append(_Segment(data[pos:], group))
+    return [s for s in segs if len(s)], n_scopes
+
+
+def read(path: Path, options: ReadOptions) -> Profile:
+    data = read_bytes(path, options.progress)
+    prof = Profile()
+    prof.run["has_timeline"] = False
+    prof.run["timeline_note"] = ("[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
+                                 "streams or engine steps, so there is no timeline and no phase split")
+    rank = rank_from_name(path)  # the file says it; --rank is for a file that does not
+    if rank is None:
+        rank = options.rank
+    if rank is None:
+        rank = 0
+        prof.warn(f"{path.name}: rank not in the file name (rank_N.log) and not given; taken as rank 0")
+    gen_opt = options.xpu_gen
+    if gen_opt is not None and gen_opt not in UNIT_FACTORS:
+        raise TraceError(path, f"unknown Kunlun generation {gen_opt} (expected 1, 2 or 3)")
+    level_wanted = int((options.extra or {}).get("xpurt_scope_level", 0))
+
+    n_lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    n_tags = data.count(TAG)
+    last = data[data.rfind(b"\n") + 1:]
+    truncated_last = bool(last) and TAG in last and not (_K3.search(last) or _K1.search(last))
+    segs, n_scopes = _segments(data, level_wanted, prof.strings)
+    del data
+
+    n3 = sum(len(s.names3) for s in segs)
+    n1 = sum(len(s.names1) for s in segs)
+    n_kernels = n3 + n1
+    malformed = n_tags - n_kernels
+
+    # -- generation: option, else the cycles/ns ratio of the first lines, else P800 --
+    sample_a = _numbers(list(itertools.islice((t for s in segs for t in s.first), 20000)))
+    sample_b = _numbers(list(itertools.islice((t for s in segs for t in s.second), 20000)))
+    detected = detect_generation(sample_a, sample_b) if n3 else None
+    if gen_opt is not None:
+        gen, gen_source = gen_opt, "option"
+        if detected is not None and detected != gen_opt:
+            prof.warn(f"{path.name}: the numbers in the log look like Kunlun{detected} "
+                      f"but Kunlun{gen_opt} was given; using Kunlun{gen_opt}")
+    elif detected is not None:
+        gen, gen_source = detected, "detected (cycles/ns ratio of the two numbers per line)"
+    else:
+        gen, gen_source = DEFAULT_GEN, "default"
+        if n3:
+            prof.warn(f"{path.name}: Kunlun generation not given and not recognisable from the log; "
+                      f"assuming P800 (Kunlun3: fields name, time, x; {UNIT_FACTORS[3]} cycles/ns). "
+                      f"Use --xpu-gen to change it")
+    factor = UNIT_FACTORS[gen]
+
+    # -- columns: 3-field lines of every segment, then the 1-number lines --
+    raw_names: list[bytes] = []
+    values: list[bytes] = []
+    group_parts = []
+    for s in segs:
+        raw_names += s.names3
+        values += s.second if gen == 1 else s.first
+        group_parts.append(np.full(len(s.names3), s.group, dtype=np.int32))
+    dur = _numbers(values) / factor
+    for s in segs:
+        raw_names += s.names1
+        group_parts.append(np.full(len(s.names1), s.group, dtype=np.int32))
+    ns1 = _numbers([t for s in segs for t in s.ns1])  # "name: N ns": already nanoseconds
+    dur_ns = np.rint(np.concatenate([dur, ns1])).astype(np.int64)
+    group = np.concatenate(group_parts) if group_parts else np.zeros(0, np.int32)
+
+    # -- names: intern distinct raw names, demangle each once --
+    first_seen: dict[bytes, int] = {}
+    sparse = np.fromiter(map(first_seen.setdefault, raw_names, itertools.count()),
+                         dtype=np.int64, count=len(raw_names))
+    uniq, local_ids = np.unique(sparse, return_inverse=True)
+    distinct = [raw_names[i].decode("utf-8", "replace") for i in uniq.tolist()]
+    pretty, how = demangle_names(distinct)
+    ids = prof.strings.intern_many(pretty)
+    name_ids = ids[local_ids] if len(raw_names) else np.zeros(0, np.int32)
+
+    n = len(dur_ns)
+    cat = prof.strings.intern("XPURT_PROF")
+    prof.events = Table(EVENT_SCHEMA, {
+        "name": name_ids,
+        "kind": np.full(n, K_KERNEL, dtype=np.int8),
+        "start": np.full(n, NO_TIME, dtype=np.int64),
+        "dur": dur_ns,
+        "rank": np.full(n, rank, dtype=np.int32),
+        "cat": np.full(n, cat, dtype=np.int32),
+        "group": group,
+    }, n=n)
+
+    stats = {
+        "rank": int(rank),
+        "lines": int(n_lines),
+        "kernel_lines": int(n_kernels),
+        "scope_lines": int(n_scopes),
+        "other_lines": int(max(n_lines - n_kernels - n_scopes - max(malformed, 0), 0)),
+        "malformed_lines": int(max(malformed, 0)),
+        "xpu_gen": int(gen),
+        "xpu_gen_source": gen_source,
+        "cycles_per_ns": factor if n3 else None,
+        "layout": ("name x time (Kunlun1)" if gen == 1 else "name time x (Kunlun2/3)") if n3
+        else ("name time ns" if n1 else None),
+        "demangler": how,
+        "kernel_ns": int(dur_ns.sum()),
+    }
+    prof.run["sources"] = [{"path": str(path), "format": NAME, **stats}]
+    prof.run["xpurt_ranks"] = {str(rank): stats}
+    prof.run["device"] = GEN_DEVICES[gen]
+    prof.run["xpu_gen"] = int(gen)
+    prof.run["xpu_gen_source"] = gen_source
+    if n_kernels == 0:
+        prof.warn(f"{path.name}: no [XPURT_PROF] lines for rank {rank} (were XPUAPI_DEBUG=0x1 and "
+                  f"XPURT_DISPATCH_MODE=PROFILING set in that process?)")
+    other_bad = malformed
+    if truncated_last:
+        prof.warn(f"{path.name}: the last line is cut short (file still being written?); it was skipped")
+        other_bad -= 1
+    if other_bad > 0:
+        prof.warn(f"{path.name}: {other_bad} [XPURT_PROF] line(s) in no known layout were skipped")
+    return prof
