@@ -1,0 +1,172 @@
+"""The HTML report opened in real headless Chromium (Debian's package, never a
+downloaded browser): it draws every figure in its data, logs no error, touches
+no network, and runs nothing that came from a trace. Screenshots are written to
+artifacts/report/ for people to look at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from report_helpers import (ARTIFACTS, HOSTILE_NAMES, REPO, Browser, PageResult, chromium_missing,
+                            hostile_summary, sample_summary, write_kineto_trace, write_xpurt_logs)
+from xpu_profiler import templates
+from xpu_profiler.exporters import html_report as hr
+
+pytestmark = pytest.mark.browser
+
+REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
+SHOTS = ARTIFACTS / "report"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    why = chromium_missing()
+    if why:
+        pytest.skip(why)
+    b = Browser()
+    yield b
+    b.close()
+
+
+def assert_clean(res: PageResult, figures: int) -> None:
+    assert res.console_errors == [] and res.page_errors == []
+    assert res.requests == [], "the report tried to load something"
+    assert res.dialogs == [] and res.pwned is None
+    assert res.figures_in_data == figures
+    assert res.plots_drawn == figures
+
+
+def summarize_files(*paths: Path) -> tuple[object, dict]:
+    from xpu_profiler.aggregator import summarize
+    from xpu_profiler.readers import load
+
+    profile = load(list(paths))
+    return profile, summarize(profile)
+
+
+def render(browser: Browser, tmp_path: Path, name: str, summary: dict, profile=None) -> PageResult:
+    html = hr.write(profile, summary, tmp_path / f"{name}.html")
+    res = browser.open(html, SHOTS / f"{name}.png")
+    assert (SHOTS / f"{name}.png").stat().st_size > 10_000
+    return res
+
+
+def test_sample_report(browser, tmp_path):
+    # GIVEN a summary with every section: two ranks, phases, steps, memory, throughput
+    summary = sample_summary()
+    # WHEN it is rendered and opened
+    res = render(browser, tmp_path, "sample", summary)
+    # THEN all six figures are drawn, cleanly
+    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert res.figures_in_data == 6
+    assert "Time by fused op" in res.text and "Top kernels" in res.text
+
+
+def _real_traces():
+    if not REAL_TRACES.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_TRACES} is not there"))]
+    return [pytest.param(p, id=p.name) for p in sorted(REAL_TRACES.iterdir()) if not p.name.startswith("LICENSE")]
+
+
+@pytest.mark.parametrize("trace", _real_traces())
+def test_real_trace_report(browser, tmp_path, trace):
+    profile, summary = summarize_files(trace)
+    res = render(browser, tmp_path, "real-" + trace.name.split(".")[0], summary, profile)
+    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert res.figures_in_data >= 1
+
+
+@pytest.mark.vllm
+def test_vllm_cpu_run_report(browser, tmp_path, vllm_profiler_trace):
+    # GIVEN the trace vLLM's own profiler wrote for a real CPU run
+    profile, summary = summarize_files(vllm_profiler_trace.trace_dir)
+    # WHEN it is rendered
+    res = render(browser, tmp_path, "vllm-cpu", summary, profile)
+    # THEN the step timeline and the phase split are there, and all figures are drawn
+    report = hr.build_report(summary)
+    assert_clean(res, len(report["figures"]))
+    assert "steps" in report["figures"] and report["phases"]["known"]
+    assert "Prefill vs decode" in res.text
+
+
+def test_kernel_names_from_a_trace_cannot_run_code(browser, tmp_path):
+    # GIVEN a torch-profiler trace whose kernel names are HTML and script
+    trace = write_kineto_trace(tmp_path / "hostile.pt.trace.json", HOSTILE_NAMES)
+    profile, summary = summarize_files(trace)
+    assert {k["name"] for k in summary["top_kernels"]} == set(HOSTILE_NAMES)
+    # WHEN the report is opened
+    res = render(browser, tmp_path, "hostile-trace", summary, profile)
+    # THEN nothing ran, no dialog opened, and every name is shown as plain text
+    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    for name in HOSTILE_NAMES:
+        assert name in res.text
+
+
+def test_kernel_logs_without_timeline(browser, tmp_path):
+    # GIVEN per-rank [XPURT_PROF] logs: kernel totals only, no timestamps
+    hostile = "</script><img/src=x/onerror=window.__pwned=6>"  # log names are single tokens
+    logs = write_xpurt_logs(tmp_path / "logs", ["_ZN10xblas_xpu313fc_cdnn_inferIfEEvPKT_", hostile])
+    profile, summary = summarize_files(logs)
+    report = hr.build_report(summary)
+    # THEN there is no step timeline or memory chart to invent, the ranks are compared,
+    # and the report says why the timeline is missing
+    assert report["steps"] is None and report["memory"] is None and report["ranks"]
+    res = render(browser, tmp_path, "xpurt-logs", summary, profile)
+    assert_clean(res, len(report["figures"]))
+    assert "no timeline" in res.text and hostile in res.text
+    assert {k["name"] for k in summary["top_kernels"]} == {"void xblas_xpu3::fc_cdnn_infer<float>", hostile}
+
+
+def test_untrusted_text_everywhere_stays_text(browser, tmp_path):
+    # model name, engine keys, fused-op names and warnings too
+    summary = hostile_summary()
+    res = render(browser, tmp_path, "hostile-summary", summary)
+    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    for name in HOSTILE_NAMES:
+        assert name in res.text
+
+
+def test_kernel_table_sorts_and_filters(browser, tmp_path):
+    html = hr.write(None, sample_summary(), tmp_path / "t.html")
+    page = browser.page()
+    try:
+        page.goto(html.resolve().as_uri())
+        rows = page.evaluate("XPU_REPORT.kernels.rows")
+
+        def visible(key: str) -> list:
+            idx = page.eval_on_selector_all("#kernel-table tbody tr:not([hidden])",
+                                            "trs => trs.map(tr => +tr.dataset.i)")
+            return [rows[i][key] for i in idx]
+
+        # initially by time, largest first
+        assert visible("time_ns") == sorted((r["time_ns"] for r in rows), reverse=True)
+        # a click sorts by count (largest first), a second click reverses
+        page.click("#kernel-table th[data-key=count]")
+        assert visible("count") == sorted((r["count"] for r in rows), reverse=True)
+        page.click("#kernel-table th[data-key=count]")
+        assert visible("count") == sorted(r["count"] for r in rows)
+        page.click("#kernel-table th[data-key=name]")
+        assert visible("name") == sorted((r["name"] for r in rows), key=str.lower)
+        # the name filter matches the full name, case-insensitively
+        page.fill("#kernel-filter", "GEMM")
+        assert visible("name") == ["ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"]
+        page.fill("#kernel-filter", "")
+        page.select_option("#kernel-fused", "attention")
+        assert sorted(visible("name")) == sorted(r["name"] for r in rows if r["fused_op"] == "attention")
+        assert page.inner_text("#kernel-count") == "2 of 5 shown"
+        # the full name is on hover
+        title = page.get_attribute("#kernel-table td.kname[title^='void flash']", "title")
+        assert title == next(r["name"] for r in rows if r["name"].startswith("void flash"))
+    finally:
+        page.close()
+
+
+def test_cdn_mode_is_seen_by_the_network_check(browser, tmp_path):
+    # The request listener used above works: a CDN-linked report is caught asking the network.
+    html = hr.write(None, sample_summary(), tmp_path / "cdn.html", plotly="cdn")
+    res = browser.open(html)
+    assert res.requests == [f"https://cdn.plot.ly/plotly-{templates.plotly_version()}.min.js"]
+    assert res.plots_drawn == 0
+    assert "Charts need plotly.js" in res.text
