@@ -34,7 +34,10 @@ CASES = {
                          "no 'dur' field"),
     "missing_ph.json": (trace({"cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 1}),
                         "no 'ph' field"),
-    "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "dur"),
+    "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "dur 'long' is not a number"),
+    "wrong_type_pid.json": (trace({**GOOD_EVENT, "pid": [1]}), "pid"),
+    "absurd_ts.json": (trace({**GOOD_EVENT, "ts": 1e300}), "time out of range"),
+    "deep.json": (b'{"traceEvents": [' + b"[" * 100000 + b"]" * 100000 + b"]}", "nested too deeply"),
     "wrong_type_name.json": (trace({**GOOD_EVENT, "name": 12}), "name"),
     "nan.json": (trace(GOOD_EVENT)[:-2] + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}]}',
                  "malformed JSON"),
@@ -89,6 +92,37 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
     assert "skipped 1 odd events" in res.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["totals"]["device_kernel_ns"] == 2000
+
+
+def test_lenient_where_perfetto_is(tmp_path: Path) -> None:
+    """Numeric strings for times, doubles for pid/tid, string ids: Perfetto reads them, so do we."""
+    path = tmp_path / "loose.json"
+    path.write_bytes(trace({**GOOD_EVENT, "ts": "10", "dur": "2.5", "tid": 7.0, "args": {"correlation": "12"}},
+                           {**GOOD_EVENT, "ts": 20, "pid": 2**64 + 5, "args": {"correlation": "n/a"}}))
+    res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["totals"]["device_kernel_ns"] == 4500
+
+
+def test_output_path_is_an_existing_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(trace(GOOD_EVENT))
+    (tmp_path / "afile").write_text("x")
+    res = run_cli("analyze", str(path), "-o", str(tmp_path / "afile"), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"xpu_profiler: error: {tmp_path / 'afile'}: exists and is not a directory"]
+
+
+def test_validate_corrupt_gzip(tmp_path: Path) -> None:
+    data = bytearray(gz(trace(GOOD_EVENT)))
+    data[12] ^= 0xFF
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(bytes(data))
+    res = run_cli("validate", str(path), cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert str(path) in res.stderr
 
 
 def test_unknown_format_option(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_worker_output_lands_in_its_rank_file_and_parses(tmp_path):
         for name, dur in zip(prof.events["name"][sub].tolist(), prof.events["dur"][sub].tolist()):
             got[prof.name_of(name)] = got.get(prof.name_of(name), 0) + dur
         assert got == EXPECTED
-    assert prof.run["has_timeline"] is False
+    assert prof.has_timeline is False
 
 
 def test_a_failed_start_changes_nothing(tmp_path, monkeypatch):

@@ -130,7 +130,7 @@ def test_events_are_mapped_by_kind_device_stream_and_correlation(tmp_path):
     assert src["skipped"] == 3 and src["unmatched_begin_end"] == 1
     assert prof.run["xprofiler_settings"] == SETTINGS
     assert prof.run["xprofiler_processes"]["9000"] == "XPU 1"
-    assert prof.run["has_timeline"] is True
+    assert prof.has_timeline is True
     assert prof.base_ns == 0
 
 

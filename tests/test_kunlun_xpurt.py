@@ -148,7 +148,7 @@ def test_directory_of_rank_logs_totals_per_kernel_fused_op_and_rank(xpu_logs):
     assert len(ev) == 500 + 300
     assert (ev["kind"] == K_KERNEL).all()
     assert (ev["start"] == NO_TIME).all()
-    assert prof.run["has_timeline"] is False
+    assert prof.has_timeline is False
     for r, log in logs.items():
         sub = ev["rank"] == r
         assert int(ev["dur"][sub].sum()) == log.total

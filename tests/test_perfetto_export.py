@@ -48,7 +48,7 @@ def test_exported_times_are_exact(tmp_path: Path) -> None:
     assert data.startswith(b'{"traceEvents"')
     xs = sorted((e for e in doc["traceEvents"] if e["ph"] == "X"), key=lambda e: e["ts"])
     assert [(x["ts"], x["dur"]) for x in xs] == [(0.0, 0.457), (0.878, 1.0)]
-    assert doc["baseTimeNanoseconds"] == 1712345678123  # µs → ns
+    assert doc["metadata"]["base_time_ns"] == "1712345678123"  # µs → ns
 
 
 def test_untrusted_names_survive(tmp_path: Path) -> None:
@@ -105,7 +105,9 @@ def test_validator_catches(doc: bytes, problem: str) -> None:
 
 
 def test_validator_accepts_nested_and_touching() -> None:
-    doc = (b'{"traceEvents": [{"ph": "X", "name": "p", "pid": 1, "tid": 1, "ts": 0, "dur": 10},'
+    doc = (b'{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "tid": 1, "args": {"name": "r"}},'
+           b'{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},'
+           b'{"ph": "X", "name": "p", "pid": 1, "tid": 1, "ts": 0, "dur": 10},'
            b'{"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 0, "dur": 10},'
            b'{"ph": "X", "name": "d", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]}')
     assert validate_bytes(doc) == []
@@ -136,3 +138,20 @@ def test_merge_aligns_time_bases() -> None:
     assert m.base_ns == 1_000
     assert m.events["start"].tolist() == [10, 510]
     assert m.strings.lookup(m.events["name"]) == ["x", "y"]
+
+
+@pytest.mark.parametrize("doc,problem", [
+    (b'{"traceEvents": [{"ph": "X", "name": "\\ud83d\\ude00", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}', "surrogate"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1, '
+     b'"args": {"big": 1152921504606846976}}]}', "beyond 2^53"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}', "no thread_name"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}', "no process_name"),
+    (b'{"traceEvents": [{"ph": "T", "name": "a", "pid": 1, "tid": 1, "ts": 0}]}', "phase 'T'"),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1712345678901234.5, "dur": 1}]}',
+     "not relative"),
+    (b'{"traceEvents": [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "ts": 5, "args": {"name": "x"}}]}',
+     "metadata with a ts"),
+])
+def test_validator_catches_more(doc: bytes, problem: str) -> None:
+    problems = validate_bytes(doc)
+    assert any(problem in p for p in problems), problems

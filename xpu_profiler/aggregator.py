@@ -159,8 +159,9 @@ def steps_from_annotations(profile: Profile) -> Table:
                 g = [int(x) for x in m.groups()]
                 if form == "native":
                     parsed[nid] = (g[0], g[1], g[2], g[3])
-                elif form == "detailed":  # total tokens known; split unknown → all on prefill if any
-                    parsed[nid] = (g[1], g[0] if g[1] else 0, g[2], 0 if g[1] else g[0])
+                elif form == "detailed":  # total known; each decode request schedules one token
+                    dec = min(g[2], g[0]) if g[1] else g[0]
+                    parsed[nid] = (g[1], g[0] - dec, g[2], dec)
                 else:
                     parsed[nid] = (g[0], 0, g[1], 0)
                 break
@@ -340,6 +341,13 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
         s_start, s_end = steps["start"], steps["start"] + steps["dur"]
         qi = np.flatnonzero(timed)
         hit = containing(s_rank, s_start, s_end, rank[qi], launch_t[qi], launch_t[qi])
+        outer = top_level(s_rank, s_start, s_end)
+        if not outer.all():  # nested steps: what the inner one misses may sit in the outer one
+            miss = hit < 0
+            oi = np.flatnonzero(outer)
+            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], rank[qi[miss]], launch_t[qi[miss]],
+                            launch_t[qi[miss]])
+            hit[np.flatnonzero(miss)[h2 >= 0]] = oi[h2[h2 >= 0]]
         ok = hit >= 0
         step[qi[ok]] = hit[ok]
     ev["step"] = step
@@ -349,18 +357,60 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
         phase[has_step] = steps["phase"][step[has_step]]
     ev["phase"] = phase
 
-    # ---- step busy time (union of basis intervals inside the step) ------------------
+    # ---- step busy time: union of op-time intervals inside the step's window ----------
+    # (not only the step's own launches: a device running behind the host does the
+    # previous step's work inside this step's window, and that is not idle time)
     if len(steps):
-        basis = basis_mask(profile)
-        bi = np.flatnonzero(basis & has_step)
-        s_start, s_end = steps["start"], steps["start"] + steps["dur"]
-        sid = step[bi].astype(np.int64)
-        b_start = np.maximum(start[bi], s_start[sid]) if profile.run.get("basis_clip", True) else start[bi]
-        b_end = np.minimum(end[bi], s_end[sid])
-        b_end = np.maximum(b_end, b_start)
-        steps["busy"] = union_length(sid, b_start, b_end, len(steps))
+        steps["busy"] = window_busy(profile, basis_mask(profile), steps["rank"], steps["start"],
+                                    steps["start"] + steps["dur"])
     profile.run["attributed"] = True
     return profile
+
+
+def merged_intervals(rank: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """Per rank, the union of intervals as sorted disjoint (rank, start, end) runs."""
+    if len(start) == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    order = np.lexsort((start, rank))
+    r, s, e = rank[order].astype(np.int64), start[order], end[order]
+    new_rank = np.concatenate(([True], r[1:] != r[:-1]))
+    # running max of ends within a rank (ranks are separated by an offset larger than any time)
+    big = _span(s, e) + 1
+    prev_end = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], (r * big + e)[:-1])))
+    opens = new_rank | (r * big + s > prev_end)
+    run_id = np.cumsum(opens) - 1
+    n = int(run_id[-1]) + 1
+    run_start = s[opens]
+    run_end = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(run_end, run_id, e)
+    return r[opens], run_start, run_end
+
+
+def window_busy(profile: Profile, mask: np.ndarray, w_rank: np.ndarray, w_start: np.ndarray,
+                w_end: np.ndarray) -> np.ndarray:
+    """Length of the union of `mask` events' intervals inside each window (same rank)."""
+    ev = profile.events
+    sel = mask & (ev["start"] >= 0)
+    r, s, e = merged_intervals(ev["rank"][sel], ev["start"][sel], ev["start"][sel] + ev["dur"][sel])
+    out = np.zeros(len(w_start), np.int64)
+    if len(s) == 0 or len(w_start) == 0:
+        return out
+    big = _span(s, e, w_start, w_end) + 1
+    key_s = r * big + s
+    prefix = np.concatenate(([0], np.cumsum(e - s)))
+
+    def covered(wr: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Busy time of rank wr from the start of time up to x."""
+        k = wr.astype(np.int64) * big + x
+        i = np.searchsorted(key_s, k, side="right") - 1
+        first = np.searchsorted(r, wr.astype(np.int64), side="left")  # first run of that rank
+        i_ok = (i >= first) & (i >= 0)
+        ic = np.maximum(i, 0)
+        part = np.where(i_ok, np.clip(x - s[ic], 0, (e - s)[ic]), 0)
+        return np.where(i_ok, prefix[ic] - prefix[first] + part, 0)
+
+    return np.maximum(covered(w_rank, w_end) - covered(w_rank, w_start), 0)
 
 
 def basis_mask(profile: Profile) -> np.ndarray:
@@ -415,14 +465,12 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     cell_n = np.zeros((nf, nph), np.int64)
     np.add.at(cell_t, (fused, phase), b_dur)
     np.add.at(cell_n, (fused, phase), 1)
-    tok = {
-        "prefill": int(steps["prefill_tokens"].sum()) if len(steps) else 0,
-        "decode": int(steps["decode_tokens"].sum()) if len(steps) else 0,
-    }
+    ts = token_steps(steps)
+    tok = {"prefill": int(steps["prefill_tokens"][ts].sum()), "decode": int(steps["decode_tokens"][ts].sum())}
     phase_tokens = {}
     for p, name in enumerate(PHASES):
-        m = steps["phase"] == p if len(steps) else np.zeros(0, bool)
-        phase_tokens[name] = int((steps["prefill_tokens"][m] + steps["decode_tokens"][m]).sum()) if len(steps) else 0
+        m = ts[steps["phase"][ts] == p]
+        phase_tokens[name] = int((steps["prefill_tokens"][m] + steps["decode_tokens"][m]).sum())
     fused_rows = []
     for f in np.argsort(-cell_t.sum(axis=1), kind="stable").tolist():
         t = int(cell_t[f].sum())
@@ -496,16 +544,26 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     # ---- ranks ---------------------------------------------------------------------
     timed = ev["start"] >= 0
     rank_rows = []
-    for r in profile.ranks:
+    ranks = profile.ranks
+    r_arr = np.array(ranks, np.int64)
+    r_lo = np.array([ev["start"][(ev["rank"] == r) & timed].min() if ((ev["rank"] == r) & timed).any() else 0
+                     for r in ranks], np.int64)
+    r_hi = np.array([(ev["start"] + dur)[(ev["rank"] == r) & timed].max() if ((ev["rank"] == r) & timed).any()
+                     else 0 for r in ranks], np.int64)
+    # device busy = union over streams (no double counting of concurrent kernels)
+    dev_busy = window_busy(profile, np.isin(kind, DEVICE_KINDS), r_arr, r_lo, r_hi)
+    basis_busy = window_busy(profile, basis, r_arr, r_lo, r_hi)
+    for k, r in enumerate(ranks):
         rm = ev["rank"] == r
         sm = steps["rank"] == r if len(steps) else np.zeros(0, bool)
-        w = _wall(ev["start"][rm & timed], (ev["start"] + dur)[rm & timed])
-        b = int(dur[basis & rm].sum())
+        w = int(r_hi[k] - r_lo[k])
+        step_wall = int(steps["dur"][sm].sum()) if len(steps) else 0
+        share = (int(steps["busy"][sm].sum()) / step_wall) if step_wall else \
+            (int(basis_busy[k]) / w if w else None)
         rank_rows.append({
-            "rank": int(r), "op_time_ns": b, "device_kernel_ns": int(dur[rm & (kind == K_KERNEL)].sum()),
-            "wall_ns": w, "steps": int(sm.sum()),
-            "busy_share": (int(steps["busy"][sm].sum()) / int(steps["dur"][sm].sum()))
-            if len(steps) and steps["dur"][sm].sum() else None,
+            "rank": int(r), "op_time_ns": int(dur[basis & rm].sum()),
+            "device_kernel_ns": int(dur[rm & (kind == K_KERNEL)].sum()),
+            "device_busy_ns": int(dev_busy[k]), "wall_ns": w, "steps": int(sm.sum()), "busy_share": share,
         })
 
     # ---- memory ----------------------------------------------------------------------
@@ -531,7 +589,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         "totals": {
             "op_time_ns": op_time,
             "device_kernel_ns": int(dur[kind == K_KERNEL].sum()),
-            "device_busy_ns": int(dur[np.isin(kind, DEVICE_KINDS)].sum()),
+            "device_busy_ns": int(dev_busy.sum()),
             "host_op_ns": int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
             "wall_ns": _wall(ev["start"][timed], (ev["start"] + dur)[timed]),
             "events": int(len(ev)),
@@ -552,8 +610,12 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         "device": profile.run.get("device_spec"),
         "warnings": list(profile.run.get("warnings", [])),
     }
+    untimed = int(np.count_nonzero(ev["start"] < 0))
     if not profile.has_timeline:
         summary["warnings"].append("the input has no timestamps: totals per kernel only, no timeline")
+    elif untimed:
+        summary["warnings"].append(f"{untimed} events come from a source without timestamps: counted in the "
+                                   "totals, absent from the timeline and from every step")
     return summary
 
 
@@ -561,13 +623,22 @@ def _wall(start: np.ndarray, end: np.ndarray) -> int:
     return int(end.max() - start.min()) if len(start) else 0
 
 
+def token_steps(steps: Table) -> np.ndarray:
+    """Rows of `steps` that count tokens: one rank's. Every tensor-parallel rank runs the
+    same batch, so summing over ranks would multiply the tokens by the TP size."""
+    if not len(steps):
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(steps["rank"] == steps["rank"].min())
+
+
 def throughput(profile: Profile) -> dict[str, Any]:
     """Token rates from the steps; latency distributions from the requests table."""
     steps, req = profile.steps, profile.requests
     out: dict[str, Any] = {}
     if len(steps):
-        span = int((steps["start"] + steps["dur"]).max() - steps["start"].min())
-        pt, dt = int(steps["prefill_tokens"].sum()), int(steps["decode_tokens"].sum())
+        ts = token_steps(steps)
+        span = int((steps["start"][ts] + steps["dur"][ts]).max() - steps["start"][ts].min())
+        pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
         out.update(prefill_tokens=pt, decode_tokens=dt, duration_ns=span,
                    prefill_tok_s=(pt / span * 1e9) if span else None,
                    decode_tok_s=(dt / span * 1e9) if span else None)

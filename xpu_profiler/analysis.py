@@ -52,6 +52,8 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
         if named.NAME not in out:
             out[named.NAME] = output
         return out
+    if output.exists() and not output.is_dir():
+        raise XpuProfilerError(f"{output}: exists and is not a directory")
     return {f: output / FILE_NAMES[f] for f in formats}
 
 

@@ -203,12 +203,34 @@ class Profile:
 
     @property
     def has_timeline(self) -> bool:
-        return bool(self.run.get("has_timeline", True))
+        """Whether any record has a time: [XPURT_PROF] logs alone have none."""
+        ev = self.events
+        if not len(ev):
+            return True
+        return bool((ev["start"] >= 0).any() or len(self.steps) or len(self.counters))
 
     @property
     def ranks(self) -> list[int]:
         rs = set(np.unique(self.events["rank"]).tolist()) | set(np.unique(self.steps["rank"]).tolist())
         return sorted(rs)
+
+    def relabel_ranks(self, mapping: dict[int, int]) -> None:
+        """Give ranks new numbers in every table (and the sources' metadata)."""
+        for tname in SCHEMAS:
+            t = self.table(tname)
+            if len(t):
+                col = t["rank"].copy()
+                for old, new in mapping.items():
+                    col[t["rank"] == old] = new
+                t["rank"] = col
+        for src in self.run.get("sources", []):
+            if src.get("rank") in mapping:
+                src["rank"] = mapping[src["rank"]]
+        for key in ("thread_names", "process_names"):
+            d = self.run.get(key)
+            if isinstance(d, dict):
+                self.run[key] = {str(mapping.get(int(k), int(k))) if k.lstrip("-").isdigit() else k: v
+                                 for k, v in d.items()}
 
     def table(self, name: str) -> Table:
         return getattr(self, name)
@@ -249,8 +271,6 @@ class Profile:
                     out.run.setdefault("sources", []).extend(v)
                 elif k == "warnings":
                     out.run.setdefault("warnings", []).extend(v)
-                elif k == "has_timeline":
-                    out.run["has_timeline"] = bool(out.run.get("has_timeline", True)) and bool(v)
                 elif isinstance(v, dict) and isinstance(out.run.get(k), dict):
                     out.run[k] = {**v, **out.run[k]}
                 else:

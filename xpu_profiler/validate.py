@@ -11,6 +11,7 @@ import gzip
 import json
 import math
 import re
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,29 @@ MAX_DEPTH = 512
 UINT32_MAX = 4_294_967_295
 KNOWN_METADATA = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
 _TS_DECIMALS = re.compile(rb'"(?:ts|dur)":\s*-?\d+\.(\d{4,})')
+
+
+MAX_TS_US = 1e12  # relative times: beyond this, 3 decimals of a double are no longer exact
+JS_SAFE = 2 ** 53
+_PHASES = set("XBEiICMstfben")
+_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
+
+
+def _first_big_int(x: Any) -> int | None:
+    """The first integer anywhere in the document beyond what a JavaScript number holds."""
+    stack = [x]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            if abs(v) >= JS_SAFE:
+                return v
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
 
 
 def _reject_constant(name: str) -> Any:
@@ -40,15 +64,29 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     m = _TS_DECIMALS.search(data)
     if m:
         problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
+    if _SURROGATE.search(data):
+        problems.append("a surrogate escape (\\uD800-\\uDFFF): Perfetto rejects them; write UTF-8")
     try:
         doc = json.loads(data, parse_constant=_reject_constant)
     except ValueError as e:
         return problems + [f"not valid JSON: {e}"]
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         return problems + ["traceEvents is not an array"]
+    for key in ("meta", "libs"):
+        if key in doc:
+            problems.append(f"top-level key {key!r} makes another importer claim the file")
+    if doc.get("displayTimeUnit", "ms") not in ("ms", "ns"):
+        problems.append(f"displayTimeUnit {doc['displayTimeUnit']!r} is not 'ms' or 'ns'")
+    big = _first_big_int(doc)
+    if big is not None:
+        problems.append(f"integer {big} is beyond 2^53: JavaScript viewers lose its precision")
     events = doc["traceEvents"]
     if not events:
         problems.append("traceEvents is empty")
+    named_pids: set = set()
+    named_threads: set = set()
+    used_pids: set = set()
+    used_threads: set = set()
 
     names: dict[tuple, list[str]] = defaultdict(list)
     slices: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
@@ -62,7 +100,11 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         if not isinstance(ph, str) or not ph:
             problems.append(f"event #{i}: missing ph")
             continue
-        ph = ph[0]
+        if ph not in _PHASES:
+            problems.append(f"event #{i}: phase {ph!r} is not one Perfetto and Catapult both read")
+            continue
+        if ph != "M":
+            used_pids.add(e.get("pid"))
         for key in ("pid", "tid"):
             v = e.get(key)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > UINT32_MAX):
@@ -74,6 +116,9 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
                 continue
             if ts < 0:
                 problems.append(f"event #{i} ({e.get('name')!r}): negative ts is dropped")
+            elif ts >= MAX_TS_US:
+                problems.append(f"event #{i} ({e.get('name')!r}): ts {ts} is not relative to a base "
+                                "(3 decimals would not stay exact)")
         if ph == "X":
             dur = e.get("dur")
             if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
@@ -91,6 +136,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
                 problems.append(f"event #{i} ({e.get('name')!r}): X events not sorted by (ts, -dur)")
             last_x = key
             tid = e["tid"] or e["pid"]
+            used_threads.add((e["pid"], tid))
             ts_ns = round(e["ts"] * 1000)  # Perfetto converts ts and dur to ns separately
             slices[(e["pid"], tid)].append((ts_ns, ts_ns + round(dur * 1000), i))
         elif ph == "M":
@@ -107,9 +153,14 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
                     problems.append(f"event #{i}: {n} needs a non-empty string args.name")
                 scope = (n, e.get("pid")) if n == "process_name" else (n, e.get("pid"), e.get("tid"))
                 names[scope].append(args.get("name"))
-            else:
-                if not isinstance(args.get("sort_index"), (int, float)):
-                    problems.append(f"event #{i}: {n} needs a numeric args.sort_index")
+                if n == "process_name":
+                    named_pids.add(e.get("pid"))
+                else:
+                    named_threads.add((e.get("pid"), e.get("tid") or e.get("pid")))
+            elif not isinstance(args.get("sort_index"), int) or isinstance(args.get("sort_index"), bool):
+                problems.append(f"event #{i}: {n} needs an integer args.sort_index")
+            if e.get("ts", 0) != 0:
+                problems.append(f"event #{i}: metadata with a ts: a later one would win, not this one")
         elif ph == "C":
             args = e.get("args")
             if not isinstance(args, dict) or not args:
@@ -140,6 +191,10 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         elif ph == "T":
             problems.append(f"event #{i}: 'T' means different things to Perfetto and Catapult")
 
+    for pid in sorted(used_pids - named_pids, key=str):
+        problems.append(f"pid {pid} has no process_name")
+    for pid, tid in sorted(used_threads - named_threads, key=str):
+        problems.append(f"pid {pid} tid {tid} carries slices but has no thread_name")
     for scope, vals in names.items():
         if len(vals) > 1:
             problems.append(f"{scope[0]} given {len(vals)} times for {scope[1:]}: exactly one allowed")
@@ -168,5 +223,7 @@ def validate_file(path: str | Path) -> list[str]:
         raise TraceError(path, e.strerror or str(e)) from None
     try:
         return validate_bytes(data, str(path))
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise TraceError(path, f"cannot decompress ({e})") from None
+    except RecursionError:
+        raise TraceError(path, "nested too deeply to be a trace") from None

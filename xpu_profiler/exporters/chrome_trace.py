@@ -22,6 +22,7 @@ import numpy as np
 
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..taxonomy import FUSED_OPS
+from ..validate import JS_SAFE
 
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
@@ -138,7 +139,7 @@ def build_events(profile: Profile, summary: dict | None = None) -> list[dict[str
         if step[k] >= 0:
             args["step"] = step[k]
             args["phase"] = PHASES[phase[k]]
-        if corr[k] >= 0:
+        if 0 <= corr[k] < JS_SAFE:  # larger ids lose precision in JavaScript viewers
             args["correlation"] = corr[k]
         out.append({"ph": "X", "name": names[name_ids[k]] or "[no name]", "pid": p, "tid": t,
                     "ts": _us(s), "dur": _us(e - s), "args": args})
@@ -188,9 +189,10 @@ def to_bytes(profile: Profile, summary: dict | None = None) -> bytes:
     doc = {
         "traceEvents": build_events(profile, summary),
         "displayTimeUnit": "ns",
-        "baseTimeNanoseconds": int(profile.base_ns),
         "metadata": {
             "producer": "xpu_profiler",
+            # a string: as a JSON number it would exceed 2^53 and lose precision in JS viewers
+            "base_time_ns": str(int(profile.base_ns)),
             "has_timeline": profile.has_timeline,
             "model": str(profile.run.get("model", "")),
             "device": str(profile.run.get("device", "")),

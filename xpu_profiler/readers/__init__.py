@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,15 @@ class ReadOptions:
     xpu_gen: int | None = None       # Kunlun generation for XPURT_PROF logs (1, 2, 3)
     progress: ProgressFn | None = None
     extra: dict = field(default_factory=dict)
+
+
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+
+
+def rank_from_name(path: Path) -> int | None:
+    """`rank_3.log`, `rank-3/…`, `…_rank3.pt.trace.json` → 3: the file's name says its rank."""
+    m = _RANK_IN_NAME.search(path.name) or _RANK_IN_NAME.search(path.parent.name)
+    return int(m.group(1)) if m else None
 
 
 def is_gzip(path: Path) -> bool:
@@ -169,10 +179,33 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Pro
     options = options or ReadOptions()
     files = expand(paths)
     profiles = []
+    seen: dict[str, set[int]] = {}  # ranks already taken, per format
     for path, mod in files:
-        prof = mod.read(path, options)
+        try:
+            prof = mod.read(path, options)
+        except (TraceError, KeyboardInterrupt, MemoryError):
+            raise
+        except RecursionError:
+            raise TraceError(path, "nested too deeply to be a trace") from None
+        except Exception as e:  # never a traceback for a file we could not make sense of
+            raise TraceError(path, f"unreadable ({type(e).__name__}: {e})") from None
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
             prof.run["sources"].append({"path": str(path), "format": mod.NAME})
+        _separate_ranks(prof, path, seen.setdefault(mod.NAME, set()))
         profiles.append(prof)
     return Profile.merge(profiles)
+
+
+def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:
+    """Two files of one format that claim the same rank are two ranks, not one: merged,
+    their steps would overlap and their correlation ids cross-link."""
+    mine = set(prof.ranks)
+    mapping = {}
+    for r in sorted(mine & taken):
+        new = max(taken | mine | set(mapping.values())) + 1
+        mapping[r] = new
+        prof.warn(f"{path.name}: rank {r} also comes from another file; shown as rank {new}")
+    if mapping:
+        prof.relabel_ranks(mapping)
+    taken.update(prof.ranks)

@@ -36,7 +36,7 @@ from ..profile import (
     StringTable,
     Table,
 )
-from . import ReadOptions, read_bytes
+from . import ReadOptions, rank_from_name, read_bytes
 
 NAME = "kineto"
 
@@ -75,8 +75,9 @@ _KINETO_MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo
 
 
 class Args(msgspec.Struct, gc=False, frozen=True):
-    external_id: int = msgspec.field(default=-1, name="External id")
-    correlation: int = -1
+    # ids may come as strings from other writers; numeric strings are converted on extraction
+    external_id: Union[int, str] = msgspec.field(default=-1, name="External id")
+    correlation: Union[int, str] = -1
     device: Union[int, str] = -1
     name: Optional[str] = None  # M events
     # NaN / -1 rather than None: the [memory] columns are pulled out with np.fromiter
@@ -92,10 +93,11 @@ class Event(msgspec.Struct, gc=False):
     ph: Optional[str] = None
     name: str = ""
     cat: str = ""
-    pid: Union[int, str] = 0
-    tid: Union[int, str] = 0
-    ts: Optional[float] = None
-    dur: Optional[float] = None
+    # Perfetto accepts numeric strings for ts/dur and doubles for pid/tid; so do we
+    pid: Union[int, float, str] = 0
+    tid: Union[int, float, str] = 0
+    ts: Optional[Union[float, str]] = None
+    dur: Optional[Union[float, str]] = None
     args: Args = _NO_ARGS
 
 
@@ -119,6 +121,7 @@ class Trace(msgspec.Struct, gc=False):
 _TRACE_DECODER = msgspec.json.Decoder(Trace)
 _EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 
+MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
 MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
 CHUNK_BYTES = 16 << 20        # decode this much at a time: bounded peak memory
 PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
@@ -272,8 +275,8 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
 
     n = len(xs)
     names = list(map(attrgetter("name"), xs))
-    ts_us = np.fromiter(map(attrgetter("ts"), xs), dtype=np.float64, count=n)
-    dur_us = np.fromiter(map(attrgetter("dur"), xs), dtype=np.float64, count=n)
+    ts_us = _floats(path, xs, "ts", x_idx, names)
+    dur_us = _floats(path, xs, "dur", x_idx, names)
     pid, tid = _ints(xs, "pid"), _ints(xs, "tid")
     argss = list(map(attrgetter("args"), xs))
     del xs
@@ -284,14 +287,19 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
         what = "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None \
             else "has a non-finite time"
         raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) {what}")
+    out_of_range = (np.abs(ts_us) > MAX_US) | (dur_us > MAX_US)
+    if out_of_range.any():
+        bad = int(np.flatnonzero(out_of_range)[0])
+        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a time out of range "
+                               f"(ts {ts_us[bad]:g} us, dur {dur_us[bad]:g} us)")
     if (dur_us < 0).any():
         bad = int(np.flatnonzero(dur_us < 0)[0])
         raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
                                f"({dur_us[bad]} us)")
     uniq_names, name_ids = _local_ids(names)
     del names
-    ext = np.fromiter(map(attrgetter("external_id"), argss), dtype=np.int64, count=len(argss))
-    corr = np.fromiter(map(attrgetter("correlation"), argss), dtype=np.int64, count=len(argss))
+    ext = _ids(argss, "external_id")
+    corr = _ids(argss, "correlation")
     del argss
 
     # instants ([memory]) → counters; metadata → track names
@@ -333,6 +341,34 @@ def _where(e: Exception) -> str:
     return str(e).replace("$.", "")
 
 
+def _floats(path: Path, xs: list[Event], field: str, x_idx: np.ndarray, names: list[str]) -> np.ndarray:
+    """ts/dur in µs; numbers or numeric strings, as Perfetto reads them."""
+    try:
+        return np.fromiter(map(attrgetter(field), xs), dtype=np.float64, count=len(xs))
+    except (ValueError, TypeError):
+        for i, v in enumerate(map(attrgetter(field), xs)):
+            try:
+                float(v if v is not None else "nan")
+            except (ValueError, TypeError):
+                raise TraceError(path, f"complete event #{int(x_idx[i])} ({names[i][:60]!r}): "
+                                       f"{field} {str(v)[:40]!r} is not a number") from None
+        raise
+
+
+def _ids(argss: list[Args], field: str) -> np.ndarray:
+    """Correlation / External ids; an id that is no integer is taken as absent (-1)."""
+    try:
+        return np.fromiter(map(attrgetter(field), argss), dtype=np.int64, count=len(argss))
+    except (ValueError, TypeError, OverflowError):
+        out = np.full(len(argss), -1, np.int64)
+        for i, v in enumerate(map(attrgetter(field), argss)):
+            try:
+                out[i] = int(v)
+            except (ValueError, TypeError, OverflowError):
+                pass
+        return out
+
+
 def _ints(xs: list[Event], field: str) -> np.ndarray:
     """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
     try:
@@ -342,13 +378,13 @@ def _ints(xs: list[Event], field: str) -> np.ndarray:
         out = np.empty(len(values), dtype=np.int64)
         seen: dict[str, int] = {}
         for i, v in enumerate(values):
-            if isinstance(v, int):
-                out[i] = v
+            if isinstance(v, (int, float)) and -2**63 <= v < 2**63 and v == int(v):
+                out[i] = int(v)
             else:
                 try:
                     out[i] = int(v, 0)
-                except (TypeError, ValueError):
-                    out[i] = seen.setdefault(v, -2 - len(seen))  # stable negative ids
+                except (TypeError, ValueError, OverflowError):
+                    out[i] = seen.setdefault(str(v), -2 - len(seen))  # stable negative ids
         return out
 
 
@@ -421,9 +457,12 @@ def read(path: Path, options: ReadOptions) -> Profile:
             parts = [_decode_whole(path, raw, trace is not None)]
     del raw, data
 
-    rank = options.rank
-    if rank is None and trace is not None and trace.distributedInfo is not None:
-        rank = trace.distributedInfo.rank
+    # the trace says its rank; else its file name does; --rank is for a file that says neither
+    rank = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
+    if rank is None:
+        rank = rank_from_name(path)
+    if rank is None:
+        rank = options.rank
     rank = int(rank or 0)
 
     prof = Profile()
@@ -438,7 +477,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
     # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
     # Either way the profile's base becomes the first event, so every time starts at 0.
     base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
-    shift = int(ts_ns.min()) if n else 0
+    mem_t = np.concatenate([c.mem_t for c in parts])
+    starts = [int(ts_ns.min())] if n else []
+    starts += [int(mem_t.min())] if len(mem_t) else []
+    shift = min(starts) if starts else 0
     prof.base_ns = base_ns + shift
     ts_ns -= shift
 
@@ -455,7 +497,6 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
     })
 
-    mem_t = np.concatenate([c.mem_t for c in parts])
     if len(mem_t):
         t = mem_t - shift
         order = np.argsort(t, kind="stable")
@@ -476,7 +517,6 @@ def read(path: Path, options: ReadOptions) -> Profile:
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
     prof.run["sources"] = [info]
-    prof.run["has_timeline"] = True
     prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
     prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}
     dropped = sum(c.dropped for c in parts)

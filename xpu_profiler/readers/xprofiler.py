@@ -50,7 +50,7 @@ from ..profile import (
     Profile,
     Table,
 )
-from . import ReadOptions, read_bytes
+from . import ReadOptions, rank_from_name, read_bytes
 from .xpurt_log import demangle_names
 
 NAME = "xprofiler"
@@ -201,9 +201,9 @@ def _load_settings(path: Path) -> dict | None:
 
 def _rank(path: Path, options: ReadOptions) -> int:
     """From the file or its directory name (``rank_3/``), else ``--rank``, else 0."""
-    m = re.search(r"rank[_\-.]?(\d+)", str(path.parent.name) + "/" + path.name, re.I)
-    if m:
-        return int(m.group(1))
+    r = rank_from_name(path)
+    if r is not None:
+        return r
     return options.rank if options.rank is not None else 0
 
 
@@ -363,7 +363,6 @@ def read(path: Path, options: ReadOptions) -> Profile:
         info["settings"] = str(settings_path)
         prof.run["xprofiler_settings"] = settings
     prof.run["sources"] = [info]
-    prof.run["has_timeline"] = True
     prof.run.setdefault("device", "kunlun_p800")
     if pid_names:
         prof.run["xprofiler_processes"] = {str(k): v for k, v in pid_names.items()}

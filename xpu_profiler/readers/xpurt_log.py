@@ -34,7 +34,7 @@ no known layout, such as a last line cut short while the file was written.
 
 The lines have no timestamps, streams or step markers, so the Profile holds one
 kernel event per line with a duration and no start (``NO_TIME``), and
-``run["has_timeline"]`` is False: every output must say that the timeline is
+``Profile.has_timeline`` is False: every output must say that the timeline is
 missing rather than invent one.
 
 Parsing runs regular expressions over the whole (bytes) text, split only at
@@ -58,7 +58,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from . import ReadOptions, is_gzip, read_bytes
+from . import ReadOptions, is_gzip, rank_from_name, read_bytes
 
 NAME = "xpurt_log"
 
@@ -76,7 +76,6 @@ _K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM +
 _K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?):?[ \t]+(" + _NUM + rb")[ \t]*ns\b")
 # gtest_ scope lines: indentation (4 spaces a level) and text
 _SCOPE = re.compile(rb"^([ \t]*)(gtest_[^\r\n]*)", re.M)
-_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.I)
 _RANK_FILE = re.compile(r"rank[_\-.]?\d+\.(log|txt|out)(\.gz)?", re.I)
 _TEXT_SUFFIXES = (".log", ".txt", ".out", ".log.gz", ".txt.gz", ".out.gz")
 _SCAN_LIMIT = 256 << 20  # bytes a sniff may scan for the tag in a large text log
@@ -217,11 +216,6 @@ def detect_generation(first: np.ndarray, second: np.ndarray) -> int | None:
     return None
 
 
-def rank_from_name(path: Path) -> int | None:
-    m = _RANK_IN_NAME.search(path.name)
-    return int(m.group(1)) if m else None
-
-
 # -- reading -------------------------------------------------------------------------
 
 def _numbers(tokens: list[bytes]) -> np.ndarray:
@@ -279,7 +273,6 @@ def _segments(data: bytes, level_wanted: int, strings) -> tuple[list[_Segment], 
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
     prof = Profile()
-    prof.run["has_timeline"] = False
     prof.run["timeline_note"] = ("[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
                                  "streams or engine steps, so there is no timeline and no phase split")
     rank = rank_from_name(path)  # the file says it; --rank is for a file that does not
