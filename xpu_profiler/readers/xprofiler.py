@@ -285,10 +285,14 @@ def read(path: Path, options: ReadOptions) -> Profile:
             open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
         elif ph == "E":
             stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
-            if ts is None or not stack:
+            # an E closes the innermost open B of the same name (or any, if it has none)
+            name = e.get("name")
+            j = next((k for k in range(len(stack or []) - 1, -1, -1)
+                      if not name or stack[k][0].get("name") == name), None)
+            if ts is None or j is None:
                 counts["unmatched_begin_end"] += 1
                 continue
-            b, t0 = stack.pop()
+            b, t0 = stack.pop(j)
             counts["begin_end"] += 1
             add(b, t0, ts - t0)
         elif ph == "C":
@@ -317,11 +321,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
     ts_all = np.array(starts + c_t, dtype=np.float64)
     t0_us = float(ts_all.min()) if len(ts_all) else 0.0
     # epoch-like microsecond stamps (after 2001) give an absolute base; else times stay relative
+    # relative times stay as they are, unless they start below 0 (-1 means "no time")
+    origin = t0_us if (t0_us > 1e15 or t0_us < 0) else 0.0
     if t0_us > 1e15:
         prof.base_ns = int(round(t0_us * 1000))
-        origin = t0_us
-    else:
-        origin = 0.0
 
     n = len(names)
     mangled = sorted({x for x in names if x.startswith("_Z")})

@@ -372,9 +372,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
     }
     prof.run["sources"] = [{"path": str(path), "format": NAME, **stats}]
     prof.run["xpurt_ranks"] = {str(rank): stats}
-    prof.run["device"] = GEN_DEVICES[gen]
-    prof.run["xpu_gen"] = int(gen)
-    prof.run["xpu_gen_source"] = gen_source
+    if n_kernels:  # an empty log says nothing about the device
+        prof.run["device"] = GEN_DEVICES[gen]
+        prof.run["xpu_gen"] = int(gen)
+        prof.run["xpu_gen_source"] = gen_source
     if n_kernels == 0:
         prof.warn(f"{path.name}: no [XPURT_PROF] lines for rank {rank} (were XPUAPI_DEBUG=0x1 and "
                   f"XPURT_DISPATCH_MODE=PROFILING set in that process?)")
