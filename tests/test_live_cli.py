@@ -1,0 +1,104 @@
+"""The live command end to end on the CPU, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HAVE_VLLM, ROOT, vllm_env
+
+NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 4, 24, 6
+
+
+def _cli(args, env, **kw):
+    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, **kw)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--model", "tiny-llama", "--device", "kunlun_p800"], "kunlun_p800"),
+    (["--model", "tiny-llama", "--device", "cuda"], "cuda"),
+    (["--model", "tiny-nope", "--device", "cpu"], "tiny-nope"),
+    (["--model", "/no/such/model/dir", "--device", "cpu"], "/no/such/model/dir"),
+    (["--model", "tiny-llama", "--device", "cpu", "--metrics", "latency"], "latency"),
+    (["--model", "tiny-llama", "--device", "cpu", "--engine-arg", "novalue"], "KEY=VALUE"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
+    r = _cli([*args, "--output", str(tmp_path / "r.html")], vllm_env(tmp_path / "cache"), timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr and needle in lines[0]
+    assert not list(tmp_path.glob("r.*"))
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+def test_cli_demo_on_cpu(tmp_path):
+    from xpu_profiler.validate import validate_file
+
+    out = tmp_path / "report.html"
+    r = _cli(["--model", "tiny-llama", "--device", "cpu", "--output", str(out), "--num-prompts", str(NUM_PROMPTS),
+              "--input-len", str(INPUT_LEN), "--output-len", str(OUTPUT_LEN), "--max-num-batched-tokens", "32",
+              "--detail-level", "standard"], vllm_env(tmp_path / "cache"), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    trace = tmp_path / "report.trace.json.gz"
+    summary_path = tmp_path / "report.summary.json"
+    assert trace.is_file() and summary_path.is_file()
+    assert validate_file(trace) == []
+    s = json.loads(summary_path.read_text())
+    assert s["run"]["incomplete"] is False
+    tp = s["throughput"]
+    assert tp["prefill_tokens"] == NUM_PROMPTS * INPUT_LEN
+    assert tp["decode_tokens"] == NUM_PROMPTS * (OUTPUT_LEN - 1)
+    assert tp["window_output_tokens"] == NUM_PROMPTS * OUTPUT_LEN
+    # rates are the token counts over the measured time
+    assert tp["window_output_tok_s"] == pytest.approx(NUM_PROMPTS * OUTPUT_LEN / tp["window_ns"] * 1e9, rel=1e-9)
+    assert tp["decode_tok_s"] == pytest.approx(tp["decode_tokens"] / tp["duration_ns"] * 1e9, rel=1e-9)
+    steps = s["totals"]["steps"]
+    assert steps >= OUTPUT_LEN
+    # the measured time covers the steps and is not much longer than the workload took
+    assert tp["duration_ns"] <= tp["window_ns"] < 30e9
+    # standard level: torch.profiler ops, every one inside a step
+    assert s["totals"]["events"] > 1000
+    assert s["totals"]["op_time_ns"] > 0
+    assert s["totals"]["unstepped_share"] == 0
+    assert {r["phase"] for r in s["phases"] if r.get("steps")} >= {"prefill", "decode"}
+    assert "report.trace.json.gz" in r.stdout
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+def test_cli_interrupt_saves_incomplete_profile(tmp_path):
+    out = tmp_path / "report.html"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device", "cpu", "--output", str(out),
+         "--num-prompts", "64", "--input-len", "64", "--output-len", "400", "--detail-level", "basic"],
+        env=vllm_env(tmp_path / "cache"), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        for line in proc.stderr:
+            if "profiling" in line:
+                break
+            if time.time() > deadline:
+                break
+        time.sleep(4)  # let some steps run
+        import os
+
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    s = json.loads((tmp_path / "report.summary.json").read_text())
+    assert s["run"]["incomplete"] is True
+    assert "interrupt" in s["run"]["incomplete_reason"]
+    assert s["totals"]["steps"] >= 3
+    assert s["totals"]["prefill_tokens"] > 0

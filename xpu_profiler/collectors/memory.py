@@ -1,0 +1,73 @@
+"""Memory time series: device allocator counters and host RSS (sampled in every engine
+process by the step hooks, and in the front-end by a sampler thread), KV-cache usage."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..profile import COUNTER_SCHEMA, StringTable, Table
+
+
+def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
+    """(rank, name, t ns, value) samples → the counters table."""
+    if not samples:
+        return Table(COUNTER_SCHEMA)
+    samples = sorted(samples, key=lambda s: (s[0], s[1], s[2]))
+    return Table(COUNTER_SCHEMA, {
+        "rank": np.array([s[0] for s in samples], np.int32),
+        "name": strings.intern_many(s[1] for s in samples),
+        "t": np.array([int(s[2]) - base_ns for s in samples], np.int64),
+        "value": np.array([float(s[3]) if s[3] is not None else np.nan for s in samples], np.float64),
+    })
+
+
+class HostSampler:
+    """Samples the RSS of this process (and optionally the sum over its child processes) every
+    period. The engine processes sample themselves in their step hooks; walking the process
+    tree here costs the front-end noticeable time on small machines, so it is off by default."""
+
+    def __init__(self, period_s: float = 0.25, include_children: bool = False):
+        self.period_s = period_s
+        self.include_children = include_children
+        self.samples: list[tuple] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "HostSampler":
+        try:
+            import psutil  # noqa: F401
+        except ImportError:
+            return self
+        self._thread = threading.Thread(target=self._run, name="xpu_profiler-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.is_set():
+            t = time.time_ns()
+            try:
+                self.samples.append((0, "host_rss_bytes.frontend", t, float(me.memory_info().rss)))
+                if self.include_children:
+                    total = 0
+                    for c in me.children(recursive=True):
+                        try:
+                            total += c.memory_info().rss
+                        except psutil.Error:
+                            pass
+                    if total:
+                        self.samples.append((0, "host_rss_bytes.engine_processes", t, float(total)))
+            except Exception:
+                pass
+            self._stop.wait(self.period_s)
+
+    def stop(self) -> list[tuple]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        return self.samples
