@@ -54,6 +54,9 @@ def _csv(value: str | None) -> list[str]:
 @click.option("--enforce-eager/--no-enforce-eager", default=None)
 @click.option("--engine-arg", multiple=True, metavar="KEY=VALUE", help="Extra vLLM engine argument (repeatable).")
 @click.option("--device-spec", type=click.Path(dir_okay=False), help="TOML/JSON file overriding device specs.")
+@click.option("--device-logs/--no-device-logs", default=None,
+              help="Send each worker's stdout/stderr to <output dir>/xpu_logs/rank_N.log and read the "
+                   "[XPURT_PROF] kernel lines in them (default: on with kunlun_p800).")
 @click.pass_context
 def main(ctx: click.Context, **options) -> None:
     """Profile LLM inference with vLLM and report where each step's time goes.

@@ -478,7 +478,8 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                  tensor_parallel_size: int = 1, max_num_batched_tokens: int | None = None,
                  max_model_len: int | None = None, dtype: str = "auto", load_format: str | None = None,
                  enforce_eager: bool | None = None, engine_arg: Sequence[str] = (),
-                 device_spec: str | None = None, quiet: bool = False, **_ignored) -> int:
+                 device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
+                 **_ignored) -> int:
     """The live command. Returns the exit code (0 ok, 130 interrupted)."""
     from . import devices
     from .models import resolve_model
@@ -509,6 +510,17 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     # Every engine process also flushes its records here, so an interrupted run keeps them.
     rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
     os.environ["XPU_PROFILER_DIR"] = str(rec_dir)
+    # Kunlun prints one [XPURT_PROF] line per kernel on each worker's stdout: the plugin
+    # sends every worker's own fds to <output dir>/xpu_logs/rank_N.log.
+    capture_logs = info.kind == "kunlun_p800" if device_logs is None else bool(device_logs)
+    if capture_logs:
+        from .collectors.xpurt_capture import CAPTURE_ENV
+        from .vllm_plugin import ENV_DEVICE_LOGS
+
+        os.environ[ENV_DEVICE_LOGS] = str(out.parent.resolve())
+        if info.kind == "kunlun_p800":  # read by the runtime at process start
+            for k, v in CAPTURE_ENV.items():
+                os.environ.setdefault(k, v)
 
     def say(msg: str) -> None:
         if not quiet:
@@ -575,7 +587,46 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
 
     vllm_plugin.S.file_dir = None  # nothing more to flush from this process
     os.environ.pop("XPU_PROFILER_DIR", None)
+    if capture_logs:
+        vllm_plugin.stop_device_log_capture()  # an in-process worker gives the terminal back
+        os.environ.pop(vllm_plugin.ENV_DEVICE_LOGS, None)
+        profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
+        prof._summary = None
     return _write_outputs(prof, profile_obj, out, say, quiet) or code
+
+
+def attach_device_logs(profile_obj: Profile, run_dir: Path, say) -> Profile:
+    """Add the per-rank [XPURT_PROF] kernel totals the workers printed.
+
+    When torch.profiler already delivered device kernels (the Kunlun profiler backend),
+    the logs would count every kernel twice: they are kept as a cross-check only.
+    """
+    from .collectors.xpurt_capture import LOG_DIR, read_captured
+    from .errors import TraceError
+    from .profile import K_KERNEL
+
+    log_dir = Path(run_dir) / LOG_DIR
+    try:
+        logs = read_captured(run_dir)
+    except TraceError as e:
+        say(f"no per-rank device log could be read ({e.problem})")
+        return profile_obj
+    kernels = logs.events["kind"] == K_KERNEL
+    totals = {str(r): int(logs.events["dur"][kernels & (logs.events["rank"] == r)].sum()) for r in logs.ranks}
+    info = {"dir": str(log_dir), "files": sorted(str(p) for p in log_dir.glob("rank_*.log")),
+            "kernel_lines": int(kernels.sum()), "kernel_ns_by_rank": totals}
+    has_device = bool((profile_obj.events["kind"] == K_KERNEL).any())
+    if has_device or not kernels.any():
+        info["used"] = False
+        profile_obj.run["device_logs"] = info
+        for w in logs.run.get("warnings", []):
+            profile_obj.warn(w)
+        return profile_obj
+    info["used"] = True
+    say(f"read {info['kernel_lines']} [XPURT_PROF] kernel lines from {log_dir}")
+    merged = Profile.merge([profile_obj, logs])
+    merged.run["device_logs"] = info
+    return merged
 
 
 def _salvage(prof: Profiler, rec_dir: Path, reason: str) -> Profile:

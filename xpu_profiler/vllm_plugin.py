@@ -31,6 +31,9 @@ import time
 ENV_DIR = "XPU_PROFILER_DIR"
 ENV_LEVEL = "XPU_PROFILER_LEVEL"
 ENV_STEPS = "XPU_PROFILER_STEPS"
+#: run directory: each worker's own stdout/stderr go to <dir>/xpu_logs/rank_N.log
+#: (Kunlun's [XPURT_PROF] kernel lines are printed there by the runtime)
+ENV_DEVICE_LOGS = "XPU_PROFILER_DEVICE_LOGS"
 
 #: host RSS is sampled at most this often per process (ns)
 RSS_PERIOD_NS = 20_000_000
@@ -723,7 +726,7 @@ class _PostImportHook:
     workers) inherits "already loaded" and never calls ``register()`` itself."""
 
     def __init__(self, targets: dict):
-        self.TARGETS = targets
+        self.TARGETS = {name: list(fns) for name, fns in targets.items()}  # module → patches
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.TARGETS:
@@ -739,14 +742,15 @@ class _PostImportHook:
             return spec
         loader = spec.loader
         orig_exec = loader.exec_module
-        fn = self.TARGETS[fullname]
+        fns = self.TARGETS[fullname]
 
         def exec_module(module):
             orig_exec(module)
-            try:
-                fn(module)
-            except Exception:
-                pass
+            for fn in fns:
+                try:
+                    fn(module)
+                except Exception:
+                    pass
 
         loader.exec_module = exec_module
         return spec
@@ -777,12 +781,14 @@ def _install_import_hook(targets: dict) -> None:
                 fn(sys.modules[name])
             except Exception:
                 pass
-    for h in list(sys.meta_path):
-        if isinstance(h, _PostImportHook):
-            if set(targets) <= set(h.TARGETS):
-                return
-            sys.meta_path.remove(h)
-    sys.meta_path.insert(0, _PostImportHook(targets))
+    hook = next((h for h in sys.meta_path if isinstance(h, _PostImportHook)), None)
+    if hook is None:
+        hook = _PostImportHook({})
+        sys.meta_path.insert(0, hook)
+    for name, fn in targets.items():  # one hook, several patches per module
+        fns = hook.TARGETS.setdefault(name, [])
+        if fn not in fns:
+            fns.append(fn)
 
 
 def _env_torch_for(worker) -> None:
@@ -792,12 +798,64 @@ def _env_torch_for(worker) -> None:
 
 
 _REGISTERED = False
+_CAPTURE = None  # the worker's device-log capture handle, if any
+
+
+def _wrap_init_device(orig):
+    """Redirect the worker's fds into its rank's log before the device (runtime) starts."""
+    def init_device(self, *args, **kwargs):
+        global _CAPTURE
+        run_dir = os.environ.get(ENV_DEVICE_LOGS)
+        if run_dir and _CAPTURE is None:
+            try:
+                from .collectors.xpurt_capture import start_capture
+
+                _CAPTURE = start_capture(run_dir, rank=int(getattr(self, "rank", 0) or 0),
+                                         local_rank=int(getattr(self, "local_rank", 0) or 0))
+                atexit.register(stop_device_log_capture)
+            except Exception:
+                _CAPTURE = None
+        return orig(self, *args, **kwargs)
+
+    init_device._xpu_profiler = True
+    return init_device
+
+
+def install_device_log_capture(cls) -> bool:
+    """Wrap ``init_device`` of the worker class and its bases (idempotent)."""
+    try:
+        for klass in cls.__mro__:
+            d = klass.__dict__
+            if "init_device" in d and not getattr(d["init_device"], "_xpu_profiler", False):
+                klass.init_device = _wrap_init_device(d["init_device"])
+        return True
+    except Exception:
+        return False
+
+
+def stop_device_log_capture():
+    """Give this process its fds back (in-process engines share the CLI's terminal)."""
+    global _CAPTURE
+    handle, _CAPTURE = _CAPTURE, None
+    if handle is not None:
+        from .collectors.xpurt_capture import stop_capture
+
+        return stop_capture(handle)
+    return None
+
+
+DEVICE_LOG_TARGETS = {
+    "vllm.v1.worker.gpu_worker": lambda m: install_device_log_capture(m.Worker),
+    "vllm.v1.worker.cpu_worker": lambda m: install_device_log_capture(m.CPUWorker),
+}
 
 
 def register() -> None:
     """Entry point called by vLLM in every process; cheap and idempotent."""
     global _REGISTERED
     try:
+        if os.environ.get(ENV_DEVICE_LOGS):
+            _install_import_hook(DEVICE_LOG_TARGETS)
         if os.environ.get(ENV_DIR) and not _REGISTERED:
             _install_env_worker_init()
             _env_start()
