@@ -41,6 +41,7 @@ def plotly_js() -> str:
 # -- number formatting (jinja filters) ------------------------------------------
 
 def _num(x: Any) -> float | None:
+    """A finite float, or None for missing/NaN/inf values."""
     if x is None or isinstance(x, bool):
         return None
     try:

@@ -62,3 +62,38 @@ def test_cut_inside_nested_args_falls_back(tmp_path: Path, monkeypatch) -> None:
     assert calls == [1]  # the chunked pass failed and the whole decode took over
     same(got, expect)
     assert len(got.events) == 400 and len(got.counters) == 2
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
+def test_tagged_schema_equals_plain_schema() -> None:
+    """The fast phase-tagged decode and the plain one give the same columns."""
+    raw = kineto._top_level_exact(REAL, kineto.read_bytes(REAL))[1]
+    fast = kineto._columns(REAL, kineto._TAGGED_DECODER.decode(raw))
+    plain = kineto._columns(REAL, kineto._EVENTS_DECODER.decode(raw))
+    assert type(kineto._TAGGED_DECODER.decode(raw)[0]) is not kineto.Event
+    for field in fast.__struct_fields__:
+        a, b = getattr(fast, field), getattr(plain, field)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b), field
+        else:
+            assert a == b, field
+
+
+def test_unusual_phase_falls_back_to_plain_schema(tmp_path: Path) -> None:
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0},
+              {"ph": "Q", "name": "from some other writer", "pid": 0, "tid": 7, "ts": 1.0},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": 2.0}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    prof = kineto.read(path, ReadOptions())
+    assert prof.events["dur"].tolist() == [2000, 2000]
+
+
+@pytest.mark.parametrize("trace", sorted((ROOT.parent / "shared" / "data" / "real-traces").rglob("*.json.gz")),
+                         ids=lambda p: p.name)
+def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
+    """The quick byte search lands on the same array a full parse finds (INFO arrays after it)."""
+    data = kineto.read_bytes(trace)
+    located = kineto._locate_events(data)
+    assert located is not None
+    assert bytes(located[1]) == bytes(kineto._top_level_exact(trace, data)[1])

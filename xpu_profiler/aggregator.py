@@ -24,7 +24,6 @@ from .profile import (
     K_KERNEL,
     K_RUNTIME,
     KINDS,
-    NO_TIME,
     P_DECODE,
     P_MIXED,
     P_PREFILL,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import XpuProfilerError
-from .profile import K_ANNOTATION, Profile, StringTable
+from .profile import Profile, StringTable
 
 METRICS = ("execution_time", "memory_usage", "throughput")
 LEVELS = ("basic", "standard", "comprehensive")
@@ -662,7 +662,7 @@ def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: 
         for w in summary.get("warnings", []):
             print(f"warning: {w}", file=sys.stderr)
     if "html" not in known and str(out).endswith(".html"):
-        say(f"the HTML report is not available yet; wrote the trace and summary instead")
+        say("the HTML report is not available yet; wrote the trace and summary instead")
     for fmt, path in written.items():
         print(f"wrote {fmt:8s} {path}")
     if profile_obj.run.get("incomplete"):

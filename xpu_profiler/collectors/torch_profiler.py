@@ -19,14 +19,6 @@ from ..profile import K_ANNOTATION, Profile
 from ..readers import ReadOptions
 
 STEP_RANGE = re.compile(r"^xpu_step#(\d+)$")
-_RANK_IN_NAME = re.compile(r"(?:^|[._-])rank(\d+)[._-]")
-
-
-def _rank_of(path: Path, default: int = 0) -> int:
-    m = _RANK_IN_NAME.search(path.name)
-    return int(m.group(1)) if m else default
-
-
 def align(prof: Profile, marks: list) -> int | None:
     """Shift ``prof.base_ns`` so that its ``xpu_step#N`` ranges start at the wall-clock times
     in ``marks`` [(step, t_ns)]; returns the applied shift (ns), None when nothing matched."""
@@ -57,7 +49,7 @@ def load_traces(files: list[tuple[str, list]], default_rank: int = 0) -> Profile
         p = Path(path)
         if not p.exists():
             continue
-        prof = kineto.read(p, ReadOptions(rank=_rank_of(p, default_rank)))
+        prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
         if align(prof, marks) is None:
             prof.warn(f"{p.name}: no step ranges to align its clock; assumed to be wall-clock")
         profiles.append(prof)

@@ -14,7 +14,6 @@ The work is split in two, as in memray's reporters:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -24,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import templates
-from ..templates import fmt_bytes, fmt_ns
+from ..templates import _num, fmt_bytes, fmt_ns
 
 NAME = "html"
 SUFFIXES = (".html", ".htm")
@@ -69,17 +68,6 @@ BASIS_LABELS = {"device": "device kernel time", "host": "host op time (top-level
 
 
 # -- small helpers ------------------------------------------------------------
-
-def _num(x: Any) -> float | None:
-    """A finite float, or None for missing/NaN/inf values."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
 
 def _clean(obj: Any) -> Any:
     """JSON-ready copy: numpy scalars/arrays to Python, NaN/inf to None."""

@@ -101,6 +101,41 @@ class Event(msgspec.Struct, gc=False):
     args: Args = _NO_ARGS
 
 
+# The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields;
+# flows (a quarter of a Kineto trace), counters and the rest decode to empty structs that
+# are cheap to make and to free. A phase outside the table fails the union, and that
+# chunk is decoded again with the plain `Event` schema.
+class _Slice(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    name: str = ""
+    cat: str = ""
+    pid: Union[int, float, str] = 0
+    tid: Union[int, float, str] = 0
+    ts: Optional[Union[float, str]] = None
+    dur: Optional[Union[float, str]] = None
+    args: Args = _NO_ARGS
+
+
+class _Instant(_Slice, tag="i"):
+    pass
+
+
+class _InstantG(_Slice, tag="I"):
+    pass
+
+
+class _Meta(_Slice, tag="M"):
+    pass
+
+
+class _Other(msgspec.Struct, gc=False, tag_field="ph", tag="s"):
+    pass
+
+
+_OTHERS = [_Other] + [type(f"_Other_{t}", (_Other,), {}, tag=t) for t in "ftCBEbenPRONDSTpv()"]
+_PH_CODE = {_Slice: 0, _Instant: 1, _InstantG: 1, _Meta: 2}
+_TAGGED_DECODER = msgspec.json.Decoder(list[Union[(_Slice, _Instant, _InstantG, _Meta, *_OTHERS)]])
+
+
 class DistributedInfo(msgspec.Struct, gc=False):
     rank: Optional[int] = None
     world_size: Optional[int] = None
@@ -181,8 +216,16 @@ def _locate_events(data: bytes) -> tuple[Trace, memoryview] | None:
     if key < 0:
         return None
     start = data.find(b"[", key)
-    end = data.rfind(b"]")
-    if start < 0 or end <= start or data[key + 13:start].strip() != b":":
+    if start < 0 or data[key + 13:start].strip() != b":":
+        return None
+    # the array's "]" is the last one that closes an object ("}]"): Kineto writes string
+    # arrays (INFO, ERROR) after it, never object arrays
+    end = len(data)
+    for _ in range(100_000):
+        end = data.rfind(b"]", start, end)
+        if end <= start or data[max(start, end - 64):end].rstrip()[-1:] in (b"}", b"["):
+            break
+    if end <= start:
         return None
     try:
         trace = _TRACE_DECODER.decode(data[:start] + b"[]" + data[end + 1:])
@@ -246,12 +289,15 @@ def _local_ids(values: list) -> tuple[list, np.ndarray]:
 def _columns(path: Path, events: list[Event]) -> _Cols:
     """Pull the model's columns out of decoded events with C-level maps, no per-event loop."""
     n_all = len(events)
-    phs = list(map(attrgetter("ph"), events))
-    if None in phs:
-        raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
-    ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2, "C": 3}  # others (flows, async) are not used
-    ph = np.fromiter(map(ph_ids.get, phs, repeat(9)), dtype=np.int8, count=n_all)
-    del phs
+    if n_all and type(events[0]) is not Event:  # the tagged schema: the type is the phase
+        ph = np.fromiter(map(_PH_CODE.get, map(type, events), repeat(9)), dtype=np.int8, count=n_all)
+    else:
+        phs = list(map(attrgetter("ph"), events))
+        if None in phs:
+            raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
+        ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2}  # others (flows, counters, async) are not used
+        ph = np.fromiter(map(ph_ids.get, phs, repeat(9)), dtype=np.int8, count=n_all)
+        del phs
 
     x_idx = np.flatnonzero(ph == 0)
     xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
@@ -273,7 +319,6 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
         xs = [xs[i] for i in keep_idx.tolist()]
         x_idx, kind, cat_ids = x_idx[keep_idx], kind[keep_idx], cat_ids[keep_idx]
 
-    n = len(xs)
     names = list(map(attrgetter("name"), xs))
     ts_us = _floats(path, xs, "ts", x_idx, names)
     dur_us = _floats(path, xs, "dur", x_idx, names)
@@ -401,7 +446,12 @@ def _decode_chunk(span: tuple[int, int]) -> _Cols:
     a, b = span
     raw = _RAW
     try:
-        events = _EVENTS_DECODER.decode(b"[" + bytes(raw[a:b]) + b"]")
+        chunk = b"[" + bytes(raw[a:b]) + b"]"
+        try:
+            events = _TAGGED_DECODER.decode(chunk)
+        except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
+            events = _EVENTS_DECODER.decode(chunk)
+        del chunk
         return _columns(Path("-"), events)
     except (msgspec.DecodeError, msgspec.ValidationError, TraceError) as e:
         raise _ChunkFailed(str(e)) from None
