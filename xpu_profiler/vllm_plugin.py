@@ -561,10 +561,11 @@ def _take(final: bool = False) -> dict:
         S.self_ns = 0
         if S.torch is not None:
             S.torch.export()
-            out["torch_files"] = list(S.torch.files)
-            out["torch_marks"] = list(S.torch.marks)
-            S.torch.files = []
-            S.torch.marks = []
+            if S.torch.files:  # the marks travel with the trace they align (not with a periodic flush)
+                out["torch_files"] = list(S.torch.files)
+                out["torch_marks"] = list(S.torch.marks)
+                S.torch.files = []
+                S.torch.marks = []
         S.sched, S.worker, S.counters, S.done_requests = [], [], [], []
         if final:
             S.requests = {}
