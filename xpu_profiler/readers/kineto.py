@@ -89,8 +89,9 @@ class Args(msgspec.Struct, gc=False, frozen=True):
 _NO_ARGS = Args()
 
 
-class Event(msgspec.Struct, gc=False):
-    ph: Optional[str] = None
+class _Fields(msgspec.Struct, gc=False):
+    """What the model takes from an event (the rest of each object is skipped)."""
+
     name: str = ""
     cat: str = ""
     # Perfetto accepts numeric strings for ts/dur and doubles for pid/tid; so do we
@@ -101,18 +102,18 @@ class Event(msgspec.Struct, gc=False):
     args: Args = _NO_ARGS
 
 
+class Event(_Fields, gc=False):
+    """The plain schema: any phase, checked by hand (exact messages for broken events)."""
+
+    ph: Optional[str] = None
+
+
 # The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields;
 # flows (a quarter of a Kineto trace), counters and the rest decode to empty structs that
 # are cheap to make and to free. A phase outside the table fails the union, and that
 # chunk is decoded again with the plain `Event` schema.
-class _Slice(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
-    name: str = ""
-    cat: str = ""
-    pid: Union[int, float, str] = 0
-    tid: Union[int, float, str] = 0
-    ts: Optional[Union[float, str]] = None
-    dur: Optional[Union[float, str]] = None
-    args: Args = _NO_ARGS
+class _Slice(_Fields, tag_field="ph", tag="X"):
+    pass
 
 
 class _Instant(_Slice, tag="i"):
