@@ -297,13 +297,11 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
     if len(mods):
         mg = _group_keys(rank[mods], track[mods])
         outer = top_level(mg, start[mods], end[mods])
-        inner_mask = np.ones(len(mods), bool)
-        # innermost set: modules that contain no other candidate start (leaf layers)
+        # nested modules first (the inner layer decides), then the outermost ones
         module_of = chain(mods[~outer]) if (~outer).any() else module_of
         miss = module_of < 0
         if miss.any():
             module_of[miss] = chain(mods[outer])[miss]
-        del inner_mask
 
     root_of = chain(host_op[depth[host_op] == 0]) if len(host_op) else np.full(len(q), -1, np.int64)
 
@@ -545,10 +543,11 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     rank_rows = []
     ranks = profile.ranks
     r_arr = np.array(ranks, np.int64)
-    r_lo = np.array([ev["start"][(ev["rank"] == r) & timed].min() if ((ev["rank"] == r) & timed).any() else 0
-                     for r in ranks], np.int64)
-    r_hi = np.array([(ev["start"] + dur)[(ev["rank"] == r) & timed].max() if ((ev["rank"] == r) & timed).any()
-                     else 0 for r in ranks], np.int64)
+    r_lo, r_hi = np.zeros(len(ranks), np.int64), np.zeros(len(ranks), np.int64)
+    for k, r in enumerate(ranks):  # each rank's timed span
+        m = (ev["rank"] == r) & timed
+        if m.any():
+            r_lo[k], r_hi[k] = ev["start"][m].min(), (ev["start"] + dur)[m].max()
     # device busy = union over streams (no double counting of concurrent kernels)
     dev_busy = window_busy(profile, np.isin(kind, DEVICE_KINDS), r_arr, r_lo, r_hi)
     basis_busy = window_busy(profile, basis, r_arr, r_lo, r_hi)

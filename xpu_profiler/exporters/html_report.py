@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import templates
 from ..templates import _num, fmt_bytes, fmt_ns
+from .summary_json import json_ready
 
 NAME = "html"
 SUFFIXES = (".html", ".htm")
@@ -68,23 +69,6 @@ BASIS_LABELS = {"device": "device kernel time", "host": "host op time (top-level
 
 
 # -- small helpers ------------------------------------------------------------
-
-def _clean(obj: Any) -> Any:
-    """JSON-ready copy: numpy scalars/arrays to Python, NaN/inf to None."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _num(obj)
-    return obj
-
 
 _TEMPLATE_ARGS = re.compile(r"(?<=[\w:\x00])<(?!/)[^<>]*>")  # innermost ``ident<...>``
 
@@ -559,7 +543,7 @@ def build_steps(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
                "caption": caption,
                "rank_shown": int(ranks[0]), "x": "time" if use_time else "step", "binned": binned,
                "figures": ["steps"]}
-    return _clean(section), _clean({"steps": {"data": data, "layout": layout}})
+    return json_ready(section), json_ready({"steps": {"data": data, "layout": layout}})
 
 
 def _series_kind(name: str) -> str | None:
@@ -639,7 +623,7 @@ def build_memory(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
             for d in data:
                 d["yaxis"] = "y"
         figs["memory"] = {"data": data, "layout": lay}
-    return _clean({"peaks": peaks, "binned": binned, "figures": list(figs)}), _clean(figs)
+    return json_ready({"peaks": peaks, "binned": binned, "figures": list(figs)}), json_ready(figs)
 
 
 def build_rates(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
@@ -650,7 +634,7 @@ def build_rates(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
     data, binned = _counter_traces(series, how="mean")
     lay = _layout(height=320, hovermode="x unified", xaxis=_axis("time (s)"),
                   yaxis=_axis("tokens / s", rangemode="tozero"))
-    return _clean({"binned": binned, "figures": ["rates"]}), _clean({"rates": {"data": data, "layout": lay}})
+    return json_ready({"binned": binned, "figures": ["rates"]}), json_ready({"rates": {"data": data, "layout": lay}})
 
 
 def build_kernels(summary: Mapping[str, Any], colors: Mapping[str, str]) -> dict | None:
@@ -734,7 +718,7 @@ def build_report(summary: Mapping[str, Any], profile: Any = None, *, plotly: Plo
     report["warnings"] = [str(w) for w in summary.get("warnings") or []]
     report["nav"] = [{"id": k, "title": t} for k, t in SECTION_TITLES.items() if report.get(k)]
     report["plotly"] = {"mode": plotly, "version": templates.plotly_version()}
-    return _clean(report)
+    return json_ready(report)
 
 
 def render(report: Mapping[str, Any]) -> str:

@@ -7,25 +7,34 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..profile import Profile
 
 NAME = "json"
 SUFFIXES = ("summary.json",)
 
 
-def _clean(x: Any) -> Any:
-    """JSON has no NaN/Infinity: write null instead."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
+def json_ready(obj: Any) -> Any:
+    """Plain JSON copy: numpy scalars/arrays to Python, NaN/inf to null (JSON has neither)."""
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_ready(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
 
 
 def dumps(summary: dict) -> str:
-    return json.dumps(_clean(summary), ensure_ascii=False, indent=1, sort_keys=True, allow_nan=False)
+    return json.dumps(json_ready(summary), ensure_ascii=False, indent=1, sort_keys=True, allow_nan=False)
 
 
 def write(profile: Profile, summary: dict, path: str | Path) -> Path:
