@@ -61,7 +61,6 @@ def export(profile: Profile, summary: dict, output: str | Path,
            formats: Sequence[str] = DEFAULT_FORMATS) -> dict[str, Path]:
     """Write every requested format; returns {format: path}."""
     known = exporters.registry()
-    formats = [f for f in formats if f in known or f == "bundle"]
     written = {}
     for fmt, path in output_paths(output, formats).items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -651,18 +651,14 @@ def _salvage(prof: Profiler, rec_dir: Path, reason: str) -> Profile:
 
 
 def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: bool) -> int:
-    from . import analysis, exporters, terminal
+    from . import analysis, terminal
 
     summary = prof.summary()
-    known = exporters.registry()
-    fmts = [f for f in ("perfetto", "json", "html", "csv") if f in known]
-    written = analysis.export(profile_obj, summary, out, fmts)
+    written = analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
     if not quiet:
         print(terminal.render(summary, top=10))
         for w in summary.get("warnings", []):
             print(f"warning: {w}", file=sys.stderr)
-    if "html" not in known and str(out).endswith(".html"):
-        say("the HTML report is not available yet; wrote the trace and summary instead")
     for fmt, path in written.items():
         print(f"wrote {fmt:8s} {path}")
     if profile_obj.run.get("incomplete"):

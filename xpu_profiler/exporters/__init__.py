@@ -13,16 +13,9 @@ from types import ModuleType
 
 
 def registry() -> dict[str, ModuleType]:
-    from . import chrome_trace, csv_table, summary_json
+    from . import chrome_trace, csv_table, html_report, summary_json
 
-    mods = [chrome_trace, summary_json, csv_table]
-    try:
-        from . import html_report
-
-        mods.append(html_report)
-    except ImportError:
-        pass
-    return {m.NAME: m for m in mods}
+    return {m.NAME: m for m in (chrome_trace, summary_json, csv_table, html_report)}
 
 
 def by_suffix(path: str | Path) -> ModuleType | None:

@@ -109,16 +109,9 @@ def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
 
 def registry() -> list[ModuleType]:
     """The ordered readers. Imported lazily so that `import xpu_profiler` stays cheap."""
-    from . import bundle, kineto
+    from . import bundle, kineto, xprofiler, xpurt_log
 
-    mods: list[ModuleType] = [bundle]
-    try:  # Kunlun readers: XProfiler before Kineto (both are Chrome JSON)
-        from . import xprofiler, xpurt_log
-
-        mods += [xprofiler, kineto, xpurt_log]
-    except ImportError:
-        mods += [kineto]
-    return mods
+    return [bundle, xprofiler, kineto, xpurt_log]  # XProfiler before Kineto: both are Chrome JSON
 
 
 def find_reader(path: Path) -> ModuleType | None:
