@@ -166,14 +166,13 @@ def build_profile(records: Sequence[dict], *, t_start: int | None = None, t_end:
         # the profiler's own cost: time spent inside the step hooks, all processes together
         prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked,
                                      "per_step_ns": hook_ns / n_hooked}
-    prof.run["has_timeline"] = True
     prof.run["metrics"] = list(metrics)
     if torch_files and "execution_time" in metrics:
         tp = torch_profiler.load_traces(torch_files)
         if tp is not None:
             tp.run.pop("step_source", None)
             merged = Profile.merge([prof, tp])
-            merged.run.update({k: v for k, v in prof.run.items()})
+            merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
             merged.run["torch_traces"] = [str(f) for f, _ in torch_files]
             prof = merged
             _trim_to_steps(prof)
