@@ -177,6 +177,8 @@ def view_command(trace: Path, port: int, no_browser: bool, keep: bool) -> None:
         code = serve_trace(trace, port=port, browser=not no_browser, keep=keep)
     except XpuProfilerError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        sys.exit(130)
     sys.exit(code)
 
 

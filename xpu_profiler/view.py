@@ -189,47 +189,47 @@ def serve_trace(trace: str | os.PathLike, port: int = DEFAULT_PORT, browser: boo
                 out: TextIO | None = None) -> int:
     """Serve ``trace`` to ui.perfetto.dev; returns the exit code (0, or 130 when stopped before a fetch)."""
     out = out or sys.stdout
-
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
-
     path = check_trace(trace)
     srv = _bind(path, port)
-    url = perfetto_url(srv.port, srv.url_path[1:])
     thread = threading.Thread(target=srv.serve_forever, name="xpu_profiler-view", daemon=True)
     thread.start()
     try:
-        say(f"xpu_profiler: serving {path} ({_size(path.stat().st_size)}) at "
-            f"http://{LOOPBACK}:{srv.port}{srv.url_path} (this file only, loopback only)")
-        if port not in (0, srv.port):
-            say(f"xpu_profiler: port {port} is in use; serving on {srv.port} instead")
-        if srv.port != DEFAULT_PORT:
-            say(f"xpu_profiler: note: ui.perfetto.dev only fetches from {LOOPBACK}:{DEFAULT_PORT} (its content "
-                f"security policy); free port {DEFAULT_PORT} (a trace_processor --httpd?) for the link to load, "
-                f"or open the file with 'Open trace file' in the UI")
-        say(url)
-        hint = f"ssh -L {srv.port}:{LOOPBACK}:{srv.port} {socket.gethostname() or 'HOST'}"
-        if not browser:
-            say(f"xpu_profiler: on a remote machine, forward the port from your computer first ({hint}), "
-                f"then open the link there")
-        elif not (_gui_browser_likely() and webbrowser.open(url)):
-            say(f"xpu_profiler: no browser found here: open the link yourself (remote machine? forward the port "
-                f"first: {hint})")
-        say("xpu_profiler: serving until Ctrl-C" if keep else
-            "xpu_profiler: waiting for the UI to fetch it (Ctrl-C to stop)")
-        try:
-            while True:
-                if srv.fetched.wait(0.25):
-                    srv.fetched.clear()
-                    with srv.lock:
-                        sent, handler = srv.fetches[-1]
-                    say(f"xpu_profiler: trace fetched ({_size(sent)} sent)")
-                    if not keep:
-                        handler.join(5.0)  # the response is complete; let the connection close
-                        return 0
-        except KeyboardInterrupt:
-            say("xpu_profiler: stopped")
-            return 0 if srv.fetches else 130
+        return _announce_and_wait(srv, port, browser, keep, lambda line: print(line, file=out, flush=True))
+    except KeyboardInterrupt:  # Ctrl-C at any point, also while announcing
+        print("xpu_profiler: stopped", file=out, flush=True)
+        return 0 if srv.fetches else 130
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def _announce_and_wait(srv: TraceServer, port: int, browser: bool, keep: bool, say) -> int:
+    path = srv.trace_path
+    url = perfetto_url(srv.port, srv.url_path[1:])
+    say(f"xpu_profiler: serving {path} ({_size(path.stat().st_size)}) at "
+        f"http://{LOOPBACK}:{srv.port}{srv.url_path} (this file only, loopback only)")
+    if port not in (0, srv.port):
+        say(f"xpu_profiler: port {port} is in use; serving on {srv.port} instead")
+    if srv.port != DEFAULT_PORT:
+        say(f"xpu_profiler: note: ui.perfetto.dev only fetches from {LOOPBACK}:{DEFAULT_PORT} (its content "
+            f"security policy); free port {DEFAULT_PORT} (a trace_processor --httpd?) for the link to load, "
+            f"or open the file with 'Open trace file' in the UI")
+    say(url)
+    hint = f"ssh -L {srv.port}:{LOOPBACK}:{srv.port} {socket.gethostname() or 'HOST'}"
+    if not browser:
+        say(f"xpu_profiler: on a remote machine, forward the port from your computer first ({hint}), "
+            f"then open the link there")
+    elif not (_gui_browser_likely() and webbrowser.open(url)):
+        say(f"xpu_profiler: no browser found here: open the link yourself (remote machine? forward the port "
+            f"first: {hint})")
+    say("xpu_profiler: serving until Ctrl-C" if keep else
+        "xpu_profiler: waiting for the UI to fetch it (Ctrl-C to stop)")
+    while True:
+        if srv.fetched.wait(0.25):
+            srv.fetched.clear()
+            with srv.lock:
+                sent, handler = srv.fetches[-1]
+            say(f"xpu_profiler: trace fetched ({_size(sent)} sent)")
+            if not keep:
+                handler.join(5.0)  # the response is complete; let the connection close
+                return 0
