@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
+import check_ranks  # noqa: E402
 import gen_ranks  # noqa: E402
 
 RANKS, SLOW, PCT = 3, 1, 40
@@ -27,7 +28,7 @@ def ranks_dir(tmp_path_factory):
 
 def test_files_are_sane(ranks_dir):
     out, exp = ranks_dir
-    assert gen_ranks.check(str(out)) == []
+    assert check_ranks.check(str(out)) == []
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [f"rank-{r}.pt.trace.json.gz" for r in range(RANKS)] + ["expected.json"])
     assert all(r["events"] >= 12_000 for r in exp["ranks"])
