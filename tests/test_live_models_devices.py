@@ -17,7 +17,8 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("name, arch", [("tiny-llama", "LlamaForCausalLM"), ("tiny-moe", "Qwen3MoeForCausalLM")])
+@pytest.mark.parametrize("name, arch", [("tiny-llama", "LlamaForCausalLM"), ("tiny-moe", "Qwen3MoeForCausalLM"),
+                                        ("tiny-glm", "Glm4MoeForCausalLM")])
 def test_builtin_model_is_made_locally(cache, name, arch):
     from tokenizers import Tokenizer
 
@@ -48,7 +49,7 @@ def test_moe_model_has_experts(cache):
 @pytest.mark.parametrize("bad, needle", [("tiny-nope", "unknown built-in model"),
                                          ("/no/such/dir", "does not exist"),
                                          ("./missing-model", "does not exist"),
-                                         ("glm-5", "not a built-in model")])
+                                         ("glm-99", "not a built-in model")])
 def test_bad_model_names(cache, bad, needle):
     with pytest.raises(XpuProfilerError) as e:
         resolve_model(bad)
@@ -62,9 +63,15 @@ def test_existing_dir_without_config(tmp_path, cache):
         resolve_model(str(d))
 
 
-def test_hub_ids_pass_through(cache):
-    assert resolve_model("Qwen/Qwen3-0.6B") == ("Qwen/Qwen3-0.6B", False)
-    assert set(BUILTIN_MODELS) == {"tiny-llama", "tiny-moe"}
+def test_builtin_model_names():
+    assert set(BUILTIN_MODELS) == {"tiny-llama", "tiny-moe", "tiny-glm"}
+
+
+def test_glm_model_has_shared_experts_and_dense_first_layer(cache):
+    path, _ = resolve_model("tiny-glm")
+    cfg = json.loads(open(f"{path}/config.json").read())
+    assert cfg["n_routed_experts"] > cfg["num_experts_per_tok"] > 1 and cfg["n_shared_experts"] == 1
+    assert 0 < cfg["first_k_dense_replace"] < cfg["num_hidden_layers"]
 
 
 def test_device_detection_on_this_machine():

@@ -28,7 +28,8 @@ def _csv(value: str | None) -> list[str]:
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xpu_profiler")
-@click.option("--model", help="HF model id, local path, or a built-in small model (tiny-llama, tiny-moe).")
+@click.option("--model", help="Hugging Face id or a known name (glm-5, qwen3-30b-a3b, ...), a local path, or a "
+                               "built-in small model (tiny-llama, tiny-moe, tiny-glm).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "kunlun_p800"]), default="auto",
               show_default=True, help="Accelerator to run on.")
 @click.option("--metrics", default="execution_time,memory_usage,throughput", show_default=True,
@@ -160,6 +161,25 @@ def validate(trace: Path) -> None:
             click.echo(f"... and {len(problems) - 50} more")
         sys.exit(1)
     click.echo(f"{trace}: ok")
+
+
+@main.command("view")
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option("--port", type=int, default=9001, show_default=True,
+              help="Loopback port (ui.perfetto.dev fetches from 9001 only; 0 = any free port).")
+@click.option("--no-browser", is_flag=True, help="Only print the link (and an ssh -L hint for remote machines).")
+@click.option("--keep", is_flag=True, help="Keep serving after the UI has fetched the trace (until Ctrl-C).")
+def view_command(trace: Path, port: int, no_browser: bool, keep: bool) -> None:
+    """Open TRACE in ui.perfetto.dev: serve this one file on 127.0.0.1 until the UI has fetched it."""
+    from .view import serve_trace
+
+    try:
+        code = serve_trace(trace, port=port, browser=not no_browser, keep=keep)
+    except XpuProfilerError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Built-in small models for machines without weights or accelerators.
+"""Built-in small models of real architectures, for machines without weights or accelerators.
 
 Each built-in model is a directory holding a Hugging Face ``config.json`` and a
 small tokenizer (``tokenizer.json`` trained with the ``tokenizers`` library on
@@ -11,6 +11,12 @@ version changes.
 - ``tiny-llama``: ``LlamaForCausalLM``, 4 layers, hidden 256, GQA 4/2 heads.
 - ``tiny-moe``: ``Qwen3MoeForCausalLM``, 2 layers, 8 experts (top-2), so
   vLLM's fused-MoE path runs.
+- ``tiny-glm``: ``Glm4MoeForCausalLM`` (GLM-4.5/4.6/4.7), 4 layers: the first
+  dense (``first_k_dense_replace``), then MoE layers of 8 routed experts (top-2,
+  sigmoid routing with a correction bias) plus one shared expert; GQA 4/2 heads
+  with QKV bias, QK-norm and half-rotary RoPE. GLM-5's ``GlmMoeDsaForCausalLM``
+  is not used: its DeepSeek sparse attention (DSA) does not run on vLLM's CPU
+  build ("Sparse Attention is not supported on CPU").
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import XpuProfilerError
+from ..errors import XpuProfilerError
 
 #: bump when a config or the tokenizer recipe changes: cached dirs are rebuilt
 RECIPE_VERSION = 1
@@ -83,6 +89,31 @@ BUILTIN_CONFIGS: dict[str, dict] = {
         "sliding_window": None,
         "use_sliding_window": False,
         "max_window_layers": 2,
+    },
+    "tiny-glm": {
+        **_COMMON,
+        "architectures": ["Glm4MoeForCausalLM"],
+        "model_type": "glm4_moe",
+        "hidden_size": 256,
+        "intermediate_size": 512,          # the dense layers' MLP
+        "moe_intermediate_size": 128,      # each routed and shared expert
+        "num_hidden_layers": 4,
+        "first_k_dense_replace": 1,        # layer 0 dense, layers 1-3 MoE
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "partial_rotary_factor": 0.5,
+        "attention_bias": True,
+        "use_qk_norm": True,
+        "hidden_act": "silu",
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "routed_scaling_factor": 2.5,
+        "n_group": 1,
+        "topk_group": 1,
+        "norm_topk_prob": True,
+        "num_nextn_predict_layers": 0,
     },
 }
 
@@ -190,30 +221,3 @@ def ensure_builtin(name: str) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def resolve_model(name_or_path: str) -> tuple[str, bool]:
-    """Map a built-in model name, a local directory or a hub id to what vLLM loads.
-
-    Returns ``(path_or_id, is_builtin)``. Raises XpuProfilerError (one line) for an
-    unknown built-in name (``tiny-*``) or a path that does not exist.
-    """
-    s = str(name_or_path).strip()
-    if not s:
-        raise XpuProfilerError("no model given (use a built-in name such as tiny-llama, a local path or a hub id)")
-    if s in BUILTIN_CONFIGS:
-        return str(ensure_builtin(s)), True
-    p = Path(s).expanduser()
-    if p.exists():
-        if p.is_dir() and not (p / "config.json").is_file():
-            raise XpuProfilerError(f"model directory {s} has no config.json")
-        return str(p.resolve()), False
-    if s.startswith("tiny-") or s.startswith("builtin:"):
-        raise XpuProfilerError(f"unknown built-in model {s!r} (built-in: {', '.join(BUILTIN_MODELS)})")
-    if s.startswith((".", "/", "~")) or s.count("/") > 1 or s.endswith("/"):
-        raise XpuProfilerError(f"model path {s} does not exist")
-    if s.count("/") != 1:
-        raise XpuProfilerError(f"model {s!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}) "
-                               f"and no such path exists")
-    # "org/name": a hub id, resolved by vLLM itself
-    return s, False
