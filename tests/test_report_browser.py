@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from report_helpers import (ARTIFACTS, HOSTILE_NAMES, REPO, Browser, PageResult, chromium_missing,
-                            hostile_summary, sample_summary, write_kineto_trace, write_xpurt_logs)
-from xpu_profiler import templates
+from report_helpers import (ARTIFACTS, HOSTILE_NAMES, KERNELS, REPO, Browser, PageResult, chromium_missing,
+                            hostile_summary, live_cpu_profile, sample_summary, summarize, write_kineto_trace,
+                            write_xpurt_logs)
+from xpu_profiler import analysis
 from xpu_profiler.exporters import html_report as hr
+from xpu_profiler.summary import Summary
 
 pytestmark = pytest.mark.browser
 
@@ -38,15 +40,11 @@ def assert_clean(res: PageResult, figures: int) -> None:
     assert res.plots_drawn == figures
 
 
-def summarize_files(*paths: Path) -> tuple[object, dict]:
-    from xpu_profiler.aggregator import summarize
-    from xpu_profiler.readers import load
-
-    profile = load(list(paths))
-    return profile, summarize(profile)
+def summarize_files(*paths: Path) -> tuple[object, Summary]:
+    return analysis.analyze(list(paths))
 
 
-def render(browser: Browser, tmp_path: Path, name: str, summary: dict, profile=None) -> PageResult:
+def render(browser: Browser, tmp_path: Path, name: str, summary: Summary, profile=None) -> PageResult:
     html = hr.write(profile, summary, tmp_path / f"{name}.html")
     res = browser.open(html, SHOTS / f"{name}.png")
     assert (SHOTS / f"{name}.png").stat().st_size > 10_000
@@ -62,6 +60,17 @@ def test_sample_report(browser, tmp_path):
     assert_clean(res, len(hr.build_report(summary)["figures"]))
     assert res.figures_in_data == 6
     assert "Time by fused op" in res.text and "Top kernels" in res.text
+
+
+def test_live_cpu_run_report(browser, tmp_path):
+    # GIVEN a live CPU run: host ops, host memory per process, token rates, interrupted
+    summary = summarize(live_cpu_profile())
+    res = render(browser, tmp_path, "live-cpu", summary)
+    # THEN the rates chart joins the others and the page says what it could not cover
+    figures = hr.build_report(summary)["figures"]
+    assert "rates" in figures and "memory" in figures
+    assert_clean(res, len(figures))
+    assert "Peak host RSS" in res.text and "incomplete" in res.text
 
 
 def _real_traces():
@@ -95,7 +104,7 @@ def test_kernel_names_from_a_trace_cannot_run_code(browser, tmp_path):
     # GIVEN a torch-profiler trace whose kernel names are HTML and script
     trace = write_kineto_trace(tmp_path / "hostile.pt.trace.json", HOSTILE_NAMES)
     profile, summary = summarize_files(trace)
-    assert {k["name"] for k in summary["top_kernels"]} == set(HOSTILE_NAMES)
+    assert {k.name for k in summary.top_kernels} == set(HOSTILE_NAMES)
     # WHEN the report is opened
     res = render(browser, tmp_path, "hostile-trace", summary, profile)
     # THEN nothing ran, no dialog opened, and every name is shown as plain text
@@ -116,7 +125,7 @@ def test_kernel_logs_without_timeline(browser, tmp_path):
     res = render(browser, tmp_path, "xpurt-logs", summary, profile)
     assert_clean(res, len(report["figures"]))
     assert "no timeline" in res.text and hostile in res.text
-    assert {k["name"] for k in summary["top_kernels"]} == {"void xblas_xpu3::fc_cdnn_infer<float>", hostile}
+    assert {k.name for k in summary.top_kernels} == {"void xblas_xpu3::fc_cdnn_infer<float>", hostile}
 
 
 def test_untrusted_text_everywhere_stays_text(browser, tmp_path):
@@ -155,7 +164,7 @@ def test_kernel_table_sorts_and_filters(browser, tmp_path):
         page.fill("#kernel-filter", "")
         page.select_option("#kernel-fused", "attention")
         assert sorted(visible("name")) == sorted(r["name"] for r in rows if r["fused_op"] == "attention")
-        assert page.inner_text("#kernel-count") == "2 of 5 shown"
+        assert page.inner_text("#kernel-count") == f"2 of {len(KERNELS)} shown"
         # the full name is on hover
         title = page.get_attribute("#kernel-table td.kname[title^='void flash']", "title")
         assert title == next(r["name"] for r in rows if r["name"].startswith("void flash"))
@@ -167,6 +176,6 @@ def test_cdn_mode_is_seen_by_the_network_check(browser, tmp_path):
     # The request listener used above works: a CDN-linked report is caught asking the network.
     html = hr.write(None, sample_summary(), tmp_path / "cdn.html", plotly="cdn")
     res = browser.open(html)
-    assert res.requests == [f"https://cdn.plot.ly/plotly-{templates.plotly_version()}.min.js"]
+    assert res.requests == [f"https://cdn.plot.ly/plotly-{hr.templates.plotly_version()}.min.js"]
     assert res.plots_drawn == 0
     assert "Charts need plotly.js" in res.text

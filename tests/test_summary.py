@@ -54,3 +54,21 @@ def test_what_is_not_a_summary_is_refused(tmp_path, doc, problem):
     p.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=problem):
         load_summary(p)
+
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real traces not found")
+@pytest.mark.parametrize("name", ["two-ranks", "cuda-ns-resolution-rank0.pt.trace.json.gz",
+                                  "tracelens/sglang-qwen3-8b-prefilldecode.json.gz"])
+def test_summary_json_reads_back_equal(tmp_path, name):
+    from xpu_profiler.analysis import analyze, export
+
+    profile, summary = analyze([REAL / name])
+    path = export(profile, summary, tmp_path, ["json"])["json"]
+    again = load_summary(path)
+    assert again == summary  # nothing lost on the way, and no NaN anywhere (NaN != NaN)
+    doc = json.loads(path.read_text())
+    assert doc["totals"]["op_time_ns"] == summary.totals.op_time_ns > 0
+    assert doc["fused_ops"][0]["time_ns_by_phase"] == summary.fused_ops[0].time_ns_by_phase

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from .profile import (
@@ -33,10 +34,24 @@ from .profile import (
     Profile,
     Table,
 )
+from .summary import (
+    DeviceSpec,
+    Distribution,
+    FusedOp,
+    FusedTime,
+    Kernel,
+    Memory,
+    Phase,
+    Rank,
+    Run,
+    Series,
+    Source,
+    Steps,
+    Summary,
+    Throughput,
+    Totals,
+)
 from .taxonomy import FUSED_OPS, OTHER, Taxonomy
-
-SCHEMA = "xpu_profiler.summary"
-SCHEMA_VERSION = 1
 MAX_SERIES_POINTS = 2000
 
 # vLLM's step annotations (worker side), newest first.
@@ -428,11 +443,11 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
-def _dist(values: np.ndarray) -> dict[str, float | None]:
+def _dist(values: np.ndarray) -> Distribution:
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
-    return {"p50": _pct(values, 50), "p99": _pct(values, 99),
-            "mean": float(values.mean()) if len(values) else None, "n": int(len(values))}
+    return Distribution(p50=_pct(values, 50), p99=_pct(values, 99),
+                        mean=float(values.mean()) if len(values) else None, n=int(len(values)))
 
 
 def _downsample(t: np.ndarray, v: np.ndarray, limit: int = MAX_SERIES_POINTS) -> tuple[list, list]:
@@ -443,8 +458,8 @@ def _downsample(t: np.ndarray, v: np.ndarray, limit: int = MAX_SERIES_POINTS) ->
     return t[idx].tolist(), v[idx].tolist()
 
 
-def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
-    """The JSON-ready Summary every exporter reads (see summary.json's schema_version)."""
+def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
+    """The typed Summary every exporter reads (see ``xpu_profiler.summary``)."""
     if not profile.run.get("attributed"):
         attribute(profile, taxonomy)
     ev, steps, strings = profile.events, profile.steps, profile.strings
@@ -479,10 +494,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         for pname in ("prefill", "decode", "mixed"):
             tk = phase_tokens.get(pname, 0)
             per_tok[pname] = (by_phase[pname] / tk) if tk else None
-        fused_rows.append({"fused_op": FUSED_OPS[f], "time_ns": t, "count": c,
-                           "share": (t / op_time) if op_time else 0.0,
-                           "by_phase": by_phase, "per_token_ns": per_tok,
-                           "count_by_phase": {PHASES[p]: int(cell_n[f, p]) for p in range(nph)}})
+        fused_rows.append(FusedOp(fused_op=FUSED_OPS[f], time_ns=t, count=c,
+                                  share=(t / op_time) if op_time else 0.0,
+                                  time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
+                                  count_by_phase={PHASES[p]: int(cell_n[f, p]) for p in range(nph)}))
     other_t = int(cell_t[OTHER].sum())
 
     # ---- phases --------------------------------------------------------------------
@@ -496,13 +511,12 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         wall = steps["dur"][sm] if len(steps) else np.zeros(0, np.int64)
         tokens = phase_tokens.get(pname, 0)
         top_f = np.argsort(-cell_t[:, p], kind="stable")[:5]
-        phase_rows.append({
-            "phase": pname, "steps": int(sm.sum()), "time_ns": t, "wall_ns": int(wall.sum()),
-            "tokens": tokens, "per_token_ns": (t / tokens) if tokens else None,
-            "step_p50_ns": _pct(wall, 50), "step_p99_ns": _pct(wall, 99),
-            "top_fused": [{"fused_op": FUSED_OPS[f], "time_ns": int(cell_t[f, p])}
-                          for f in top_f.tolist() if cell_t[f, p] > 0],
-        })
+        phase_rows.append(Phase(
+            phase=pname, steps=int(sm.sum()), time_ns=t, wall_ns=int(wall.sum()),
+            tokens=tokens, per_token_ns=(t / tokens) if tokens else None,
+            step_p50_ns=_pct(wall, 50), step_p99_ns=_pct(wall, 99),
+            top_fused=[FusedTime(fused_op=FUSED_OPS[f], time_ns=int(cell_t[f, p]))
+                       for f in top_f.tolist() if cell_t[f, p] > 0]))
 
     # ---- top kernels / ops -------------------------------------------------------------
     names_b = ev["name"][b_idx]
@@ -515,28 +529,26 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         first[inv[::-1]] = np.arange(len(inv))[::-1]
         for j in np.argsort(-tsum, kind="stable")[:top].tolist():
             i = int(b_idx[first[j]])
-            top_rows.append({
-                "name": strings[int(uniq[j])], "fused_op": FUSED_OPS[int(ev["fused"][i])],
-                "kind": KINDS[int(kind[i])], "count": int(cnt[j]), "time_ns": int(tsum[j]),
-                "mean_ns": float(tsum[j] / cnt[j]), "share": float(tsum[j] / op_time) if op_time else 0.0,
-            })
+            top_rows.append(Kernel(
+                name=strings[int(uniq[j])], fused_op=FUSED_OPS[int(ev["fused"][i])],
+                kind=KINDS[int(kind[i])], count=int(cnt[j]), time_ns=int(tsum[j]),
+                mean_ns=float(tsum[j] / cnt[j]), share=float(tsum[j] / op_time) if op_time else 0.0))
 
     # ---- steps table ---------------------------------------------------------------
-    steps_out: dict[str, list] = {}
+    steps_out = Steps()
     if len(steps):
         wall = steps["dur"]
         busy = steps["busy"]
         kv = steps["kv_usage"].astype(np.float64)
-        steps_out = {
-            "rank": steps["rank"].tolist(), "step_id": steps["step_id"].tolist(),
-            "phase": [PHASES[p] for p in steps["phase"].tolist()],
-            "start_ns": steps["start"].tolist(), "wall_ns": wall.tolist(), "busy_ns": busy.tolist(),
-            "idle_ns": np.maximum(wall - busy, 0).tolist(),
-            "prefill_tokens": steps["prefill_tokens"].tolist(), "decode_tokens": steps["decode_tokens"].tolist(),
-            "prefill_reqs": steps["prefill_reqs"].tolist(), "decode_reqs": steps["decode_reqs"].tolist(),
-            "running": steps["running"].tolist(), "waiting": steps["waiting"].tolist(),
-            "kv_usage": [None if not np.isfinite(x) else float(x) for x in kv.tolist()],
-        }
+        steps_out = Steps(
+            rank=steps["rank"].tolist(), step_id=steps["step_id"].tolist(),
+            phase=[PHASES[p] for p in steps["phase"].tolist()],
+            start_ns=steps["start"].tolist(), wall_ns=wall.tolist(), busy_ns=busy.tolist(),
+            idle_ns=np.maximum(wall - busy, 0).tolist(),
+            prefill_tokens=steps["prefill_tokens"].tolist(), decode_tokens=steps["decode_tokens"].tolist(),
+            prefill_reqs=steps["prefill_reqs"].tolist(), decode_reqs=steps["decode_reqs"].tolist(),
+            running=steps["running"].tolist(), waiting=steps["waiting"].tolist(),
+            kv_usage=[None if not np.isfinite(x) else float(x) for x in kv.tolist()])
 
     # ---- ranks ---------------------------------------------------------------------
     timed = ev["start"] >= 0
@@ -558,11 +570,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         step_wall = int(steps["dur"][sm].sum()) if len(steps) else 0
         share = (int(steps["busy"][sm].sum()) / step_wall) if step_wall else \
             (int(basis_busy[k]) / w if w else None)
-        rank_rows.append({
-            "rank": int(r), "op_time_ns": int(dur[basis & rm].sum()),
-            "device_kernel_ns": int(dur[rm & (kind == K_KERNEL)].sum()),
-            "device_busy_ns": int(dev_busy[k]), "wall_ns": w, "steps": int(sm.sum()), "busy_share": share,
-        })
+        rank_rows.append(Rank(
+            rank=int(r), op_time_ns=int(dur[basis & rm].sum()),
+            device_kernel_ns=int(dur[rm & (kind == K_KERNEL)].sum()),
+            device_busy_ns=int(dev_busy[k]), wall_ns=w, steps=int(sm.sum()), busy_share=share))
 
     # ---- memory ----------------------------------------------------------------------
     series, peak = [], {}
@@ -574,47 +585,64 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             o = np.argsort(t, kind="stable")
             tt, vv = _downsample(t[o], v[o])
             name = strings[nid]
-            series.append({"rank": int(r), "name": name, "t_ns": tt, "value": vv})
+            series.append(Series(rank=int(r), name=name, t_ns=tt, value=vv))
             peak[name] = max(peak.get(name, float("-inf")), float(v.max()))
 
-    summary = {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "run": {k: v for k, v in profile.run.items()
-                if k not in ("warnings", "thread_names", "process_names", "attributed")},
-        "has_timeline": profile.has_timeline,
-        "basis": "device" if is_device_basis else "host",
-        "totals": {
-            "op_time_ns": op_time,
-            "device_kernel_ns": int(dur[kind == K_KERNEL].sum()),
-            "device_busy_ns": int(dev_busy.sum()),
-            "host_op_ns": int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
-            "wall_ns": _wall(ev["start"][timed], (ev["start"] + dur)[timed]),
-            "events": int(len(ev)),
-            "steps": int(len(steps)),
-            "ranks": len(profile.ranks),
-            "other_share": (other_t / op_time) if op_time else 0.0,
-            "unstepped_share": (int(b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
-            "prefill_tokens": tok["prefill"],
-            "decode_tokens": tok["decode"],
-        },
-        "fused_ops": fused_rows,
-        "phases": phase_rows,
-        "top_kernels": top_rows,
-        "steps": steps_out,
-        "ranks": rank_rows,
-        "memory": {"series": series, "peak": peak},
-        "throughput": throughput(profile),
-        "device": profile.run.get("device_spec"),
-        "warnings": list(profile.run.get("warnings", [])),
-    }
+    warnings = list(profile.run.get("warnings", []))
     untimed = int(np.count_nonzero(ev["start"] < 0))
     if not profile.has_timeline:
-        summary["warnings"].append("the input has no timestamps: totals per kernel only, no timeline")
+        warnings.append("the input has no timestamps: totals per kernel only, no timeline")
     elif untimed:
-        summary["warnings"].append(f"{untimed} events come from a source without timestamps: counted in the "
-                                   "totals, absent from the timeline and from every step")
-    return summary
+        warnings.append(f"{untimed} events come from a source without timestamps: counted in the "
+                        "totals, absent from the timeline and from every step")
+    return Summary(
+        run=run_section(profile.run),
+        has_timeline=profile.has_timeline,
+        basis="device" if is_device_basis else "host",
+        totals=Totals(
+            op_time_ns=op_time,
+            device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
+            device_busy_ns=int(dev_busy.sum()),
+            host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
+            wall_ns=_wall(ev["start"][timed], (ev["start"] + dur)[timed]),
+            events=int(len(ev)),
+            steps=int(len(steps)),
+            ranks=len(profile.ranks),
+            other_share=(other_t / op_time) if op_time else 0.0,
+            unstepped_share=(int(b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
+            prefill_tokens=tok["prefill"],
+            decode_tokens=tok["decode"],
+        ),
+        fused_ops=fused_rows,
+        phases=phase_rows,
+        top_kernels=top_rows,
+        steps=steps_out,
+        ranks=rank_rows,
+        memory=Memory(series=series, peak=peak),
+        throughput=throughput(profile),
+        device=_device_spec(profile.run.get("device_spec")),
+        warnings=warnings,
+    )
+
+
+# run keys that are not run metadata: they land in their own sections, or nowhere
+_NOT_RUN = {"warnings", "thread_names", "process_names", "attributed", "device_spec", "throughput"}
+_RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
+_SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
+
+
+def run_section(run: dict[str, Any]) -> Run:
+    """Profile.run → the typed Run: known keys typed, the rest kept in ``extra``."""
+    known = {k: v for k, v in run.items() if k in _RUN_FIELDS and v is not None}
+    sources = [{**{k: v for k, v in s.items() if k in _SOURCE_FIELDS},
+                "details": {k: v for k, v in s.items() if k not in _SOURCE_FIELDS}}
+               for s in run.get("sources") or [] if isinstance(s, dict)]
+    extra = {k: v for k, v in run.items() if k not in _RUN_FIELDS and k not in _NOT_RUN and k != "sources"}
+    return msgspec.convert({**known, "sources": sources, "extra": extra}, Run)
+
+
+def _device_spec(spec: Any) -> DeviceSpec | None:
+    return msgspec.convert(spec, DeviceSpec) if isinstance(spec, dict) else None
 
 
 def _wall(start: np.ndarray, end: np.ndarray) -> int:
@@ -629,30 +657,32 @@ def token_steps(steps: Table) -> np.ndarray:
     return np.flatnonzero(steps["rank"] == steps["rank"].min())
 
 
-def throughput(profile: Profile) -> dict[str, Any]:
+def throughput(profile: Profile) -> Throughput:
     """Token rates from the steps; latency distributions from the requests table."""
     steps, req = profile.steps, profile.requests
-    out: dict[str, Any] = {}
+    out = Throughput()
     if len(steps):
         ts = token_steps(steps)
         span = int((steps["start"][ts] + steps["dur"][ts]).max() - steps["start"][ts].min())
         pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
-        out.update(prefill_tokens=pt, decode_tokens=dt, duration_ns=span,
-                   prefill_tok_s=(pt / span * 1e9) if span else None,
-                   decode_tok_s=(dt / span * 1e9) if span else None)
+        out.prefill_tokens, out.decode_tokens, out.duration_ns = pt, dt, span
+        out.prefill_tok_s = (pt / span * 1e9) if span else None
+        out.decode_tok_s = (dt / span * 1e9) if span else None
     if len(req):
         ok = req["first_token"] >= 0
-        out["requests"] = int(len(req))
-        out["ttft_ns"] = _dist((req["first_token"] - req["arrival"])[ok])
+        out.requests = int(len(req))
+        out.ttft_ns = _dist((req["first_token"] - req["arrival"])[ok])
         fin = ok & (req["finish"] >= 0) & (req["output_len"] > 1)
-        out["tpot_ns"] = _dist((req["finish"] - req["first_token"])[fin] / (req["output_len"][fin] - 1))
+        out.tpot_ns = _dist((req["finish"] - req["first_token"])[fin] / (req["output_len"][fin] - 1))
         done = req["finish"] >= 0
-        out["e2e_ns"] = _dist((req["finish"] - req["arrival"])[done])
+        out.e2e_ns = _dist((req["finish"] - req["arrival"])[done])
         if done.any():
             span = int(req["finish"][done].max() - req["arrival"].min())
-            out["output_tokens"] = int(req["output_len"].sum())
-            out["output_tok_s"] = (int(req["output_len"].sum()) / span * 1e9) if span else None
-    extra = profile.run.get("throughput")
-    if isinstance(extra, dict):
-        out.update(extra)
+            out.output_tokens = int(req["output_len"].sum())
+            out.output_tok_s = (int(req["output_len"].sum()) / span * 1e9) if span else None
+    window = profile.run.get("throughput")  # a live run's figures over its measured window
+    if isinstance(window, dict):
+        for k, v in window.items():
+            if k.startswith("window_") and k in Throughput.__struct_fields__:
+                setattr(out, k, v)
     return out

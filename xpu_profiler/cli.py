@@ -126,7 +126,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None
         _fail(XpuProfilerError("out of memory while reading the input"))
     if not quiet:
         click.echo(terminal.render(summary, top=top))
-        for w in summary["warnings"]:
+        for w in summary.warnings:
             click.echo(f"warning: {w}", err=True)
         click.echo("")
     for fmt, path in written.items():

@@ -2,8 +2,8 @@
 
 Each exporter module exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
 longest first) and ``write(profile, summary, path) -> Path``. ``summary`` is the
-plain-dict result of ``aggregator.summarize(profile)``; exporters never
-recompute the analysis.
+typed ``xpu_profiler.summary.Summary`` of the profile; exporters read it and never
+run or import the analysis.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import msgspec
 import numpy as np
 
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
+from ..summary import Summary
 from ..taxonomy import FUSED_OPS
 from ..validate import JS_SAFE
 
@@ -214,7 +215,7 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
     return meta, [texts[i] for i in order.tolist()]
 
 
-def to_bytes(profile: Profile, summary: dict | None = None) -> bytes:
+def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
     meta, texts = build(profile)
     head = {
         "displayTimeUnit": "ns",
@@ -233,7 +234,7 @@ def to_bytes(profile: Profile, summary: dict | None = None) -> bytes:
     return ('{"traceEvents":[\n' + ",\n".join(parts) + "\n]," + tail).encode("utf-8")
 
 
-def write(profile: Profile, summary: dict | None, path: str | Path) -> Path:
+def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
     path = Path(path)
     data = to_bytes(profile, summary)
     if path.name.endswith(".gz"):

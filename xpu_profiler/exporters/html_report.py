@@ -2,8 +2,8 @@
 
 The work is split in two, as in memray's reporters:
 
-1. ``build_report(summary)`` turns the summary of ``aggregator.summarize`` into
-   plain JSON-ready data, one ``build_<section>`` function per report section.
+1. ``build_report(summary)`` turns the typed ``Summary`` into plain JSON-ready
+   data, one ``build_<section>`` function per report section.
    A section is ``None`` when its data is absent; figures are plain plotly.js
    specs (``{"data": [...], "layout": {...}}``) collected in ``report["figures"]``.
 2. ``render(report)`` lays that data out with the jinja2 templates in
@@ -15,6 +15,7 @@ The work is split in two, as in memray's reporters:
 from __future__ import annotations
 
 import re
+import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,8 +24,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import templates
+from ..summary import Series, Source, Summary
 from ..templates import _num, fmt_bytes, fmt_ns
-from .summary_json import json_ready
 
 NAME = "html"
 SUFFIXES = (".html", ".htm")
@@ -61,6 +62,24 @@ SERIES_COLORS = {"device_allocated_bytes": "#3b6fb6", "device_reserved_bytes": "
                  "kv_cache_usage": "#e8833a", "prefill_tokens_per_s": "#3b6fb6", "decode_tokens_per_s": "#e8833a",
                  "output_tokens_per_s": "#4c9f70"}
 SERIES_PALETTE = ("#4c9f70", "#7d5ba6", "#c1666b", "#00a6a6", "#9c6644", "#5d737e")
+def json_ready(obj: Any) -> Any:
+    """Plain JSON copy: numpy scalars/arrays to Python, NaN/inf to null (JSON has neither)."""
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_ready(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
 VERSION_LABELS = {"vllm": "vLLM", "torch": "PyTorch", "python": "Python", "vllm_kunlun": "vllm-kunlun",
                   "xpu_profiler": "xpu_profiler", "cuda": "CUDA", "xre": "XRE"}
 DTYPE_KEYS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
@@ -166,51 +185,46 @@ def _ms(ns: Any) -> float | None:
 # Names reach plotly only as data (trace names, tick labels), never inside a
 # hovertemplate, where "%{...}" would be read as a reference.
 
-def build_header(summary: Mapping[str, Any]) -> dict[str, Any]:
-    run = summary.get("run") or {}
-    dev = summary.get("device") or {}
+def build_header(summary: Summary) -> dict[str, Any]:
+    run, dev = summary.run, summary.device
     items: list[list[str]] = []
 
     def add(label: str, value: Any) -> None:
         if value not in (None, "", [], {}):
             items.append([label, str(value)])
 
-    add("Model", run.get("model"))
+    add("Model", run.model)
     add("Device", _device_text(summary))
-    for k, v in (run.get("versions") or {}).items():
+    for k, v in run.versions.items():
         add(VERSION_LABELS.get(k, k), v)
-    add("Detail level", run.get("detail_level"))
-    metrics = run.get("metrics")
-    add("Metrics", ", ".join(map(str, metrics)) if isinstance(metrics, (list, tuple)) else metrics)
-    add("Started", run.get("started_at") or _utc(run.get("start_time_ns")))
-    add("Host", run.get("host"))
-    add("Time basis", BASIS_LABELS.get(summary.get("basis") or "", summary.get("basis")))
+    add("Detail level", run.detail_level)
+    add("Metrics", ", ".join(run.metrics))
+    add("Started", _utc(run.start_time_ns))
+    add("Host", run.host)
+    add("Time basis", BASIS_LABELS.get(summary.basis, summary.basis))
     notes = []
-    if run.get("incomplete"):
-        why = run.get("incomplete_reason")
+    if run.incomplete:
+        why = run.incomplete_reason
         notes.append("The profile is incomplete" + (f" ({why})" if why else "")
                      + ": the figures cover only what was recorded.")
-    if "placeholder" in str(dev.get("source", "")):
-        notes.append(f"Device spec: {dev['source']}.")
-    if summary.get("has_timeline", run.get("has_timeline")) is False:
+    if dev is not None and "placeholder" in dev.source:
+        notes.append(f"Device spec: {dev.source}.")
+    if not summary.has_timeline:
         notes.append("The sources carry no timeline (kernel logs only): no step or memory charts.")
     return {
-        "title": str(run.get("model") or _source_title(run.get("sources") or []) or "xpu_profiler report"),
+        "title": str(run.model or _source_title(run.sources) or "xpu_profiler report"),
         "facts": items,
-        "engine": [[str(k), _fmt_value(v)] for k, v in (run.get("engine") or {}).items()],
-        "workload": [[str(k), _fmt_value(v)] for k, v in (run.get("workload") or {}).items()],
-        "sources": [{"path": str(s.get("path", "")), "format": str(s.get("format", ""))}
-                    for s in run.get("sources") or []],
+        "engine": [[str(k), _fmt_value(v)] for k, v in run.engine.items()],
+        "workload": [[str(k), _fmt_value(v)] for k, v in run.workload.items()],
+        "sources": [{"path": s.path, "format": s.format} for s in run.sources],
         "notes": notes,
     }
 
 
-def _peak_flops(summary: Mapping[str, Any]) -> tuple[float | None, str | None]:
-    """The device's peak FLOP/s for the run's dtype (specs may list one per dtype)."""
-    peak = (summary.get("device") or {}).get("peak_flops")
-    if not isinstance(peak, Mapping):
-        return _num(peak), None
-    dtype = str(((summary.get("run") or {}).get("engine") or {}).get("dtype", ""))
+def _peak_flops(summary: Summary) -> tuple[float | None, str | None]:
+    """The device's peak FLOP/s for the run's dtype (specs list one per dtype)."""
+    peak = summary.device.peak_flops if summary.device is not None else {}
+    dtype = str(summary.run.engine.get("dtype", ""))
     key = DTYPE_KEYS.get(dtype, dtype)
     if _num(peak.get(key)):
         return _num(peak[key]), key
@@ -218,23 +232,23 @@ def _peak_flops(summary: Mapping[str, Any]) -> tuple[float | None, str | None]:
     return max(known) if known else (None, None)
 
 
-def _device_text(summary: Mapping[str, Any]) -> str | None:
-    """``NVIDIA H100 · 989 TFLOP/s bf16 · 3.35 TB/s · 80 GiB``."""
-    run, dev = summary.get("run") or {}, summary.get("device") or {}
-    name = run.get("device_name") or dev.get("name") or run.get("device")
+def _device_text(summary: Summary) -> str | None:
+    """``NVIDIA H100 (cuda) · 989 TFLOP/s bf16 peak · 3.35 TB/s · 80 GiB``."""
+    run, dev = summary.run, summary.device
+    name = run.device_name or (dev.name if dev is not None else None) or run.device
     if not name:
         return None
     parts = [str(name)]
-    kind = run.get("device")
+    kind = run.device
     if kind and str(kind) not in parts[0]:
         parts[0] += f" ({kind})"
     flops, dtype = _peak_flops(summary)
     if flops:
         parts.append(f"{flops / 1e12:,.0f} TFLOP/s" + (f" {dtype}" if dtype else "") + " peak")
-    if _num(dev.get("mem_bw_bytes_s")):
-        parts.append(f"{dev['mem_bw_bytes_s'] / 1e12:.2f} TB/s")
-    if _num(dev.get("mem_bytes")):
-        parts.append(f"{dev['mem_bytes'] / 2**30:.0f} GiB")
+    if dev is not None and _num(dev.mem_bw_bytes_s):
+        parts.append(f"{dev.mem_bw_bytes_s / 1e12:.2f} TB/s")
+    if dev is not None and _num(dev.mem_bytes):
+        parts.append(f"{dev.mem_bytes / 2**30:.0f} GiB")
     return " · ".join(parts)
 
 
@@ -246,8 +260,8 @@ def _utc(ns: Any) -> str | None:
     return datetime.fromtimestamp(v / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _source_title(sources: list) -> str:
-    names = [Path(str(s.get("path", ""))).name for s in sources if isinstance(s, dict) and s.get("path")]
+def _source_title(sources: list[Source]) -> str:
+    names = [Path(s.path).name for s in sources if s.path]
     if not names:
         return ""
     return names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
@@ -265,12 +279,9 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
-def build_headline(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+def build_headline(summary: Summary) -> dict[str, Any] | None:
     """Key figures as cards: ``{key, label, value, unit, sub}``; values are raw numbers."""
-    tp = summary.get("throughput") or {}
-    tot = summary.get("totals") or {}
-    mem = summary.get("memory") or {}
-    dev = summary.get("device") or {}
+    tp, tot, dev = summary.throughput, summary.totals, summary.device
     cards: list[dict[str, Any]] = []
 
     def card(key: str, label: str, value: Any, unit: str, sub: str | None = None) -> None:
@@ -279,52 +290,49 @@ def build_headline(summary: Mapping[str, Any]) -> dict[str, Any] | None:
             cards.append({"key": key, "label": label, "value": v, "unit": unit, "sub": sub})
 
     # a rate of 0 tok/s only means that the source has no token counts: no card then
-    card("output_tok_s", "Output throughput", tp.get("output_tok_s") or None, "tok/s",
-         f"{int(tp['requests'])} requests" if _num(tp.get("requests")) else None)
-    card("prefill_tok_s", "Prefill throughput", tp.get("prefill_tok_s") or None, "tok/s",
-         f"{int(tp['prefill_tokens']):,} tokens" if _num(tp.get("prefill_tokens")) else None)
-    card("decode_tok_s", "Decode throughput", tp.get("decode_tok_s") or None, "tok/s",
-         f"{int(tp['decode_tokens']):,} tokens" if _num(tp.get("decode_tokens")) else None)
-    for key, label in (("ttft_ns", "TTFT p50"), ("tpot_ns", "TPOT p50")):
-        lat = tp.get(key) or {}
-        p99 = _num(lat.get("p99"))
-        card(key.replace("_ns", ""), label, lat.get("p50"), "ns", f"p99 {fmt_ns(p99)}" if p99 is not None else None)
-    for ph in summary.get("phases") or []:
-        p99 = _num(ph.get("step_p99_ns"))
-        label = "Step p50" if ph.get("phase") == "unknown" else f"{str(ph.get('phase')).capitalize()} step p50"
-        card(f"step_{ph.get('phase')}", label,
-             ph.get("step_p50_ns"), "ns",
-             f"p99 {fmt_ns(p99)} · {_plural(int(ph.get('steps') or 0), 'step')}" if p99 is not None else None)
-    has_ops = bool(_num(tot.get("op_time_ns")))
+    card("output_tok_s", "Output throughput", tp.output_tok_s or None, "tok/s",
+         f"{tp.requests} requests" if tp.requests is not None else None)
+    card("prefill_tok_s", "Prefill throughput", tp.prefill_tok_s or None, "tok/s",
+         f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None)
+    card("decode_tok_s", "Decode throughput", tp.decode_tok_s or None, "tok/s",
+         f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None)
+    for key, label, lat in (("ttft", "TTFT p50", tp.ttft_ns), ("tpot", "TPOT p50", tp.tpot_ns)):
+        if lat is not None:
+            p99 = _num(lat.p99)
+            card(key, label, lat.p50, "ns", f"p99 {fmt_ns(p99)}" if p99 is not None else None)
+    for ph in summary.phases:
+        p99 = _num(ph.step_p99_ns)
+        label = "Step p50" if ph.phase == "unknown" else f"{ph.phase.capitalize()} step p50"
+        card(f"step_{ph.phase}", label, ph.step_p50_ns, "ns",
+             f"p99 {fmt_ns(p99)} · {_plural(ph.steps, 'step')}" if p99 is not None else None)
+    has_ops = bool(tot.op_time_ns)
     busy = _busy_share(summary) if has_ops else None
-    card("busy", "Device busy" if summary.get("basis") != "host" else "Host op busy", busy, "%",
-         "share of wall time with work on the device" if summary.get("basis") != "host"
+    card("busy", "Device busy" if summary.basis != "host" else "Host op busy", busy, "%",
+         "share of wall time with work on the device" if summary.basis != "host"
          else "share of wall time inside top-level ops")
-    peak = mem.get("peak") or {}
+    peak = summary.memory.peak
     for name in ("device_allocated_bytes", "device_reserved_bytes"):
         if _num(peak.get(name)):
-            cap = _num(dev.get("mem_bytes"))
+            cap = _num(dev.mem_bytes) if dev is not None else None
             card("peak_" + name, f"Peak {MEMORY_LABELS[name]}", peak[name], "bytes",
                  f"{100 * peak[name] / cap:.1f}% of {fmt_bytes(cap)}" if cap else None)
             break
-    else:  # no device memory (CPU runs): the host processes' memory instead
-        rss = peak.get("host_rss_bytes", peak.get("host_rss_bytes.engine_processes"))
-        if _num(rss):
-            card("peak_host_rss", "Peak host RSS", rss, "bytes",
-                 "engine processes" if "host_rss_bytes" not in peak else None)
+    else:  # no device memory (CPU runs): the largest host process instead
+        rss = [(v, name) for name, v in peak.items() if name.split(".", 1)[0] == "host_rss_bytes" and _num(v)]
+        if rss:
+            value, name = max(rss)
+            process = name.partition(".")[2]
+            card("peak_host_rss", "Peak host RSS", value, "bytes", f"{process} process" if process else None)
     if _num(peak.get("kv_cache_usage")) is not None:
         card("peak_kv", "Peak KV-cache usage", 100 * peak["kv_cache_usage"], "%")
-    flops, dtype = _peak_flops(summary)
-    card("mfu", "MFU", None if _num(dev.get("mfu")) is None else 100 * dev["mfu"], "%",
-         f"of {flops / 1e12:,.0f} TFLOP/s" + (f" {dtype}" if dtype else "") + " peak" if flops else None)
-    if has_ops and _num(tot.get("other_share")) is not None:
-        card("other_share", "Unattributed (\"other\")", 100 * tot["other_share"], "%",
-             "op time no fused op claimed")
+    if has_ops:
+        card("other_share", "Unattributed (\"other\")", 100 * tot.other_share, "%", "op time no fused op claimed")
     latency = []
-    for key, label in (("ttft_ns", "Time to first token"), ("tpot_ns", "Time per output token"),
-                       ("e2e_ns", "End-to-end latency")):
-        lat = tp.get(key) or {}
-        row = {k: _num(lat.get(k)) for k in ("p50", "p99", "mean")}
+    for label, lat in (("Time to first token", tp.ttft_ns), ("Time per output token", tp.tpot_ns),
+                       ("End-to-end latency", tp.e2e_ns)):
+        if lat is None:
+            continue
+        row = {"p50": _num(lat.p50), "p99": _num(lat.p99), "mean": _num(lat.mean)}
         if any(v is not None for v in row.values()):
             latency.append({"label": label, **row})
     if not cards and not latency:
@@ -332,41 +340,32 @@ def build_headline(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"cards": cards, "latency": latency}
 
 
-def _busy_share(summary: Mapping[str, Any]) -> float | None:
-    ranks = [r for r in summary.get("ranks") or [] if _num(r.get("busy_share")) is not None]
+def _busy_share(summary: Summary) -> float | None:
+    ranks = [r.busy_share for r in summary.ranks if _num(r.busy_share) is not None]
     if ranks:
-        return 100 * sum(r["busy_share"] for r in ranks) / len(ranks)
-    tot = summary.get("totals") or {}
-    busy = _num(tot.get("device_busy_ns") if summary.get("basis") != "host" else tot.get("host_op_ns"))
-    wall = _num(tot.get("wall_ns"))
-    if busy is None or not wall:
+        return 100 * sum(ranks) / len(ranks)
+    tot = summary.totals
+    busy = tot.device_busy_ns if summary.basis != "host" else tot.host_op_ns
+    if not tot.wall_ns:
         return None
-    return 100 * min(busy / wall, 1.0)
+    return 100 * min(busy / tot.wall_ns, 1.0)
 
 
-def build_fused_ops(summary: Mapping[str, Any], colors: Mapping[str, str]) -> tuple[dict | None, dict]:
-    rows_in = summary.get("fused_ops") or []
-    if not rows_in:
+def build_fused_ops(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | None, dict]:
+    if not summary.fused_ops:
         return None, {}
     rows = []
-    for r in rows_in:
-        bp = r.get("by_phase") or {}
-        pt = r.get("per_token_ns") or {}
+    for r in summary.fused_ops:
         rows.append({
-            "fused_op": str(r.get("fused_op")), "time_ns": _num(r.get("time_ns")) or 0.0,
-            "count": int(r.get("count") or 0), "share": _num(r.get("share")) or 0.0,
-            "by_phase": {p: _num(bp.get(p)) or 0.0 for p in PHASES},
-            "per_token_ns": {p: _num(pt.get(p)) for p in TOKEN_PHASES},
-            "color": colors.get(str(r.get("fused_op")), OTHER_COLOR),
+            "fused_op": r.fused_op, "time_ns": float(r.time_ns), "count": r.count, "share": r.share,
+            "by_phase": {p: float(r.time_ns_by_phase.get(p, 0)) for p in PHASES},
+            "per_token_ns": {p: _num(r.per_token_ns_by_phase.get(p)) for p in TOKEN_PHASES},
+            "color": colors.get(r.fused_op, OTHER_COLOR),
         })
     rows.sort(key=lambda r: -r["time_ns"])
     phases = [p for p in PHASES if any(r["by_phase"][p] for r in rows)]
     if phases == ["unknown"]:  # no phase split: the per-phase columns would repeat the time
         phases = []
-    other = next((r["share"] for r in rows if r["fused_op"] == "other"), 0.0)
-    tot = summary.get("totals") or {}
-    if _num(tot.get("other_share")) is not None:
-        other = float(tot["other_share"])
     names = [r["fused_op"] for r in rows]
     data = []
     if phases:  # stacked by phase
@@ -382,44 +381,43 @@ def build_fused_ops(summary: Mapping[str, Any], colors: Mapping[str, str]) -> tu
         barmode="stack", height=90 + 26 * max(len(rows), 3), bargap=0.25,
         xaxis=_axis("time (ms)"), yaxis={"automargin": True, "autorange": "reversed"},
         showlegend=len(data) > 1)}
-    section = {"basis": BASIS_LABELS.get(summary.get("basis") or "", "op time"),
-               "total_ns": sum(r["time_ns"] for r in rows), "other_share": other, "phases": phases,
+    section = {"basis": BASIS_LABELS.get(summary.basis, "op time"),
+               "total_ns": sum(r["time_ns"] for r in rows), "other_share": summary.totals.other_share,
+               "phases": phases,
                "per_token_phases": [p for p in TOKEN_PHASES if any(r["per_token_ns"][p] is not None for r in rows)],
                "rows": rows, "figures": ["fused_ops"]}
     return section, {"fused_ops": fig}
 
 
-def build_phases(summary: Mapping[str, Any], colors: Mapping[str, str]) -> tuple[dict | None, dict]:
+def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | None, dict]:
     # a phase row without steps or tokens is only the op time outside every step
-    rows_in = [p for p in summary.get("phases") or [] if p.get("steps") or p.get("phase") != "unknown"]
+    rows_in = [p for p in summary.phases if p.steps or p.phase != "unknown"]
     if not rows_in:
         return None, {}
     # a source with steps but no op events (a live run without the torch profiler): no op time
-    no_ops = (summary.get("totals") or {}).get("op_time_ns", None) == 0
+    no_ops = summary.totals.op_time_ns == 0
     rows = [{
-        "phase": str(p.get("phase")), "steps": int(p.get("steps") or 0),
-        "time_ns": None if no_ops else _num(p.get("time_ns")),
-        "wall_ns": _num(p.get("wall_ns")) if p.get("steps") else None,
-        "tokens": _num(p.get("tokens")), "per_token_ns": None if no_ops else _num(p.get("per_token_ns")),
-        "step_p50_ns": _num(p.get("step_p50_ns")), "step_p99_ns": _num(p.get("step_p99_ns")),
-        "color": PHASE_COLORS.get(str(p.get("phase")), OTHER_COLOR),
+        "phase": p.phase, "steps": p.steps,
+        "time_ns": None if no_ops else float(p.time_ns),
+        "wall_ns": float(p.wall_ns) if p.steps else None,
+        "tokens": float(p.tokens), "per_token_ns": None if no_ops else _num(p.per_token_ns),
+        "step_p50_ns": _num(p.step_p50_ns), "step_p99_ns": _num(p.step_p99_ns),
+        "color": PHASE_COLORS.get(p.phase, OTHER_COLOR),
     } for p in rows_in]
     order = {p: i for i, p in enumerate(PHASES)}
     rows.sort(key=lambda r: order.get(r["phase"], len(PHASES)))
     # Where each phase's op time goes: share of that phase's time per fused op.
     mix: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        per = [(str(f.get("fused_op")), _num((f.get("by_phase") or {}).get(r["phase"])) or 0.0)
-               for f in summary.get("fused_ops") or []]
+        per = [(f.fused_op, float(f.time_ns_by_phase.get(r["phase"], 0))) for f in summary.fused_ops]
         total = sum(v for _, v in per)
         if total > 0:
             mix[r["phase"]] = [{"fused_op": n, "time_ns": v, "share": v / total} for n, v in per if v > 0]
     figs: dict[str, Any] = {}
     if len(mix) > 1:
         phases = list(mix)
-        ops = [str(f.get("fused_op")) for f in summary.get("fused_ops") or []]
         data = []
-        for op in ops:
+        for op in (f.fused_op for f in summary.fused_ops):
             x = [next((m["share"] * 100 for m in mix[p] if m["fused_op"] == op), 0.0) for p in phases]
             if any(x):
                 data.append({"type": "bar", "orientation": "h", "name": op, "y": phases, "x": x,
@@ -429,13 +427,12 @@ def build_phases(summary: Mapping[str, Any], colors: Mapping[str, str]) -> tuple
             barmode="stack", height=130 + 40 * len(phases), bargap=0.3,
             xaxis=_axis("", range=[0, 100], ticksuffix="%"),
             yaxis={"automargin": True, "autorange": "reversed"})}
-    per_tok = [f for f in summary.get("fused_ops") or []
-               if any(_num((f.get("per_token_ns") or {}).get(p)) for p in TOKEN_PHASES)]
+    per_tok = [f for f in summary.fused_ops if any(_num(f.per_token_ns_by_phase.get(p)) for p in TOKEN_PHASES)]
     if per_tok:
-        names = [str(f.get("fused_op")) for f in per_tok]
+        names = [f.fused_op for f in per_tok]
         data = []
         for p in TOKEN_PHASES:
-            y = [_num((f.get("per_token_ns") or {}).get(p)) for f in per_tok]
+            y = [_num(f.per_token_ns_by_phase.get(p)) for f in per_tok]
             if any(v for v in y if v):
                 data.append({"type": "bar", "name": p, "x": names, "y": [None if v is None else v / 1e3 for v in y],
                              "marker": {"color": PHASE_COLORS[p]},
@@ -451,36 +448,29 @@ ROW_CAPTIONS = {"tokens": "prefill and decode tokens per step", "requests": "run
                 "host overhead (ms)": "host overhead: the step's wall time with no op running"}
 
 
-def build_steps(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
-    st = summary.get("steps") or {}
-    wall = np.asarray(st.get("wall_ns") or [], dtype=np.float64)
-    n_all = len(wall)
+def build_steps(summary: Summary) -> tuple[dict | None, dict]:
+    st = summary.steps
+    n_all = len(st.wall_ns)
     if n_all < 2:  # one step is no timeline; the phase table shows it
         return None, {}
 
-    def col(name: str, fill: float = np.nan) -> np.ndarray:
-        v = st.get(name)
-        if v is None or len(v) != n_all:
-            return np.full(n_all, fill)
-        a = np.asarray([fill if x is None else x for x in v], dtype=np.float64)
+    def col(name: str) -> np.ndarray:
+        a = np.asarray(getattr(st, name), dtype=np.float64)
         if name in ("running", "waiting"):
             a[a < 0] = np.nan  # -1: not known
         return a
 
-    rank = col("rank", 0)
+    rank = col("rank")
     ranks = sorted(set(rank.tolist()))
     keep = rank == ranks[0]
     start = col("start_ns")[keep]
-    use_time = bool(np.all(np.isfinite(start)) and np.all(start >= 0))
+    use_time = bool(np.all(start >= 0))
     order = np.argsort(start, kind="stable") if use_time else np.arange(int(keep.sum()))
-    phase_all = np.asarray([str(p) for p in (st.get("phase") or ["unknown"] * n_all)], dtype=object)
-    phase = phase_all[keep][order]
+    phase = np.asarray(st.phase, dtype=object)[keep][order]
     # seconds on the profile's own clock, as in the memory and throughput charts
     x = (start / 1e9)[order] if use_time else np.arange(len(order), dtype=np.float64)
     get = {name: col(name)[keep][order] for name in
            ("wall_ns", "busy_ns", "idle_ns", "prefill_tokens", "decode_tokens", "running", "waiting")}
-    if np.all(np.isnan(get["idle_ns"])) and not np.all(np.isnan(get["busy_ns"])):
-        get["idle_ns"] = np.clip(get["wall_ns"] - get["busy_ns"], 0, None)
     if not np.nansum(get["busy_ns"]) > 0:  # no op time in any step: "overhead" would just repeat the wall time
         get["idle_ns"] = np.full(len(get["idle_ns"]), np.nan)
     rows: list[list[dict[str, Any]]] = []  # subplot rows, each a list of traces
@@ -565,22 +555,22 @@ def _series_label(name: str) -> str:
     return f"{label} ({part})" if part else label
 
 
-def _counter_traces(series: list[Mapping[str, Any]], how: str) -> tuple[list[dict], int]:
+def _counter_traces(series: list[Series], how: str) -> tuple[list[dict], int]:
     """One line per series (name × rank): x in s; y in GiB, % or per s."""
-    ranks = sorted({int(s.get("rank") or 0) for s in series})
+    ranks = sorted({s.rank for s in series})
     dashes = ("solid", "dot", "dash", "longdash", "dashdot")
     spare = iter(SERIES_PALETTE * 4)
     colors: dict[str, str] = {}
     data, binned = [], 1
     for s in series:
-        name = str(s.get("name"))
+        name = s.name
         kind = _series_kind(name)
         scale = {"bytes": 1 / 2**30, "kv": 100.0}.get(kind or "", 1.0)
-        t = np.asarray(s["t_ns"], dtype=np.float64)
-        v = np.asarray([np.nan if x is None else x for x in s["value"]], dtype=np.float64) * scale
+        t = np.asarray(s.t_ns, dtype=np.float64)
+        v = np.asarray([np.nan if x is None else x for x in s.value], dtype=np.float64) * scale
         xr, (yr,), k = _reduce(t / 1e9, [v], MAX_POINTS, how=how)
         binned = max(binned, k)
-        rank = int(s.get("rank") or 0)
+        rank = s.rank
         label = _series_label(name) + (f" (rank {rank})" if len(ranks) > 1 else "")
         color = colors.setdefault(name, SERIES_COLORS.get(name) or next(spare))
         unit = {"bytes": " GiB", "kv": " %", "rate": " /s"}.get(kind or "", "")
@@ -591,15 +581,14 @@ def _counter_traces(series: list[Mapping[str, Any]], how: str) -> tuple[list[dic
     return data, binned
 
 
-def _timed(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    mem = summary.get("memory") or {}
-    return [s for s in mem.get("series") or [] if len(s.get("t_ns") or []) and len(s.get("value") or [])]
+def _timed(summary: Summary) -> list[Series]:
+    return [s for s in summary.memory.series if s.t_ns and s.value]
 
 
-def build_memory(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
+def build_memory(summary: Summary) -> tuple[dict | None, dict]:
     """Peaks and a chart of device memory, host RSS (GiB) and KV-cache usage (%) over time."""
-    series = [s for s in _timed(summary) if _series_kind(str(s.get("name"))) in ("bytes", "kv")]
-    peak = (summary.get("memory") or {}).get("peak") or {}
+    series = [s for s in _timed(summary) if _series_kind(s.name) in ("bytes", "kv")]
+    peak = summary.memory.peak
     peaks = [{"name": k, "label": _series_label(k), "kind": _series_kind(k), "value": _num(v)}
              for k, v in peak.items() if _series_kind(k) in ("bytes", "kv") and _num(v) is not None]
     if not series and not peaks:
@@ -608,7 +597,7 @@ def build_memory(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
     binned = 1
     if series:
         data, binned = _counter_traces(series, how="max")
-        kinds = {_series_kind(str(s.get("name"))) for s in series}
+        kinds = {_series_kind(s.name) for s in series}
         lay = _layout(height=360, hovermode="x unified", xaxis=_axis("time (s)"))
         kv_peak = max((p["value"] for p in peaks if p["kind"] == "kv"), default=0.0) * 100
         kv_axis = _axis("KV-cache usage", ticksuffix="%", tickmode="auto", nticks=6,
@@ -626,9 +615,9 @@ def build_memory(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
     return json_ready({"peaks": peaks, "binned": binned, "figures": list(figs)}), json_ready(figs)
 
 
-def build_rates(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
+def build_rates(summary: Summary) -> tuple[dict | None, dict]:
     """Token rates over time (the ``*_per_s`` counter series of a live run)."""
-    series = [s for s in _timed(summary) if _series_kind(str(s.get("name"))) == "rate"]
+    series = [s for s in _timed(summary) if _series_kind(s.name) == "rate"]
     if not series:
         return None, {}
     data, binned = _counter_traces(series, how="mean")
@@ -637,17 +626,12 @@ def build_rates(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
     return json_ready({"binned": binned, "figures": ["rates"]}), json_ready({"rates": {"data": data, "layout": lay}})
 
 
-def build_kernels(summary: Mapping[str, Any], colors: Mapping[str, str]) -> dict | None:
-    rows_in = summary.get("top_kernels") or []
-    if not rows_in:
+def build_kernels(summary: Summary, colors: Mapping[str, str]) -> dict | None:
+    if not summary.top_kernels:
         return None
-    rows = []
-    for r in rows_in:
-        name = str(r.get("name") or "")
-        rows.append({"name": name, "short": short_name(name), "fused_op": str(r.get("fused_op") or "other"),
-                     "kind": str(r.get("kind") or ""), "count": int(r.get("count") or 0),
-                     "time_ns": _num(r.get("time_ns")) or 0.0, "mean_ns": _num(r.get("mean_ns")),
-                     "share": _num(r.get("share")) or 0.0})
+    rows = [{"name": r.name, "short": short_name(r.name), "fused_op": r.fused_op, "kind": r.kind,
+             "count": r.count, "time_ns": float(r.time_ns), "mean_ns": r.mean_ns, "share": r.share}
+            for r in summary.top_kernels]
     rows.sort(key=lambda r: -r["time_ns"])
     shown = rows[:MAX_KERNEL_ROWS]
     return {"rows": shown, "total": len(rows), "shown": len(shown),
@@ -655,15 +639,13 @@ def build_kernels(summary: Mapping[str, Any], colors: Mapping[str, str]) -> dict
             "colors": {n: colors.get(n, OTHER_COLOR) for n in {r["fused_op"] for r in shown}}}
 
 
-def build_ranks(summary: Mapping[str, Any]) -> tuple[dict | None, dict]:
-    rows_in = summary.get("ranks") or []
-    if len(rows_in) < 2:
+def build_ranks(summary: Summary) -> tuple[dict | None, dict]:
+    if len(summary.ranks) < 2:
         return None, {}
-    rows = sorted(({"rank": int(r.get("rank", 0)), "op_time_ns": _num(r.get("op_time_ns")),
-                    "device_kernel_ns": _num(r.get("device_kernel_ns")), "wall_ns": _num(r.get("wall_ns")) or None,
-                    "steps": int(r.get("steps") or 0), "busy_share": _num(r.get("busy_share"))}
-                   for r in rows_in), key=lambda r: r["rank"])
-    op = [r["op_time_ns"] or 0.0 for r in rows]
+    rows = sorted(({"rank": r.rank, "op_time_ns": float(r.op_time_ns), "device_kernel_ns": float(r.device_kernel_ns),
+                    "wall_ns": float(r.wall_ns) or None, "steps": r.steps, "busy_share": _num(r.busy_share)}
+                   for r in summary.ranks), key=lambda r: r["rank"])
+    op = [r["op_time_ns"] for r in rows]
     mean = sum(op) / len(op)
     for r, v in zip(rows, op):
         r["vs_mean"] = (v / mean - 1) if mean else None
@@ -687,15 +669,11 @@ SECTION_TITLES = {
 }
 
 
-def build_report(summary: Mapping[str, Any], profile: Any = None, *, plotly: PlotlyMode = "inline") -> dict[str, Any]:
+def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str, Any]:
     """All data of the report, JSON-ready; sections without data are None."""
     if plotly not in ("inline", "cdn"):
         raise ValueError(f"plotly must be 'inline' or 'cdn', not {plotly!r}")
-    if not summary.get("run") and profile is not None:
-        summary = {**summary, "run": dict(getattr(profile, "run", {}) or {})}
-    names = [str(f.get("fused_op")) for f in summary.get("fused_ops") or []]
-    names += [str(k.get("fused_op") or "other") for k in summary.get("top_kernels") or []]
-    colors = fused_colors(names)
+    colors = fused_colors([f.fused_op for f in summary.fused_ops] + [k.fused_op for k in summary.top_kernels])
     figures: dict[str, Any] = {}
     from .. import __version__
 
@@ -715,7 +693,7 @@ def build_report(summary: Mapping[str, Any], profile: Any = None, *, plotly: Plo
     figures.update(figs)
     report["figures"] = figures
     report["colors"] = {"phases": PHASE_COLORS, "fused_ops": colors}
-    report["warnings"] = [str(w) for w in summary.get("warnings") or []]
+    report["warnings"] = list(summary.warnings)
     report["nav"] = [{"id": k, "title": t} for k, t in SECTION_TITLES.items() if report.get(k)]
     report["plotly"] = {"mode": plotly, "version": templates.plotly_version()}
     return json_ready(report)
@@ -726,15 +704,10 @@ def render(report: Mapping[str, Any]) -> str:
     return templates.render(report)
 
 
-def write(profile: Any, summary: Mapping[str, Any] | None, path: str | Path, *,
-          plotly: PlotlyMode = "inline") -> Path:
-    """Write the report for ``summary`` (computed from ``profile`` when None) to ``path``."""
-    if summary is None:
-        from ..aggregator import summarize
-
-        summary = summarize(profile)
+def write(profile: Any, summary: Summary, path: str | Path, *, plotly: PlotlyMode = "inline") -> Path:
+    """Write the report for ``summary`` to ``path`` (``profile`` is not needed)."""
     path = Path(path)
-    html = render(build_report(summary, profile, plotly=plotly))
+    html = render(build_report(summary, plotly=plotly))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path
