@@ -82,12 +82,31 @@ def test_device_busy_is_a_union_over_streams(tmp_path: Path) -> None:
     assert s.ranks[0].busy_share == pytest.approx(0.501)
 
 
-def test_detailed_step_annotation_tokens(tmp_path: Path) -> None:
-    name = "execute_120_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq1sk40sqsq1sqsk40)"
+@pytest.mark.parametrize("name, phase, tokens", [
+    ("execute_context_3(63)_generation_1(1)", "mixed", (63, 1)),
+    # detailed_trace_annotation, with the total in front (as vLLM 0.32 writes it)
+    ("execute_61_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq3sk40sqsq3sqsk40)", "mixed", (58, 3)),
+    # speculative decoding: 2 generation requests scheduling 4 tokens each
+    ("execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq8sk90sqsq32sqsk360)", "decode", (0, 8)),
+    # the detailed form without the leading total
+    ("execute_context_1(sq15sk15sqsq225sqsk225)_generation_0(sq0sk0sqsq0sqsk0)", "prefill", (15, 0)),
+    # older vLLM: request counts only
+    ("execute_new_2_cached_5", "mixed", (0, 0)),
+])
+def test_every_step_annotation_form(tmp_path: Path, name, phase, tokens) -> None:
     ev = [X(name, "user_annotation", 0, 100), X("aten::mm", "cpu_op", 1, 50)]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s.steps.phase == ["mixed"]
-    assert (s.steps.prefill_tokens, s.steps.decode_tokens) == ([117], [3])
+    assert s.steps.phase == [phase]
+    assert (s.steps.prefill_tokens[0], s.steps.decode_tokens[0]) == tokens
+    assert s.run.step_source == "vllm_annotation"
+
+
+def test_steps_that_schedule_nothing_are_counted_not_kept(tmp_path: Path) -> None:
+    ev = [X("execute_context_0(0)_generation_0(0)", "user_annotation", 0, 100),
+          X("execute_context_0(0)_generation_2(2)", "user_annotation", 200, 100), X("aten::mm", "cpu_op", 210, 50)]
+    _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
+    assert s.steps.phase == ["decode"] and s.steps.step_id == [0]
+    assert s.run.extra["empty_steps"] == 1
 
 
 def test_rank_from_file_name_and_clashing_ranks(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregator as aggregate, exporters
+from . import aggregate, exporters
 from .errors import XpuProfilerError
 from .profile import Profile
 from .readers import ReadOptions, load
