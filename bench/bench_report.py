@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from report_helpers import Browser, chromium_missing
     from xpu_profiler.analysis import summarize
-    from xpu_profiler.exporters import html_report
+    from xpu_profiler.exporters import html as html_report
     from xpu_profiler.readers import load
 
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:

@@ -14,12 +14,12 @@ import statistics
 import numpy as np
 import pytest
 
-from report_helpers import (BASE_NS, DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
+from report_helpers import (DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
                             PREFILL_TOKENS, PREFILL_WALL, RANK_SCALE, REPO, hostile_summary, kernel_ns,
                             live_cpu_profile, sample_profile, sample_summary, step_plan, summarize)
-from xpu_profiler import analysis
-from xpu_profiler.exporters import by_suffix
-from xpu_profiler.exporters import html_report as hr
+from xpu_profiler import analysis, kernel_names
+from xpu_profiler.exporters import by_suffix, html
+from xpu_profiler.exporters.html import breakdown, counters, figures, header, headline, page, style, tables, timeline
 from xpu_profiler.profile import (EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_RUNTIME, P_UNKNOWN, STEP_SCHEMA, Profile,
                                   Table)
 from xpu_profiler.summary import Summary
@@ -28,9 +28,9 @@ REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
 PREFILL_TOK, DECODE_TOK = PREFILL_STEPS * PREFILL_TOKENS, DECODE_STEPS * DECODE_TOKENS  # one rank's
 
 
-def blob(html: str) -> dict:
+def blob(text: str) -> dict:
     """The report data as the page's script reads it (mirrors JSON.parse in report.js)."""
-    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
     assert m, "no report-data blob"
     return json.loads(m.group(1))
 
@@ -66,10 +66,10 @@ def test_fused_ops_section_is_sorted_and_shares_add_up():
     # GIVEN a summary whose fused ops arrive out of order
     s = sample_summary()
     s.fused_ops.reverse()
-    colors = hr.fused_colors(f.fused_op for f in s.fused_ops)
+    colors = style.fused_colors(f.fused_op for f in s.fused_ops)
 
     # WHEN the section is built
-    sec, figs = hr.build_fused_ops(s, colors)
+    sec, figs = breakdown.build_fused_ops(s, colors)
 
     # THEN rows run by time, shares sum to 100 %, and "other" keeps its place and grey
     exp = expected_ns()
@@ -83,14 +83,14 @@ def test_fused_ops_section_is_sorted_and_shares_add_up():
     assert sec["other_share"] == pytest.approx(expected_total("other") / total)
     assert sec["phases"] == ["prefill", "decode"]  # every kernel ran inside a step
     assert sec["per_token_phases"] == ["prefill", "decode"]  # no mixed steps: no mixed column
-    assert sec["rows"][-1]["color"] == hr.OTHER_COLOR
+    assert sec["rows"][-1]["color"] == style.OTHER_COLOR
     assert sec["rows"][0]["per_token_ns"]["decode"] == pytest.approx(exp["gemm"]["decode"] / DECODE_TOK)
     # the figure stacks one trace per phase, in ms, ops in the table's order
     fig = figs["fused_ops"]
     assert [t["name"] for t in fig["data"]] == ["prefill", "decode"]
     assert fig["data"][0]["y"] == order
     assert fig["data"][0]["x"] == pytest.approx([exp[f]["prefill"] / 1e6 for f in order])
-    assert fig["data"][0]["marker"]["color"] == hr.PHASE_COLORS["prefill"]
+    assert fig["data"][0]["marker"]["color"] == style.PHASE_COLORS["prefill"]
     assert sec["figures"] == ["fused_ops"]
 
 
@@ -99,7 +99,7 @@ def test_fused_ops_without_phases_colour_bars_by_op():
     prof = sample_profile()
     prof.steps = Table(STEP_SCHEMA)
     s = summarize(prof)
-    sec, figs = hr.build_fused_ops(s, hr.fused_colors(f.fused_op for f in s.fused_ops))
+    sec, figs = breakdown.build_fused_ops(s, style.fused_colors(f.fused_op for f in s.fused_ops))
     (trace,) = figs["fused_ops"]["data"]
     assert sec["phases"] == []  # no per-phase columns that would repeat the time
     assert trace["x"] == pytest.approx([expected_total(f) / 1e6 for f in ("gemm", "attention", "norm", "memcpy",
@@ -108,18 +108,18 @@ def test_fused_ops_without_phases_colour_bars_by_op():
 
 
 def test_fused_op_colours_are_the_same_in_every_report():
-    a = hr.fused_colors(["gemm", "attention", "other", "my_op"])
-    b = hr.fused_colors(["my_op", "attention", "gemm"])
+    a = style.fused_colors(["gemm", "attention", "other", "my_op"])
+    b = style.fused_colors(["my_op", "attention", "gemm"])
     assert a["gemm"] == b["gemm"] and a["attention"] == b["attention"]
-    assert a["other"] == hr.OTHER_COLOR
-    assert a["my_op"] == b["my_op"] == hr.FUSED_PALETTE[0]
-    assert len(set(hr.FUSED_OP_COLORS.values())) == len(hr.FUSED_OP_COLORS)
+    assert a["other"] == style.OTHER_COLOR
+    assert a["my_op"] == b["my_op"] == style.FUSED_PALETTE[0]
+    assert len(set(style.FUSED_OP_COLORS.values())) == len(style.FUSED_OP_COLORS)
 
 
 def test_phases_section_order_and_mix():
     s = sample_summary()
     s.phases.reverse()
-    sec, figs = hr.build_phases(s, hr.fused_colors(f.fused_op for f in s.fused_ops))
+    sec, figs = breakdown.build_phases(s, style.fused_colors(f.fused_op for f in s.fused_ops))
     exp = expected_ns()
     # prefill before decode whatever the input order
     assert [r["phase"] for r in sec["rows"]] == ["prefill", "decode"]
@@ -142,19 +142,19 @@ def test_phases_section_needs_steps_or_a_known_phase():
     prof.steps = Table(STEP_SCHEMA)
     s = summarize(prof)
     assert [p.phase for p in s.phases] == ["unknown"] and s.phases[0].steps == 0
-    assert hr.build_phases(s, {}) == (None, {})
+    assert breakdown.build_phases(s, {}) == (None, {})
     # steps without token counts (ProfilerStep#N ranges): one "unknown" phase, said so
     prof = sample_profile()
     prof.steps["phase"] = np.full(len(prof.steps), P_UNKNOWN)
     prof.steps["prefill_tokens"] = prof.steps["decode_tokens"] = np.zeros(len(prof.steps))
-    sec, _ = hr.build_phases(summarize(prof), {})
+    sec, _ = breakdown.build_phases(summarize(prof), {})
     assert sec["known"] is False and [r["phase"] for r in sec["rows"]] == ["unknown"]
     assert sec["rows"][0]["steps"] == 2 * (PREFILL_STEPS + DECODE_STEPS)
 
 
 def test_headline_cards():
     s = sample_summary()
-    head = hr.build_headline(s)
+    head = headline.build_headline(s)
     cards = {c["key"]: c for c in head["cards"]}
     plan = step_plan()
     end = plan[-1][1] + plan[-1][2]
@@ -182,30 +182,30 @@ def test_headline_leaves_out_what_is_unknown():
     prof = profile_of({"names": ["aten::mm", "cudaDeviceSynchronize"], "name": ["aten::mm", "cudaDeviceSynchronize"],
                        "kind": [K_CPU_OP, K_RUNTIME], "start": [0, 190], "dur": [50, 10], "track": [1, 1]})
     s = summarize(prof)
-    cards = {c["key"]: c for c in hr.build_headline(s)["cards"]}
+    cards = {c["key"]: c for c in headline.build_headline(s)["cards"]}
     # THEN no "0 tok/s" and no MFU; busy comes from host-op time
     assert set(cards) == {"busy", "other_share"}
     assert cards["busy"]["value"] == pytest.approx(25.0)  # 50 of 200 ns
-    assert hr.build_headline(summarize(Profile())) is None
+    assert headline.build_headline(summarize(Profile())) is None
     # events but no op time at all (runtime calls only): no busy or "other" card
     prof = profile_of({"names": ["cudaMalloc"], "name": ["cudaMalloc"], "kind": [K_RUNTIME], "start": [0],
                        "dur": [10]})
-    assert hr.build_headline(summarize(prof)) is None
+    assert headline.build_headline(summarize(prof)) is None
 
 
 def test_live_cpu_run_shapes():
     s = summarize(live_cpu_profile())
-    h = hr.build_header(s)
+    h = header.build_header(s)
     facts = dict(h["facts"])
     assert facts["Device"] == "AMD EPYC (cpu) · 2 TFLOP/s bf16 peak · 0.10 TB/s"
     assert facts["Started"] == "2026-12-02 12:08:52 UTC"
     assert any("interrupted" in n for n in h["notes"]) and any("placeholder" in n for n in h["notes"])
-    cards = {c["key"]: c for c in hr.build_headline(s)["cards"]}
+    cards = {c["key"]: c for c in headline.build_headline(s)["cards"]}
     # no device memory: the largest host process's peak, named
     assert cards["peak_host_rss"]["value"] == 2**31 and cards["peak_host_rss"]["sub"] == "worker process"
     assert cards["busy"]["label"] == "Host op busy"
     # memory: bytes and KV usage, never the token rates
-    mem, figs = hr.build_memory(s)
+    mem, figs = counters.build_memory(s)
     assert {p["name"] for p in mem["peaks"]} == {"host_rss_bytes.worker", "host_rss_bytes.engine_core",
                                                   "kv_cache_usage"}
     lines = {t["name"]: t for t in figs["memory"]["data"]}
@@ -213,14 +213,14 @@ def test_live_cpu_run_shapes():
     assert lines["host RSS (worker)"]["y"] == [1.0, 2.0]
     assert lines["host RSS (worker)"]["line"]["color"] != lines["host RSS (engine_core)"]["line"]["color"]
     # the token rates get their own chart, on the same time axis
-    rates, figs = hr.build_rates(s)
+    rates, figs = counters.build_rates(s)
     (line,) = figs["rates"]["data"]
     assert line["name"] == "decode tok/s" and line["x"] == [5e-9, 1e-8] and line["y"] == [500.0, 600.0]
-    assert [n["id"] for n in hr.build_report(s)["nav"]][:5] == ["headline", "fused_ops", "phases", "steps", "rates"]
+    assert [n["id"] for n in html.build_report(s)["nav"]][:5] == ["headline", "fused_ops", "phases", "steps", "rates"]
 
 
 def test_steps_section_shows_first_rank_by_phase():
-    sec, figs = hr.build_steps(sample_summary())
+    sec, figs = timeline.build_steps(sample_summary())
     n = PREFILL_STEPS + DECODE_STEPS
     assert sec["steps"] == n and sec["total_steps"] == 2 * n and sec["ranks"] == [0, 1]
     assert sec["x"] == "time" and sec["binned"] == 1
@@ -243,25 +243,25 @@ def test_steps_section_shows_first_rank_by_phase():
 def test_steps_unknown_counts_are_not_plotted():
     prof = sample_profile()
     prof.steps["running"] = prof.steps["waiting"] = np.full(len(prof.steps), -1)
-    _, figs = hr.build_steps(summarize(prof))
+    _, figs = timeline.build_steps(summarize(prof))
     assert not [t for t in figs["steps"]["data"] if "requests" in t["name"]]
 
 
 def test_long_step_series_are_averaged_not_dropped():
-    n = 10 * hr.MAX_POINTS + 7
+    n = 10 * figures.MAX_POINTS + 7
     prof = Profile()
     prof.steps = Table(STEP_SCHEMA, {"rank": np.zeros(n), "step_id": np.arange(n), "start": np.arange(n) * 2_000_000,
                                      "dur": 1_000_000 + np.arange(n) % 10, "phase": np.full(n, 2),
                                      "decode_tokens": np.ones(n)})
-    sec, figs = hr.build_steps(summarize(prof))
+    sec, figs = timeline.build_steps(summarize(prof))
     (trace,) = [t for t in figs["steps"]["data"] if t.get("mode") == "markers"]
     assert sec["binned"] == 11
-    assert len(trace["x"]) <= hr.MAX_POINTS
+    assert len(trace["x"]) <= figures.MAX_POINTS
     assert sum(trace["y"]) / len(trace["y"]) == pytest.approx(1.0000045, rel=1e-6)
 
 
 def test_memory_section_units_and_peaks():
-    sec, figs = hr.build_memory(sample_summary())
+    sec, figs = counters.build_memory(sample_summary())
     assert {p["name"]: p["value"] for p in sec["peaks"]} == {
         "device_allocated_bytes": 3.5 * 2**30, "device_reserved_bytes": 4 * 2**30, "kv_cache_usage": 0.6}
     data = {t["name"]: t for t in figs["memory"]["data"]}
@@ -272,22 +272,22 @@ def test_memory_section_units_and_peaks():
     assert data["KV-cache usage"]["yaxis"] == "y2"
     prof = sample_profile()
     prof.counters = Table(prof.counters.schema)
-    assert hr.build_memory(summarize(prof)) == (None, {})
+    assert counters.build_memory(summarize(prof)) == (None, {})
 
 
 def test_kernels_section_sorted_shortened_and_capped():
-    sec = hr.build_kernels(sample_summary(), {})
+    sec = tables.build_kernels(sample_summary(), {})
     assert [r["time_ns"] for r in sec["rows"]] == sorted((r["time_ns"] for r in sec["rows"]), reverse=True)
     flash = next(r for r in sec["rows"] if r["name"].startswith("void flash"))
     assert flash["short"] == "flash_fwd_kernel<Flash_fwd_kernel_traits<…>, false, false>"
     assert flash["time_ns"] == expected_total("attention") - 2 * DECODE_STEPS * 100_000 * 0.95
     assert sec["fused_ops"] == ["attention", "gemm", "memcpy", "norm", "other"]
-    n = hr.MAX_KERNEL_ROWS + 5
+    n = tables.MAX_KERNEL_ROWS + 5
     names = [f"k{i}" for i in range(n)]
     prof = profile_of({"names": names, "name": names, "kind": [K_KERNEL] * n, "start": np.arange(n) * 1000,
                        "dur": np.arange(n) + 1, "device": [0] * n, "track": [7] * n})
-    sec = hr.build_kernels(analysis.summarize(prof, top=n), {})
-    assert (sec["shown"], sec["total"]) == (hr.MAX_KERNEL_ROWS, n)
+    sec = tables.build_kernels(analysis.summarize(prof, top=n), {})
+    assert (sec["shown"], sec["total"]) == (tables.MAX_KERNEL_ROWS, n)
     assert sec["rows"][0]["name"] == f"k{n - 1}"
 
 
@@ -303,27 +303,27 @@ def test_kernels_section_sorted_shortened_and_capped():
     ("</script><b>x</b>", "</script><b>x</b>"),
 ])
 def test_short_name(name, short):
-    assert hr.short_name(name) == short
+    assert kernel_names.short_name(name) == short
 
 
 def test_short_name_cuts_the_middle_of_what_still_does_not_fit():
-    s = hr.short_name("k" * 50 + "_" + "z" * 100)
-    assert len(s) == hr.SHORT_NAME_LEN and s.startswith("kkk") and s.endswith("zzz") and "…" in s
+    s = kernel_names.short_name("k" * 50 + "_" + "z" * 100)
+    assert len(s) == kernel_names.SHORT_NAME_LEN and s.startswith("kkk") and s.endswith("zzz") and "…" in s
 
 
 def test_ranks_section_only_for_several_ranks():
-    sec, figs = hr.build_ranks(sample_summary())
+    sec, figs = tables.build_ranks(sample_summary())
     assert [r["rank"] for r in sec["rows"]] == [0, 1]
     # rank 1's kernels are 10% shorter: 1.0 and 0.9 of the mean 0.95
     assert [r["vs_mean"] for r in sec["rows"]] == pytest.approx([0.05 / 0.95, -0.05 / 0.95], rel=1e-3)
     assert sec["spread"] == pytest.approx(0.1 / 0.95, rel=1e-3)
     op0 = sum(expected_total(f, ranks=(0,)) for f in expected_ns())
     assert figs["ranks"]["data"][0]["y"][0] == pytest.approx(op0 / 1e6)
-    assert hr.build_ranks(summarize(sample_profile(ranks=(0,)))) == (None, {})
+    assert tables.build_ranks(summarize(sample_profile(ranks=(0,)))) == (None, {})
 
 
 def test_header():
-    h = hr.build_header(sample_summary())
+    h = header.build_header(sample_summary())
     facts = dict(h["facts"])
     assert facts["Model"] == "tiny-llama"
     assert facts["Device"] == "NVIDIA H100 (cuda) · 989 TFLOP/s bf16 peak · 3.35 TB/s · 80 GiB"
@@ -334,13 +334,13 @@ def test_header():
     # no model: the first source names the report
     prof = Profile()
     prof.run["sources"] = [{"path": "/x/a.json", "format": "kineto"}, {"path": "/x/b.json", "format": "kineto"}]
-    assert hr.build_header(summarize(prof))["title"] == "a.json and 1 more"
+    assert header.build_header(summarize(prof))["title"] == "a.json and 1 more"
 
 
 # -- the whole report ------------------------------------------------------------------
 
 def test_report_sections_and_figures_agree():
-    r = hr.build_report(sample_summary())
+    r = html.build_report(sample_summary())
     assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks"]
     listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
@@ -349,7 +349,7 @@ def test_report_sections_and_figures_agree():
 
 
 def test_empty_summary_gives_only_a_header():
-    r = hr.build_report(summarize(Profile()))
+    r = html.build_report(summarize(Profile()))
     assert r["nav"] == [] and r["figures"] == {}
     assert all(r[k] is None for k in ("headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks"))
 
@@ -363,66 +363,66 @@ def test_any_section_of_the_summary_may_be_empty(field):
     s = sample_summary()
     setattr(s, field, getattr(Summary(), field))
     # THEN the report still builds, is strict JSON and is exactly what the page gets
-    r = hr.build_report(s)
+    r = html.build_report(s)
     json.dumps(r, allow_nan=False)
-    assert blob(hr.render(r)) == r
+    assert blob(html.render(r)) == r
 
 
 def test_nan_and_numpy_values_become_json():
     s = sample_summary()
     s.phases[1].step_p99_ns = float("nan")
     s.fused_ops[0].time_ns = np.int64(s.fused_ops[0].time_ns)
-    r = hr.build_report(s)
+    r = html.build_report(s)
     json.dumps(r, allow_nan=False)
     assert next(p for p in r["phases"]["rows"] if p["phase"] == "decode")["step_p99_ns"] is None
 
 
 def test_plotly_option_is_checked():
     with pytest.raises(ValueError):
-        hr.build_report(Summary(), plotly="web")
+        html.build_report(Summary(), plotly="web")
 
 
 # -- the file --------------------------------------------------------------------------
 
 def test_write_is_self_contained(tmp_path):
     s = sample_summary()
-    path = hr.write(None, s, tmp_path / "r.html")
-    html = path.read_text(encoding="utf-8")
+    path = html.write(None, s, tmp_path / "r.html")
+    text = path.read_text(encoding="utf-8")
     # the page's data is exactly the report
-    assert blob(html) == hr.build_report(s)
+    assert blob(text) == html.build_report(s)
     # plotly.js is inlined once, nothing is loaded from elsewhere
-    head = hr.templates.plotly_js()[:300]
-    assert html.count(head) == 1
-    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
-    assert "default-src 'none'" in html
+    head = page.plotly_js()[:300]
+    assert text.count(head) == 1
+    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)\s*=\s*["']?(https?:)?//""", text, re.I)
+    assert "default-src 'none'" in text
 
 
 def test_cdn_mode_links_plotly_once(tmp_path):
-    path = hr.write(None, sample_summary(), tmp_path / "r.html", plotly="cdn")
-    html = path.read_text(encoding="utf-8")
-    srcs = re.findall(r'<script[^>]+src="([^"]+)"', html)
-    assert srcs == [f"https://cdn.plot.ly/plotly-{hr.templates.plotly_version()}.min.js"]
-    assert hr.templates.plotly_js()[:300] not in html
+    path = html.write(None, sample_summary(), tmp_path / "r.html", plotly="cdn")
+    text = path.read_text(encoding="utf-8")
+    srcs = re.findall(r'<script[^>]+src="([^"]+)"', text)
+    assert srcs == [f"https://cdn.plot.ly/plotly-{page.plotly_version()}.min.js"]
+    assert page.plotly_js()[:300] not in text
     assert path.stat().st_size < 200_000
 
 
 def test_untrusted_names_are_escaped(tmp_path):
-    html = hr.write(None, hostile_summary(), tmp_path / "r.html").read_text(encoding="utf-8")
-    data = blob(html)
+    text = html.write(None, hostile_summary(), tmp_path / "r.html").read_text(encoding="utf-8")
+    data = blob(text)
     # every hostile string survives as data...
     assert {r["name"] for r in data["kernels"]["rows"]} == set(HOSTILE_NAMES) | {"mystery_kernel_v3"}
     assert data["header"]["title"] == HOSTILE_NAMES[3]
     assert HOSTILE_NAMES[0] in data["warnings"]
     # ...but never as markup: the only <script> tags are ours
-    assert len(re.findall(r"<script\b", html)) == 3
+    assert len(re.findall(r"<script\b", text)) == 3
     for name in HOSTILE_NAMES:
-        assert name not in html
-    assert not re.search(r"<img\b", html)
+        assert name not in text
+    assert not re.search(r"<img\b", text)
 
 
 def test_registry_picks_the_html_exporter():
-    assert by_suffix("out/report.html") is hr
-    assert by_suffix("REPORT.HTM") is hr
+    assert by_suffix("out/report.html") is html
+    assert by_suffix("REPORT.HTM") is html
 
 
 # -- real traces, through the real reader and aggregator ---------------------------------
@@ -436,7 +436,7 @@ def _real_traces():
 @pytest.mark.parametrize("trace", _real_traces())
 def test_real_trace_sections(trace):
     _, summary = analysis.analyze([trace])
-    r = hr.build_report(summary)
+    r = html.build_report(summary)
     json.dumps(r, allow_nan=False)
     fo = r["fused_ops"]
     assert fo and round(sum(row["share"] for row in fo["rows"]) * 100, 1) == pytest.approx(100.0, abs=0.1)
@@ -450,8 +450,22 @@ def test_real_trace_sections(trace):
 def test_real_vllm_step_annotations_split_the_phases():
     # the prefill-decode trace of the TraceLens suite: one eager prefill step of 15,360 tokens
     _, summary = analysis.analyze([REAL_TRACES / "tracelens" / "sglang-qwen3-8b-prefilldecode.json.gz"])
-    sec, figs = hr.build_phases(summary, {})
+    sec, figs = breakdown.build_phases(summary, {})
     (row,) = sec["rows"]
     assert (row["phase"], row["steps"], row["tokens"]) == ("prefill", 1, 15_360)
     assert row["per_token_ns"] == pytest.approx(summary.phases[0].time_ns / 15_360)
     assert sec["known"] and "per_token" in figs
+
+
+def test_every_template_file_ships_as_package_data():
+    import fnmatch
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")
+
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    pkg = Path(html.__file__).parent
+    shipped = globs["xpu_profiler.exporters.html"]
+    files = [p.relative_to(pkg).as_posix() for p in (pkg / "templates").iterdir()]
+    assert files and all(any(fnmatch.fnmatch(f, g) for g in shipped) for f in files), files
+    assert "templates/report.html" in files and not (pkg / "templates" / "__init__.py").exists()

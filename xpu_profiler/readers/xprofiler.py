@@ -51,7 +51,7 @@ from ..profile import (
     Table,
 )
 from . import ReadOptions, rank_from_name, read_bytes
-from .xpurt_log import demangle_names
+from ..kernel_names import demangle_names
 
 NAME = "xprofiler"
 

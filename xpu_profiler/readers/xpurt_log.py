@@ -44,19 +44,16 @@ demangled once per distinct name (about 1.5 s per million kernel lines).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gzip
 import itertools
 import re
-import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import TraceError
+from ..kernel_names import demangle_names
 from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
 from . import ReadOptions, is_gzip, rank_from_name, read_bytes
 
@@ -115,84 +112,6 @@ def _scan_for_tag(path: Path) -> bool:
     except (OSError, EOFError, zlib.error):
         return False
     return False
-
-
-# -- names -----------------------------------------------------------------------
-
-def _cxa_demangle():
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-        libc = ctypes.CDLL(None)
-        fn = lib.__cxa_demangle
-        fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-        free = libc.free
-        free.argtypes = [ctypes.c_void_p]
-        free.restype = None
-    except (OSError, AttributeError):
-        return None
-
-    def demangle(name: str) -> str | None:
-        status = ctypes.c_int(0)
-        p = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
-        if not p:
-            return None
-        try:
-            return ctypes.string_at(p).decode("utf-8", "replace")
-        finally:
-            free(p)
-
-    return demangle
-
-
-_DEMANGLE = _cxa_demangle()
-
-
-def _strip_params(s: str) -> str:
-    """``void ns::k<T>(T*, int)`` → ``void ns::k<T>`` (the last balanced (...) group at the end)."""
-    if not s.endswith(")"):
-        return s
-    depth = 0
-    for i in range(len(s) - 1, -1, -1):
-        c = s[i]
-        if c == ")":
-            depth += 1
-        elif c == "(":
-            depth -= 1
-            if depth == 0:
-                return s[:i].rstrip() or s
-    return s
-
-
-def demangle_names(names: list[str]) -> tuple[list[str], str]:
-    """Readable kernel names for C++-mangled ones (others unchanged), and which tool did it.
-
-    The parameter list is dropped, as vLLM-Kunlun's parser does; the return type stays
-    (``void xblas_xpu3::fc_cdnn_infer<float16, …>``).
-    """
-    mangled = [i for i, n in enumerate(names) if n.startswith("_Z")]
-    if not mangled:
-        return list(names), "none needed"
-    out = list(names)
-    if _DEMANGLE is not None:
-        for i in mangled:
-            d = _DEMANGLE(names[i])
-            if d:
-                out[i] = _strip_params(d)
-        return out, "__cxa_demangle"
-    exe = shutil.which("c++filt")
-    if exe:
-        try:
-            res = subprocess.run([exe], input="\n".join(names[i] for i in mangled) + "\n",
-                                 capture_output=True, text=True, timeout=60, check=True)
-            lines = res.stdout.splitlines()
-            if len(lines) == len(mangled):
-                for i, d in zip(mangled, lines):
-                    out[i] = _strip_params(d)
-                return out, "c++filt"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return out, "unavailable (names stay mangled)"
 
 
 # -- generation --------------------------------------------------------------------
