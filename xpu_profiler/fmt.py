@@ -82,6 +82,11 @@ def pct(share: Any, style: Style = REPORT, scale: float = 100.0) -> str:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def clip(text: str, width: int) -> str:
+    """At most ``width`` characters: the start of a longer text, and "…"."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def plain(text: str) -> str:
     """Text from a trace made safe for a terminal: control characters (escape sequences,
     carriage returns, newlines) shown as ``\\x1b``-style escapes instead of acting."""

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+from . import fmt
 from .summary import Summary
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
+NAME_WIDTH = 70
 
 
 def fmt_ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.2f} {unit}"
-    return f"{ns:.0f} ns"
+    return fmt.ns(ns, fmt.TERMINAL)
+
+
+def _pct(share: float) -> str:
+    return fmt.pct(share, fmt.TERMINAL)
 
 
 def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
@@ -26,8 +26,9 @@ def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
-def _short(name: str, n: int = 70) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
+def _name(name: str) -> str:
+    """A name from a trace, clipped, with its control characters shown, not acted on."""
+    return fmt.clip(fmt.plain(name), NAME_WIDTH)
 
 
 def render(summary: Summary, top: int = 10) -> str:
@@ -35,18 +36,18 @@ def render(summary: Summary, top: int = 10) -> str:
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
     out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} steps, "
-               f"{t.ranks} rank(s), {t.events:,} events; 'other' = {t.other_share * 100:.1f}%")
+               f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
     if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
     phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
     rows = []
     for f in summary.fused_ops:
-        rows.append([f.fused_op, fmt_ns(f.time_ns), f"{f.share * 100:.1f}%", f"{f.count:,}"]
+        rows.append([f.fused_op, fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
                     + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases])
     out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases, rows,
                                               "lrrr" + "r" * len(phases))
     if summary.top_kernels:
-        rows = [[_short(k.name), k.fused_op, fmt_ns(k.time_ns), f"{k.share * 100:.1f}%",
+        rows = [[_name(k.name), k.fused_op, fmt_ns(k.time_ns), _pct(k.share),
                  f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
         label = "Top kernels" if summary.basis == "device" else "Top ops"
         out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
@@ -58,7 +59,7 @@ def render(summary: Summary, top: int = 10) -> str:
         st = summary.steps
         if st.wall_ns:
             wall, busy = sum(st.wall_ns), sum(st.busy_ns)
-            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({busy / wall * 100 if wall else 0:.1f}%), "
+            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
                        f"host overhead/idle {fmt_ns(max(wall - busy, 0))}")
     tp = summary.throughput
     if tp.duration_ns:
