@@ -55,7 +55,7 @@ import numpy as np
 from ..errors import TraceError
 from ..kernel_names import demangle_names
 from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from . import ReadOptions, is_gzip, rank_from_name, read_bytes
+from . import ReadOptions, is_gzip, read_bytes, resolve_rank
 
 NAME = "xpurt_log"
 
@@ -194,9 +194,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
     prof = Profile()
     prof.run["timeline_note"] = ("[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
                                  "streams or engine steps, so there is no timeline and no phase split")
-    rank = rank_from_name(path)  # the file says it; --rank is for a file that does not
-    if rank is None:
-        rank = options.rank
+    rank = resolve_rank(path, options)  # the file name says it; --rank is for one that does not
     if rank is None:
         rank = 0
         prof.warn(f"{path.name}: rank not in the file name (rank_N.log) and not given; taken as rank 0")
