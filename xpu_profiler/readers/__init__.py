@@ -39,7 +39,8 @@ class ReadOptions:
     extra: dict = field(default_factory=dict)
 
 
-_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+RANK_IN_NAME = r"rank[_\-.]?(\d+)"  # rank_3, rank-3, rank.3, rank3
+_RANK_IN_NAME = re.compile(RANK_IN_NAME, re.IGNORECASE)
 
 
 def rank_from_name(path: Path) -> int | None:

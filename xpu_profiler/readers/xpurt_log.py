@@ -55,7 +55,7 @@ import numpy as np
 from ..errors import TraceError
 from ..kernel_names import demangle_names
 from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from . import ReadOptions, is_gzip, read_bytes, resolve_rank
+from . import RANK_IN_NAME, ReadOptions, is_gzip, read_bytes, resolve_rank
 
 NAME = "xpurt_log"
 
@@ -73,7 +73,7 @@ _K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM +
 _K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?):?[ \t]+(" + _NUM + rb")[ \t]*ns\b")
 # gtest_ scope lines: indentation (4 spaces a level) and text
 _SCOPE = re.compile(rb"^([ \t]*)(gtest_[^\r\n]*)", re.M)
-_RANK_FILE = re.compile(r"rank[_\-.]?\d+\.(log|txt|out)(\.gz)?", re.I)
+_RANK_FILE = re.compile(RANK_IN_NAME + r"\.(log|txt|out)(\.gz)?", re.I)  # rank_3.log
 _TEXT_SUFFIXES = (".log", ".txt", ".out", ".log.gz", ".txt.gz", ".out.gz")
 _SCAN_LIMIT = 256 << 20  # bytes a sniff may scan for the tag in a large text log
 
