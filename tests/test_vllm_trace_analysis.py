@@ -75,7 +75,7 @@ def test_cli_outputs_validate(vllm_profiler_trace, tmp_path):
     assert validate_file(out / "trace.json.gz") == []
     summary = json.loads((out / "summary.json").read_text())
     assert summary["schema_version"] == 2
-    assert summary.totals.steps == vllm_profiler_trace.num_steps
+    assert summary["totals"]["steps"] == vllm_profiler_trace.num_steps
     # the step track in the Perfetto trace is named by phase, with tokens in args
     import gzip
 
