@@ -72,3 +72,27 @@ def test_summary_json_reads_back_equal(tmp_path, name):
     doc = json.loads(path.read_text())
     assert doc["totals"]["op_time_ns"] == summary.totals.op_time_ns > 0
     assert doc["fused_ops"][0]["time_ns_by_phase"] == summary.fused_ops[0].time_ns_by_phase
+
+
+def test_run_metadata_of_an_odd_type_is_kept_not_fatal():
+    from xpu_profiler.analysis import summarize
+    from xpu_profiler.profile import Profile
+
+    prof = Profile()
+    prof.run.update(model="m", start_time_ns="yesterday", metrics=["throughput"], device_spec={"name": 3},
+                    sources=[{"path": "a.json", "format": "kineto", "rank": "zero", "events": 5}])
+    s = summarize(prof)
+    assert (s.run.model, s.run.metrics, s.run.start_time_ns) == ("m", ["throughput"], None)
+    assert s.run.extra["start_time_ns"] == "yesterday" and s.device is None
+    (src,) = s.run.sources
+    assert (src.path, src.events, src.rank, src.details) == ("a.json", 5, None, {"rank": "zero"})
+    assert load_summary_roundtrip(s) == s
+
+
+def load_summary_roundtrip(s):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "summary.json"
+        p.write_bytes(encode(s))
+        return load_summary(p)

@@ -56,8 +56,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         ranks=ranks,
         memory=memory(profile),
         throughput=throughput(profile),
-        device=msgspec.convert(spec, DeviceSpec) if isinstance(spec := profile.run.get("device_spec"), dict)
-        else None,
+        device=_device_spec(profile.run.get("device_spec")),
         warnings=warnings(profile),
     )
 
@@ -81,10 +80,31 @@ _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
 
 
 def run_section(run: dict[str, Any]) -> Run:
-    """Profile.run → the typed Run: known keys typed, the rest kept as it is in ``extra``."""
-    known = {k: v for k, v in run.items() if k in _RUN_FIELDS and v is not None}
-    sources = [{**{k: v for k, v in s.items() if k in _SOURCE_FIELDS},
-                "details": {k: v for k, v in s.items() if k not in _SOURCE_FIELDS}}
-               for s in run.get("sources") or [] if isinstance(s, dict)]
+    """Profile.run → the typed Run: known keys typed, the rest kept as it is in ``extra``
+    (as is a known key whose value has another type than expected, from an old bundle)."""
     extra = {k: v for k, v in run.items() if k not in _RUN_FIELDS and k not in _NOT_RUN}
+    known = {}
+    for k, v in run.items():
+        if k in _RUN_FIELDS and v is not None:
+            (known if _fits(Run, k, v) else extra)[k] = v
+    sources = []
+    for s in run.get("sources") or []:
+        if isinstance(s, dict):
+            typed = {k: v for k, v in s.items() if k in _SOURCE_FIELDS and v is not None and _fits(Source, k, v)}
+            sources.append({**typed, "details": {k: v for k, v in s.items() if k not in typed}})
     return msgspec.convert({**known, "sources": sources, "extra": extra}, Run)
+
+
+def _fits(struct: type, key: str, value: Any) -> bool:
+    try:
+        msgspec.convert({key: value}, struct)
+        return True
+    except msgspec.ValidationError:
+        return False
+
+
+def _device_spec(spec: Any) -> DeviceSpec | None:
+    try:
+        return msgspec.convert(spec, DeviceSpec) if isinstance(spec, dict) else None
+    except msgspec.ValidationError:
+        return None
