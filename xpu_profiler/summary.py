@@ -45,9 +45,10 @@ class Source(_Struct):
     details: dict[str, Any] = {}
 
 
-class Run(_Struct):
+class Run(_Struct, omit_defaults=True):
     """What was profiled. ``engine``, ``workload``, ``versions`` and ``extra`` are
-    free-form JSON values; everything an exporter reads is a typed field."""
+    free-form JSON values; everything an exporter reads is a typed field. Fields that
+    nothing recorded are left out of ``summary.json`` (``None`` when read back)."""
 
     model: Optional[str] = None
     device: Optional[str] = None          # kind: cpu, cuda, kunlun_p800, ...
@@ -56,7 +57,7 @@ class Run(_Struct):
     metrics: list[str] = []
     start_time_ns: Optional[int] = None   # Unix epoch
     host: Optional[str] = None
-    incomplete: bool = False
+    incomplete: Optional[bool] = None     # live runs: whether everything was collected
     incomplete_reason: Optional[str] = None
     step_source: Optional[str] = None     # vllm_annotation, profiler_step, xpu_profiler_hooks
     clock_shift_ns: Optional[int] = None  # torch trace clock aligned onto the step hooks' clock
