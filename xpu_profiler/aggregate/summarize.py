@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
 import numpy as np
 
 from ..profile import DEVICE_KINDS, K_CPU_OP, K_KERNEL, Profile
-from ..summary import DeviceSpec, Run, Source, Summary, Totals
+from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
@@ -32,7 +29,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     timed = ev["start"] >= 0
     ts = token_steps(steps)
     return Summary(
-        run=run_section(profile.run),
+        run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
         basis="device" if np.isin(kind, DEVICE_KINDS).any() else "host",
         totals=Totals(
@@ -56,7 +53,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         ranks=ranks,
         memory=memory(profile),
         throughput=throughput(profile),
-        device=_device_spec(profile.run.get("device_spec")),
+        device=device_spec(profile.run.get("device_spec")),
         warnings=warnings(profile),
     )
 
@@ -71,40 +68,3 @@ def warnings(profile: Profile) -> list[str]:
         out.append(f"{untimed} events come from a source without timestamps: counted in the "
                    "totals, absent from the timeline and from every step")
     return out
-
-
-# run keys that are no run metadata: they have their own sections, or are internal
-_NOT_RUN = {"warnings", "thread_names", "process_names", "attributed", "device_spec", "throughput", "sources"}
-_RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
-_SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
-
-
-def run_section(run: dict[str, Any]) -> Run:
-    """Profile.run → the typed Run: known keys typed, the rest kept as it is in ``extra``
-    (as is a known key whose value has another type than expected, from an old bundle)."""
-    extra = {k: v for k, v in run.items() if k not in _RUN_FIELDS and k not in _NOT_RUN}
-    known = {}
-    for k, v in run.items():
-        if k in _RUN_FIELDS and v is not None:
-            (known if _fits(Run, k, v) else extra)[k] = v
-    sources = []
-    for s in run.get("sources") or []:
-        if isinstance(s, dict):
-            typed = {k: v for k, v in s.items() if k in _SOURCE_FIELDS and v is not None and _fits(Source, k, v)}
-            sources.append({**typed, "details": {k: v for k, v in s.items() if k not in typed}})
-    return msgspec.convert({**known, "sources": sources, "extra": extra}, Run)
-
-
-def _fits(struct: type, key: str, value: Any) -> bool:
-    try:
-        msgspec.convert({key: value}, struct)
-        return True
-    except msgspec.ValidationError:
-        return False
-
-
-def _device_spec(spec: Any) -> DeviceSpec | None:
-    try:
-        return msgspec.convert(spec, DeviceSpec) if isinstance(spec, dict) else None
-    except msgspec.ValidationError:
-        return None

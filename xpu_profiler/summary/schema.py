@@ -1,28 +1,10 @@
-"""The typed contract between the analysis and every output: ``Summary``.
-
-``aggregate.summarize(profile)`` builds one; the terminal, ``summary.json``, the
-CSV table, the HTML report and the Perfetto trace read it and never recompute
-the analysis. Field names carry their unit: ``*_ns`` (integer or mean
-nanoseconds on the profile's clock), ``*_bytes``, ``*_share`` (a 0..1 fraction),
-``*_tok_s`` (tokens per second); plain counts (``steps``, ``count``, ``tokens``)
-have none. A ``None`` value means "not known", never zero.
-
-``summary.json`` is ``encode(summary)``: msgspec's JSON with keys sorted, NaN and
-infinities as null. ``load_summary`` reads it back (schema version 2, and the
-untyped version 1 files of xpu_profiler 0.1).
-
-The sections named "reserved" are empty until the analysis that fills them
-exists (device-side step timeline and idle breakdown, collectives, findings,
-diffs); they are typed now so that every exporter can rely on their shape.
-"""
+"""The Summary's sections as msgspec structs: typed fields, units in their names."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
-import numpy as np
 
 SCHEMA = "xpu_profiler.summary"
 SCHEMA_VERSION = 2
@@ -325,72 +307,3 @@ class Summary(_Struct):
     comm: Comm = msgspec.field(default_factory=Comm)
     findings: list[Finding] = []
     diff: Optional[Diff] = None
-
-
-# -- encoding -------------------------------------------------------------------------------
-
-def _enc_hook(obj: Any) -> Any:
-    """numpy values that reached a free-form dict (run metadata) become plain JSON."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
-
-
-_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook, order="sorted")
-
-
-def encode(summary: Summary, indent: int = 1) -> bytes:
-    """``summary.json``: sorted keys, NaN/inf as null, UTF-8."""
-    data = _ENCODER.encode(summary)
-    return msgspec.json.format(data, indent=indent) if indent else data
-
-
-def to_builtins(summary: Summary) -> dict[str, Any]:
-    """The summary as plain dicts and lists (what ``summary.json`` holds)."""
-    return msgspec.json.decode(_ENCODER.encode(summary))
-
-
-def load_summary(path: str | Path) -> Summary:
-    """Read a ``summary.json`` back: schema version 2, or a version 1 file."""
-    data = Path(path).read_bytes()
-    try:
-        doc = msgspec.json.decode(data)
-    except msgspec.DecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: not an xpu_profiler summary")
-    version = doc.get("schema_version")
-    if version == 1:
-        doc = _from_v1(doc)
-    elif version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: summary schema version {version} is not supported "
-                         f"(this xpu_profiler reads 1 and {SCHEMA_VERSION})")
-    try:
-        return msgspec.convert(doc, Summary)
-    except msgspec.ValidationError as e:
-        raise ValueError(f"{path}: not a valid summary ({e})") from None
-
-
-_RUN_FIELDS = set(Run.__struct_fields__) - {"extra"}
-_SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
-
-
-def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 (untyped dicts) → the version 2 layout."""
-    doc = dict(doc, schema_version=SCHEMA_VERSION)
-    run = dict(doc.get("run") or {})
-    sources = [{**{k: v for k, v in s.items() if k in _SOURCE_FIELDS},
-                "details": {k: v for k, v in s.items() if k not in _SOURCE_FIELDS}}
-               for s in run.get("sources") or [] if isinstance(s, dict)]
-    doc["run"] = {**{k: v for k, v in run.items() if k in _RUN_FIELDS}, "sources": sources,
-                  "extra": {k: v for k, v in run.items() if k not in _RUN_FIELDS}}
-    doc["fused_ops"] = [{**{k: v for k, v in f.items() if k not in ("by_phase", "per_token_ns")},
-                         "time_ns_by_phase": f.get("by_phase") or {},
-                         "per_token_ns_by_phase": f.get("per_token_ns") or {}}
-                        for f in doc.get("fused_ops") or []]
-    doc["steps"] = doc.get("steps") or {}
-    doc["throughput"] = {k: v for k, v in (doc.get("throughput") or {}).items()
-                         if k in Throughput.__struct_fields__}
-    return doc
