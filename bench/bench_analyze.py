@@ -263,7 +263,7 @@ def check_kernel_total(summary: dict, src: str, expected_ns: int) -> tuple:
 
 
 def extra_checks(summary: dict, exp: dict) -> list:
-    """Further ground-truth comparisons against summary.json (schema_version 1); n/a when absent."""
+    """Further ground-truth comparisons against summary.json (schema_version 2); n/a when absent."""
     out = []
 
     def cmp(what, got, want):
@@ -282,12 +282,12 @@ def extra_checks(summary: dict, exp: dict) -> list:
         cmp("steps by phase", None, exp["steps_by_phase"])
     cmp("device busy ns", totals.get("device_busy_ns"), exp["device_busy_ns"])
     fused = summary.get("fused_ops")
-    if isinstance(fused, list) and all(isinstance(f, dict) and "by_phase" in f for f in fused):
+    if isinstance(fused, list) and all(isinstance(f, dict) and "time_ns_by_phase" in f for f in fused):
         got = {}
         for f in fused:
             if f.get("fused_op") in ("memcpy", "memset"):
                 continue
-            for k, v in f["by_phase"].items():
+            for k, v in f["time_ns_by_phase"].items():
                 got[k] = got.get(k, 0) + v
         want = exp["kernel_dur_ns_by_phase"]
         cmp("kernel ns by phase", {k: got.get(k, 0) for k in want}, want)

@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from report_helpers import Browser, chromium_missing
-    from xpu_profiler.aggregator import summarize
-    from xpu_profiler.exporters import html_report
+    from xpu_profiler.analysis import summarize
+    from xpu_profiler.exporters import html as html_report
     from xpu_profiler.readers import load
 
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         profile = load([trace])
         summary = summarize(profile)
         t1 = time.perf_counter()
-        report = html_report.build_report(summary, profile)
+        report = html_report.build_report(summary)
         html = html_report.render(report)
         t2 = time.perf_counter()
         out = args.output or Path(tmp) / "report.html"

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from xpu_profiler import summary as summary_codec
+
 PROMPT_LENS = [33, 20, 41, 13, 27, 40, 18, 44]
 OUTPUT_LEN = 8
 MAX_NUM_BATCHED_TOKENS = 64
@@ -69,7 +71,7 @@ def main(out: str, model_name: str) -> int:
         outs = llm.generate(prompts(3), params, use_tqdm=False)
         t1 = time.time_ns()
     prof2.profile.save(out_dir / "standard.npz")
-    (out_dir / "standard.summary.json").write_text(json.dumps(prof2.summary(), default=str))
+    (out_dir / "standard.summary.json").write_text(summary_codec.encode(prof2.summary()).decode())
     truth["standard"] = {"output_tokens": [len(o.outputs[0].token_ids) for o in outs], "t0": t0, "t1": t1}
     (out_dir / "truth.json").write_text(json.dumps(truth, indent=1))
     return 0

@@ -1,5 +1,6 @@
-"""Shared by the report tests and bench/bench_report.py: a hand-built summary with
-known numbers, and a headless Chromium that opens a report and says what it saw."""
+"""Shared by the report tests and bench/bench_report.py: small Profiles with known numbers,
+built with the real data model and summarized by the real analysis, and a headless
+Chromium that opens a report and says what it saw."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from xpu_profiler import analysis
+from xpu_profiler.devices import SPECS
+from xpu_profiler.profile import (COUNTER_SCHEMA, EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_MEMCPY, K_RUNTIME, P_DECODE,
+                                  P_PREFILL, REQUEST_SCHEMA, STEP_SCHEMA, Profile, Table)
+from xpu_profiler.summary import Summary
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "artifacts"
@@ -27,112 +36,156 @@ HOSTILE_NAMES = [
 ]
 
 
-def sample_summary() -> dict[str, Any]:
-    """A two-rank run with prefill and decode steps, memory series and throughput."""
-    n = 12
-    phases = ["prefill"] * 3 + ["decode"] * 9
-    wall = [4_000_000, 4_200_000, 3_800_000] + [1_000_000 + 10_000 * i for i in range(9)]
-    busy = [3_000_000, 3_100_000, 2_900_000] + [700_000] * 9
-    steps: dict[str, list] = {k: [] for k in ("rank", "step_id", "phase", "start_ns", "wall_ns", "busy_ns", "idle_ns",
-                                              "prefill_tokens", "decode_tokens", "running", "waiting", "kv_usage")}
-    for rank in (0, 1):
-        t = 0
-        for i in range(n):
-            steps["rank"].append(rank)
-            steps["step_id"].append(i)
-            steps["phase"].append(phases[i])
-            steps["start_ns"].append(t)
-            steps["wall_ns"].append(wall[i])
-            steps["busy_ns"].append(busy[i])
-            steps["idle_ns"].append(wall[i] - busy[i])
-            steps["prefill_tokens"].append(128 if phases[i] == "prefill" else 0)
-            steps["decode_tokens"].append(8 if phases[i] == "decode" else 0)
-            steps["running"].append(8)
-            steps["waiting"].append(max(0, 5 - i))
-            steps["kv_usage"].append(0.05 * (i + 1))
-            t += wall[i] + 50_000
-    total = 10_000_000
-    return {
-        "schema": "xpu_profiler.summary", "schema_version": 1,
-        "run": {"model": "tiny-llama", "device": "kunlun_p800",
-                "versions": {"vllm": "0.32.0", "torch": "2.13.0"},
-                "engine": {"tensor_parallel_size": 2, "max_num_seqs": 8, "enforce_eager": True},
-                "workload": {"prompts": 8, "input_len": 128, "output_len": 9},
-                "detail_level": "kernels", "metrics": ["time", "memory"], "started_at": "2026-01-01T00:00:00Z",
-                "host": "node-1", "sources": [{"path": "trace/rank-0.json.gz", "format": "kineto"}],
-                "has_timeline": True, "incomplete": False},
-        "basis": "device",
-        "totals": {"op_time_ns": total, "device_kernel_ns": total, "device_busy_ns": 17_400_000,
-                   "host_op_ns": 0, "wall_ns": 21_090_000, "events": 5000, "steps": 24, "ranks": 2,
-                   "other_share": 0.05},
-        "fused_ops": [
-            {"fused_op": "attention", "time_ns": 4_000_000, "count": 240, "share": 0.4,
-             "by_phase": {"prefill": 2_500_000, "decode": 1_500_000, "mixed": 0, "unknown": 0},
-             "per_token_ns": {"prefill": 2_500_000 / 384, "decode": 1_500_000 / 72}},
-            {"fused_op": "gemm", "time_ns": 3_500_000, "count": 480, "share": 0.35,
-             "by_phase": {"prefill": 2_000_000, "decode": 1_500_000, "mixed": 0, "unknown": 0},
-             "per_token_ns": {"prefill": 2_000_000 / 384, "decode": 1_500_000 / 72}},
-            {"fused_op": "rms_norm", "time_ns": 2_000_000, "count": 240, "share": 0.2,
-             "by_phase": {"prefill": 1_000_000, "decode": 1_000_000, "mixed": 0, "unknown": 0},
-             "per_token_ns": {"prefill": 1_000_000 / 384, "decode": 1_000_000 / 72}},
-            {"fused_op": "other", "time_ns": 500_000, "count": 60, "share": 0.05,
-             "by_phase": {"prefill": 200_000, "decode": 100_000, "mixed": 0, "unknown": 200_000},
-             "per_token_ns": {"prefill": None, "decode": None}},
-        ],
-        "phases": [
-            {"phase": "decode", "steps": 18, "time_ns": 4_100_000, "wall_ns": 18_720_000, "tokens": 72,
-             "per_token_ns": 4_100_000 / 72, "step_p50_ns": 1_040_000, "step_p99_ns": 1_080_000},
-            {"phase": "prefill", "steps": 6, "time_ns": 5_700_000, "wall_ns": 24_000_000, "tokens": 384,
-             "per_token_ns": 5_700_000 / 384, "step_p50_ns": 4_000_000, "step_p99_ns": 4_196_000},
-        ],
-        "top_kernels": [
-            {"name": "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::half_t>, "
-                     "false, false>(Flash_fwd_params)", "fused_op": "attention", "kind": "kernel",
-             "count": 120, "time_ns": 2_500_000, "mean_ns": 2_500_000 / 120, "share": 0.25},
-            {"name": "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn", "fused_op": "gemm",
-             "kind": "kernel", "count": 480, "time_ns": 3_500_000, "mean_ns": 3_500_000 / 480, "share": 0.35},
-            {"name": "rms_norm_kernel", "fused_op": "rms_norm", "kind": "kernel", "count": 240,
-             "time_ns": 2_000_000, "mean_ns": 2_000_000 / 240, "share": 0.2},
-            {"name": "paged_attention_v2_kernel", "fused_op": "attention", "kind": "kernel", "count": 120,
-             "time_ns": 1_500_000, "mean_ns": 12_500, "share": 0.15},
-            {"name": "Memcpy HtoD (Pageable -> Device)", "fused_op": "other", "kind": "memcpy", "count": 60,
-             "time_ns": 500_000, "mean_ns": 500_000 / 60, "share": 0.05},
-        ],
-        "steps": steps,
-        "ranks": [{"rank": 0, "op_time_ns": 5_200_000, "device_kernel_ns": 5_200_000, "wall_ns": 21_040_000,
-                   "steps": 12, "busy_share": 0.83},
-                  {"rank": 1, "op_time_ns": 4_800_000, "device_kernel_ns": 4_800_000, "wall_ns": 21_090_000,
-                   "steps": 12, "busy_share": 0.81}],
-        "memory": {"series": [
-            {"rank": 0, "name": "device_allocated_bytes", "t_ns": [0, 5_000_000, 10_000_000, 20_000_000],
-             "value": [1 * 2**30, 3 * 2**30, 3.5 * 2**30, 3.25 * 2**30]},
-            {"rank": 0, "name": "device_reserved_bytes", "t_ns": [0, 5_000_000, 20_000_000],
-             "value": [2 * 2**30, 4 * 2**30, 4 * 2**30]},
-            {"rank": 0, "name": "kv_cache_usage", "t_ns": [0, 10_000_000, 20_000_000], "value": [0.0, 0.3, 0.6]},
-        ], "peak": {"device_allocated_bytes": 3.5 * 2**30, "device_reserved_bytes": 4 * 2**30,
-                    "kv_cache_usage": 0.6}},
-        "throughput": {"prefill_tokens": 384, "decode_tokens": 72, "duration_ns": 21_090_000,
-                       "prefill_tok_s": 384 / 0.02109, "decode_tok_s": 72 / 0.02109, "output_tok_s": 80 / 0.02109,
-                       "requests": 8, "ttft_ns": {"p50": 4_000_000, "p99": 12_000_000, "mean": 6_000_000},
-                       "tpot_ns": {"p50": 1_050_000, "p99": 1_100_000, "mean": 1_060_000},
-                       "e2e_ns": {"p50": 13_000_000, "p99": 21_000_000, "mean": 15_000_000}},
-        "device": {"name": "Kunlun P800", "peak_flops": 345e12, "mem_bw_bytes_s": 2.9e12,
-                   "mem_bytes": 96 * 2**30, "mfu": 0.012},
-        "warnings": ["rank 1: 3 kernels outside every step"],
-    }
+# -- synthetic profiles, built with the real data model --------------------------
+
+BASE_NS = 1_796_213_332_119_054_613  # 2026-12-02 12:08:52 UTC
+PREFILL_STEPS, DECODE_STEPS = 3, 9
+PREFILL_TOKENS, DECODE_TOKENS = 128, 8   # per step
+PREFILL_WALL = [4_000_000, 4_200_000, 3_800_000]
+DECODE_WALL = [1_000_000 + 10_000 * i for i in range(DECODE_STEPS)]
+STEP_GAP = 50_000
+RANK_SCALE = {0: 1.0, 1: 0.9}            # rank 1's kernels run 10% shorter
+REQUESTS, OUTPUT_LEN = 8, 1 + DECODE_STEPS
+
+#: (name, kind, ns in a prefill step, ns in a decode step, fused op the taxonomy gives it)
+KERNELS = [
+    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::half_t>, "
+     "false, false>(Flash_fwd_params)", K_KERNEL, 600_000, 50_000, "attention"),
+    ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn", K_KERNEL, 1_500_000, 200_000, "gemm"),
+    ("rms_norm_kernel", K_KERNEL, 300_000, 60_000, "norm"),
+    ("paged_attention_v2_kernel", K_KERNEL, 0, 100_000, "attention"),
+    ("Memcpy HtoD (Pageable -> Device)", K_MEMCPY, 100_000, 20_000, "memcpy"),
+    ("mystery_kernel_v3", K_KERNEL, 50_000, 10_000, "other"),
+]
+LAUNCH_AT, KERNELS_AT = 10_000, 100_000  # offsets into the step
 
 
-def hostile_summary() -> dict[str, Any]:
-    """sample_summary() with kernel, fused-op, model and warning text that tries to inject code."""
-    s = sample_summary()
-    for k, name in zip(s["top_kernels"], HOSTILE_NAMES):
-        k["name"] = name
-    s["fused_ops"][2]["fused_op"] = HOSTILE_NAMES[1]
-    s["top_kernels"][2]["fused_op"] = HOSTILE_NAMES[1]
-    s["run"]["model"] = HOSTILE_NAMES[3]
-    s["run"]["engine"][HOSTILE_NAMES[2]] = HOSTILE_NAMES[0]
-    s["warnings"].append(HOSTILE_NAMES[0])
-    return s
+def kernel_ns(name: str, phase: str, rank: int) -> int:
+    """The duration one kernel of KERNELS gets in one step of that phase on that rank."""
+    k = next(k for k in KERNELS if k[0] == name)
+    return int((k[2] if phase == "prefill" else k[3]) * RANK_SCALE[rank])
+
+
+def step_plan() -> list[tuple[str, int, int]]:
+    """(phase, start ns, wall ns) of every step, as each rank runs them."""
+    out, t = [], 0
+    for phase, wall in [("prefill", w) for w in PREFILL_WALL] + [("decode", w) for w in DECODE_WALL]:
+        out.append((phase, t, wall))
+        t += wall + STEP_GAP
+    return out
+
+
+def sample_profile(kernel_names: dict[str, str] | None = None, ranks: tuple[int, ...] = (0, 1)) -> Profile:
+    """A tensor-parallel run as a live session records it: engine steps per rank (3 prefill,
+    9 decode) with tokens, requests and KV usage; each step launches KERNELS through runtime
+    calls (correlation ids); device memory and KV-cache counters; 8 requests; an H100 spec.
+    ``kernel_names`` renames kernels (to test what a trace's names can do)."""
+    rename = kernel_names or {}
+    prof = Profile(base_ns=BASE_NS)
+    st = prof.strings
+    plan = step_plan()
+    ev: dict[str, list] = {k: [] for k in ("name", "kind", "start", "dur", "rank", "device", "track", "corr")}
+    steps: dict[str, list] = {k: [] for k in ("rank", "step_id", "name", "start", "dur", "phase", "prefill_tokens",
+                                              "decode_tokens", "prefill_reqs", "decode_reqs", "running", "waiting",
+                                              "kv_usage")}
+    corr = 1
+    for rank in ranks:
+        for i, (phase, t0, wall) in enumerate(plan):
+            pre = phase == "prefill"
+            pt, dt = (PREFILL_TOKENS, 0) if pre else (0, DECODE_TOKENS)
+            for col, v in (("rank", rank), ("step_id", i), ("start", t0), ("dur", wall),
+                           ("phase", P_PREFILL if pre else P_DECODE), ("prefill_tokens", pt), ("decode_tokens", dt),
+                           ("prefill_reqs", 1 if pre else 0), ("decode_reqs", 0 if pre else REQUESTS),
+                           ("running", REQUESTS), ("waiting", max(0, 5 - i)), ("kv_usage", 0.05 * (i + 1)),
+                           ("name", st.intern(f"execute_context_{int(pre)}({pt})_generation_{0 if pre else REQUESTS}({dt})"))):
+                steps[col].append(v)
+            k_start = t0 + KERNELS_AT
+            for j, (name, kind, _, _, _) in enumerate(KERNELS):
+                d = kernel_ns(name, phase, rank)
+                if not d:
+                    continue
+                for col, v in (("name", st.intern("cudaLaunchKernel")), ("kind", K_RUNTIME),
+                               ("start", t0 + LAUNCH_AT * (j + 1)), ("dur", 5_000), ("rank", rank), ("device", -1),
+                               ("track", 1), ("corr", corr)):
+                    ev[col].append(v)
+                for col, v in (("name", st.intern(rename.get(name, name))), ("kind", kind), ("start", k_start),
+                               ("dur", d), ("rank", rank), ("device", 0), ("track", 7), ("corr", corr)):
+                    ev[col].append(v)
+                k_start += d
+                corr += 1
+    prof.events = Table(EVENT_SCHEMA, ev)
+    prof.steps = Table(STEP_SCHEMA, steps)
+    end = plan[-1][1] + plan[-1][2]
+    counters = {"rank": [], "name": [], "t": [], "value": []}
+    for name, points in (("device_allocated_bytes", [(0, 1 * 2**30), (5_000_000, 3 * 2**30),
+                                                     (10_000_000, 3.5 * 2**30), (end, 3.25 * 2**30)]),
+                         ("device_reserved_bytes", [(0, 2 * 2**30), (5_000_000, 4 * 2**30), (end, 4 * 2**30)]),
+                         ("kv_cache_usage", [(0, 0.0), (10_000_000, 0.3), (end, 0.6)])):
+        for t, v in points:
+            for col, x in (("rank", 0), ("name", st.intern(name)), ("t", t), ("value", v)):
+                counters[col].append(x)
+    prof.counters = Table(COUNTER_SCHEMA, counters)
+    prefill_end = [t0 + w for phase, t0, w in plan if phase == "prefill"]
+    prof.requests = Table(REQUEST_SCHEMA, {
+        "rank": [0] * REQUESTS, "req": [st.intern(f"req-{i}") for i in range(REQUESTS)],
+        "arrival": [i * 10_000 for i in range(REQUESTS)],
+        "first_token": [prefill_end[i % PREFILL_STEPS] for i in range(REQUESTS)],
+        "finish": [end] * REQUESTS, "prompt_len": [PREFILL_TOKENS] * REQUESTS,
+        "output_len": [OUTPUT_LEN] * REQUESTS})
+    prof.run.update({
+        "model": "tiny-llama", "device": "cuda", "device_name": "NVIDIA H100",
+        "device_spec": SPECS["cuda:H100"].to_json(),
+        "versions": {"vllm": "0.32.0", "torch": "2.13.0"},
+        "engine": {"dtype": "bfloat16", "tensor_parallel_size": len(ranks), "max_num_seqs": REQUESTS,
+                   "enforce_eager": True},
+        "workload": {"num_prompts": REQUESTS, "input_len": PREFILL_TOKENS, "output_len": OUTPUT_LEN},
+        "detail_level": "standard", "metrics": ["execution_time", "memory_usage", "throughput"],
+        "start_time_ns": BASE_NS, "host": "node-1", "incomplete": False, "step_source": "xpu_profiler_hooks",
+        "sources": [{"path": "records/worker-0.records.jsonl", "format": "live"}],
+    })
+    prof.warn("rank 1: 3 odd events skipped")
+    return prof
+
+
+def live_cpu_profile() -> Profile:
+    """A live CPU run: top-level host ops instead of kernels (vLLM's CPU build), host RSS per
+    process, KV usage and token-rate counters, the nominal CPU spec, interrupted."""
+    prof = sample_profile(ranks=(0,))
+    ev = prof.events
+    dev = ev["kind"] != K_RUNTIME
+    ev["kind"] = np.where(dev, K_CPU_OP, ev["kind"]).astype(np.int8)
+    ev["device"] = np.full(len(ev), -1)
+    ev["name"] = np.where(dev, prof.strings.intern("aten::linear"), ev["name"]).astype(np.int32)
+    st = prof.strings
+    c = {"rank": [], "name": [], "t": [], "value": []}
+    for name, points in (("host_rss_bytes.worker", [(0, 2**30), (10, 2**31)]),
+                         ("host_rss_bytes.engine_core", [(0, 2**29), (10, 2**30)]),
+                         ("kv_cache_usage", [(0, 0.0), (10, 0.002)]),
+                         ("decode_tokens_per_s", [(5, 500.0), (10, 600.0)])):
+        for t, v in points:
+            for col, x in (("rank", 0), ("name", st.intern(name)), ("t", t), ("value", v)):
+                c[col].append(x)
+    prof.counters = Table(COUNTER_SCHEMA, c)
+    prof.run.update(device="cpu", device_name="AMD EPYC", device_spec=SPECS["cpu"].to_json(),
+                    engine={"dtype": "bfloat16"}, incomplete=True, incomplete_reason="interrupted (Ctrl-C)")
+    return prof
+
+
+def summarize(profile: Profile) -> Summary:
+    return analysis.summarize(profile)
+
+
+def sample_summary() -> Summary:
+    return summarize(sample_profile())
+
+
+def hostile_summary() -> Summary:
+    """sample_profile() with kernel, model, engine and warning text that tries to inject code."""
+    prof = sample_profile(kernel_names={k[0]: name for k, name in zip(KERNELS, HOSTILE_NAMES)})
+    prof.run["model"] = HOSTILE_NAMES[3]
+    prof.run["engine"][HOSTILE_NAMES[2]] = HOSTILE_NAMES[0]
+    prof.warn(HOSTILE_NAMES[0])
+    return summarize(prof)
 
 
 def write_kineto_trace(path: Path, kernel_names: list[str]) -> Path:

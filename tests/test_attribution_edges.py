@@ -44,12 +44,12 @@ def test_tensor_parallel_ranks_do_not_multiply_tokens(tmp_path: Path) -> None:
     write(tmp_path / "tp" / "b.pt.trace.json", step_trace(rank=1))
     _, s2 = analyze([tmp_path / "tp"])
     _, s1 = analyze([tmp_path / "tp" / "a.pt.trace.json"])
-    assert s2["totals"]["prefill_tokens"] == s1["totals"]["prefill_tokens"] == 100
-    assert s2["totals"]["decode_tokens"] == 4
-    assert s2["throughput"]["prefill_tok_s"] == pytest.approx(s1["throughput"]["prefill_tok_s"])
-    assert s2["throughput"]["prefill_tok_s"] == pytest.approx(100 / 2000e-6)
-    assert [r["rank"] for r in s2["ranks"]] == [0, 1]
-    assert s2["totals"]["steps"] == 4  # one step row per rank
+    assert s2.totals.prefill_tokens == s1.totals.prefill_tokens == 100
+    assert s2.totals.decode_tokens == 4
+    assert s2.throughput.prefill_tok_s == pytest.approx(s1.throughput.prefill_tok_s)
+    assert s2.throughput.prefill_tok_s == pytest.approx(100 / 2000e-6)
+    assert [r.rank for r in s2.ranks] == [0, 1]
+    assert s2.totals.steps == 4  # one step row per rank
 
 
 def test_device_work_spilling_into_the_next_step_is_busy_there(tmp_path: Path) -> None:
@@ -58,8 +58,8 @@ def test_device_work_spilling_into_the_next_step_is_busy_there(tmp_path: Path) -
     ev += launch(900, 1, 950, 450)    # launched in step 0, runs 950–1400
     ev += launch(1500, 2, 1500, 100)  # step 1's own kernel
     profile, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s["steps"]["busy_ns"] == [50_000, 500_000]
-    assert s["steps"]["idle_ns"] == [950_000, 500_000]
+    assert s.steps.busy_ns == [50_000, 500_000]
+    assert s.steps.idle_ns == [950_000, 500_000]
     # the spilled kernel still counts for the step that launched it
     assert profile.events["step"][profile.events["kind"] == 1].tolist() == [0, 1]
 
@@ -69,7 +69,7 @@ def test_nested_steps_outer_catches_what_inner_misses(tmp_path: Path) -> None:
           X("execute_context_0(0)_generation_2(2)", "user_annotation", 500, 500)]
     ev += launch(100, 1, 150, 100) + launch(600, 2, 650, 100) + launch(1500, 3, 1550, 100)
     profile, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s["totals"]["unstepped_share"] == 0
+    assert s.totals.unstepped_share == 0
     assert profile.events["step"][profile.events["kind"] == 1].tolist() == [0, 1, 0]
 
 
@@ -77,17 +77,36 @@ def test_device_busy_is_a_union_over_streams(tmp_path: Path) -> None:
     ev = [X("gemm_a", "kernel", 0, 500, pid=0, tid=7), X("gemm_b", "kernel", 0, 500, pid=0, tid=8),
           X("gemm_c", "kernel", 999, 1, pid=0, tid=7)]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s["totals"]["device_busy_ns"] == 501_000
-    assert s["totals"]["device_kernel_ns"] == 1_001_000
-    assert s["ranks"][0]["busy_share"] == pytest.approx(0.501)
+    assert s.totals.device_busy_ns == 501_000
+    assert s.totals.device_kernel_ns == 1_001_000
+    assert s.ranks[0].busy_share == pytest.approx(0.501)
 
 
-def test_detailed_step_annotation_tokens(tmp_path: Path) -> None:
-    name = "execute_120_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq1sk40sqsq1sqsk40)"
+@pytest.mark.parametrize("name, phase, tokens", [
+    ("execute_context_3(63)_generation_1(1)", "mixed", (63, 1)),
+    # detailed_trace_annotation, with the total in front (as vLLM 0.32 writes it)
+    ("execute_61_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq3sk40sqsq3sqsk40)", "mixed", (58, 3)),
+    # speculative decoding: 2 generation requests scheduling 4 tokens each
+    ("execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq8sk90sqsq32sqsk360)", "decode", (0, 8)),
+    # the detailed form without the leading total
+    ("execute_context_1(sq15sk15sqsq225sqsk225)_generation_0(sq0sk0sqsq0sqsk0)", "prefill", (15, 0)),
+    # older vLLM: request counts only
+    ("execute_new_2_cached_5", "mixed", (0, 0)),
+])
+def test_every_step_annotation_form(tmp_path: Path, name, phase, tokens) -> None:
     ev = [X(name, "user_annotation", 0, 100), X("aten::mm", "cpu_op", 1, 50)]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s["steps"]["phase"] == ["mixed"]
-    assert (s["steps"]["prefill_tokens"], s["steps"]["decode_tokens"]) == ([117], [3])
+    assert s.steps.phase == [phase]
+    assert (s.steps.prefill_tokens[0], s.steps.decode_tokens[0]) == tokens
+    assert s.run.step_source == "vllm_annotation"
+
+
+def test_steps_that_schedule_nothing_are_counted_not_kept(tmp_path: Path) -> None:
+    ev = [X("execute_context_0(0)_generation_0(0)", "user_annotation", 0, 100),
+          X("execute_context_0(0)_generation_2(2)", "user_annotation", 200, 100), X("aten::mm", "cpu_op", 210, 50)]
+    _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
+    assert s.steps.phase == ["decode"] and s.steps.step_id == [0]
+    assert s.run.extra["empty_steps"] == 1
 
 
 def test_rank_from_file_name_and_clashing_ranks(tmp_path: Path) -> None:
@@ -101,14 +120,14 @@ def test_rank_from_file_name_and_clashing_ranks(tmp_path: Path) -> None:
     write(tmp_path / "named" / "rank0.pt.trace.json", a)
     write(tmp_path / "named" / "rank1.pt.trace.json", b)
     profile, s = analyze([tmp_path / "named"])
-    assert [r["rank"] for r in s["ranks"]] == [0, 1]
-    assert not s["warnings"]
+    assert [r.rank for r in s.ranks] == [0, 1]
+    assert not s.warnings
     # no rank anywhere: the second file becomes another rank, with a warning, not a silent merge
     write(tmp_path / "anon" / "x.json", a)
     write(tmp_path / "anon" / "y.json", b)
     profile, s = analyze([tmp_path / "anon"])
-    assert [r["rank"] for r in s["ranks"]] == [0, 1]
-    assert any("rank 0 also comes from another file; shown as rank 1" in w for w in s["warnings"])
-    assert s["steps"]["busy_ns"] == [400_000] * 4  # correlation ids did not cross-link
+    assert [r.rank for r in s.ranks] == [0, 1]
+    assert any("rank 0 also comes from another file; shown as rank 1" in w for w in s.warnings)
+    assert s.steps.busy_ns == [400_000] * 4  # correlation ids did not cross-link
     out = export(profile, s, tmp_path / "out", ["perfetto"])
     assert validate_file(out["perfetto"]) == []

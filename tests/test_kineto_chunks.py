@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from xpu_profiler.profile import EVENT_SCHEMA, COUNTER_SCHEMA
-from xpu_profiler.readers import ReadOptions, kineto
+from xpu_profiler.readers import ReadOptions, kineto, read_bytes
+from xpu_profiler.readers.kineto import columns, decode, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-ns-resolution-rank0.pt.trace.json.gz"
 
 
-def whole(path: Path, monkeypatch) -> "kineto.Profile":
-    monkeypatch.setattr(kineto, "CHUNK_BYTES", 1 << 40)
+def whole(path: Path, monkeypatch):
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << 40)
     return kineto.read(path, ReadOptions())
 
 
@@ -34,10 +35,10 @@ def same(a, b) -> None:
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_chunks_equal_whole(workers: str, monkeypatch) -> None:
     expect = whole(REAL, monkeypatch)
-    monkeypatch.setattr(kineto, "CHUNK_BYTES", 256 << 10)
-    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv("XPU_PROFILER_WORKERS", workers)
-    spans = kineto._chunks(memoryview(kineto._top_level(REAL, kineto.read_bytes(REAL))[1]), 256 << 10)
+    spans = decode.chunks(memoryview(decode.top_level(REAL, read_bytes(REAL))[1]), 256 << 10)
     assert len(spans) > 20
     same(kineto.read(REAL, ReadOptions()), expect)
 
@@ -54,10 +55,10 @@ def test_cut_inside_nested_args_falls_back(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1))
     expect = whole(path, monkeypatch)
-    monkeypatch.setattr(kineto, "CHUNK_BYTES", 97)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 97)
     calls = []
-    real_whole = kineto._decode_whole
-    monkeypatch.setattr(kineto, "_decode_whole", lambda *a: calls.append(1) or real_whole(*a))
+    real_whole = kineto.decode_whole
+    monkeypatch.setattr(kineto, "decode_whole", lambda *a: calls.append(1) or real_whole(*a))
     got = kineto.read(path, ReadOptions())
     assert calls == [1]  # the chunked pass failed and the whole decode took over
     same(got, expect)
@@ -67,10 +68,10 @@ def test_cut_inside_nested_args_falls_back(tmp_path: Path, monkeypatch) -> None:
 @pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
 def test_tagged_schema_equals_plain_schema() -> None:
     """The fast phase-tagged decode and the plain one give the same columns."""
-    raw = kineto._top_level_exact(REAL, kineto.read_bytes(REAL))[1]
-    fast = kineto._columns(REAL, kineto._TAGGED_DECODER.decode(raw))
-    plain = kineto._columns(REAL, kineto._EVENTS_DECODER.decode(raw))
-    assert type(kineto._TAGGED_DECODER.decode(raw)[0]) is not kineto.Event
+    raw = decode.top_level_exact(REAL, read_bytes(REAL))[1]
+    fast = columns.columns(REAL, schema.TAGGED_DECODER.decode(raw))
+    plain = columns.columns(REAL, schema.EVENTS_DECODER.decode(raw))
+    assert type(schema.TAGGED_DECODER.decode(raw)[0]) is not schema.Event
     for field in fast.__struct_fields__:
         a, b = getattr(fast, field), getattr(plain, field)
         if isinstance(a, np.ndarray):
@@ -93,7 +94,7 @@ def test_unusual_phase_falls_back_to_plain_schema(tmp_path: Path) -> None:
                          ids=lambda p: p.name)
 def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     """The quick byte search lands on the same array a full parse finds (INFO arrays after it)."""
-    data = kineto.read_bytes(trace)
-    located = kineto._locate_events(data)
+    data = read_bytes(trace)
+    located = decode.locate_events(data)
     assert located is not None
-    assert bytes(located[1]) == bytes(kineto._top_level_exact(trace, data)[1])
+    assert bytes(located[1]) == bytes(decode.top_level_exact(trace, data)[1])

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xpu_profiler import kernel_names
 from xpu_profiler.errors import TraceError
 from xpu_profiler.profile import K_KERNEL, NO_TIME
 from xpu_profiler.readers import ReadOptions, expand, load
@@ -27,7 +28,7 @@ from xpu_profiler.readers import xpurt_log
 ROOT = Path(__file__).resolve().parents[1]
 
 # expected names below are demangled; libstdc++ or c++filt does that
-pytestmark = pytest.mark.skipif(xpurt_log._DEMANGLE is None and shutil.which("c++filt") is None,
+pytestmark = pytest.mark.skipif(kernel_names._DEMANGLE is None and shutil.which("c++filt") is None,
                                 reason="no C++ demangler on this machine")
 
 # mangled symbol → (name after demangling, fused op it belongs to)
@@ -296,8 +297,8 @@ def test_windows_line_ends_and_decimal_numbers(tmp_path):
 
 
 def test_names_stay_mangled_without_a_demangler(monkeypatch, tmp_path):
-    monkeypatch.setattr(xpurt_log, "_DEMANGLE", None)
-    monkeypatch.setattr(xpurt_log.shutil, "which", lambda name: None)
+    monkeypatch.setattr(kernel_names, "_DEMANGLE", None)
+    monkeypatch.setattr(kernel_names.shutil, "which", lambda name: None)
     p = tmp_path / "rank_0.log"
     p.write_text("[XPURT_PROF] _Z14kl3_all_reduceI7float16EvPT_i 2900 2000 ns\n")
     prof = xpurt_log.read(p, ReadOptions())

@@ -44,7 +44,7 @@ def test_tiny_glm_profiles_moe_and_attention(tmp_path):
     for name in ("moe", "attention", "gemm", "norm"):
         assert ops[name]["time_ns"] > 0 and ops[name]["count"] > 0, (name, ops.get(name))
     # the MoE time is spent in prefill and in decode steps alike
-    assert ops["moe"]["by_phase"]["prefill"] > 0 and ops["moe"]["by_phase"]["decode"] > 0
+    assert ops["moe"]["time_ns_by_phase"]["prefill"] > 0 and ops["moe"]["time_ns_by_phase"]["decode"] > 0
     assert s["throughput"]["decode_tokens"] == NUM_PROMPTS * (OUTPUT_LEN - 1)
     # GLM's layer structure: the fused-MoE op runs once per MoE layer per step (not in the dense
     # first layer), attention once per layer per step

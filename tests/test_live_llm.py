@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_VLLM, TESTS, vllm_env
-from xpu_profiler import aggregator
+from xpu_profiler import aggregate, analysis
 from xpu_profiler.profile import K_CPU_OP, K_KERNEL, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, Profile
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
@@ -127,7 +127,7 @@ def test_steps_have_times_and_scheduler_state(run_dir):
 
 def test_every_op_in_the_window_has_a_step_and_phase(run_dir):
     prof = Profile.load(run_dir / "standard.npz")
-    aggregator.attribute(prof)
+    aggregate.attribute(prof)
     ev = prof.events
     ops = np.isin(ev["kind"], [K_CPU_OP, K_KERNEL])
     assert ops.sum() > 1000
@@ -168,7 +168,6 @@ def test_memory_and_throughput_series(run_dir):
     assert req["output_len"].tolist() == [truth["output_len"]] * len(req)
     assert np.all(req["arrival"] <= req["first_token"])
     assert np.all(req["first_token"] < req["finish"])
-    s = aggregator.summarize(prof)
-    tp = s["throughput"]
-    assert tp["requests"] == len(req)
-    assert tp["ttft_ns"]["n"] == len(req) and tp["tpot_ns"]["n"] == len(req)
+    tp = analysis.summarize(prof).throughput
+    assert tp.requests == len(req)
+    assert tp.ttft_ns.n == len(req) and tp.tpot_ns.n == len(req)

@@ -111,10 +111,10 @@ def test_serve_records_steps(tmp_path):
     assert len(prof.requests) == len(lens)
     assert sorted(prof.requests["prompt_len"].tolist()) == sorted(lens)
     # the torch.profiler window: 4 steps of ops, each op inside one of those steps
-    from xpu_profiler import aggregator
+    from xpu_profiler import aggregate
     from xpu_profiler.profile import K_CPU_OP
 
-    aggregator.attribute(prof)
+    aggregate.attribute(prof)
     ev = prof.events
     ops = ev["kind"] == K_CPU_OP
     assert ops.sum() > 500

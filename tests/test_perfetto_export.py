@@ -125,8 +125,8 @@ def test_profile_bundle_roundtrip(tmp_path: Path) -> None:
     for col in EVENT_SCHEMA:
         assert np.array_equal(again.events[col], profile.events[col]), col
     assert again.strings.strings == profile.strings.strings
-    assert summary2["fused_ops"] == summary["fused_ops"]
-    assert summary2["steps"] == summary["steps"]
+    assert summary2.fused_ops == summary.fused_ops
+    assert summary2.steps == summary.steps
 
 
 def test_merge_aligns_time_bases() -> None:

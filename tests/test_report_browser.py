@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from report_helpers import (ARTIFACTS, HOSTILE_NAMES, REPO, Browser, PageResult, chromium_missing,
-                            hostile_summary, sample_summary, write_kineto_trace, write_xpurt_logs)
-from xpu_profiler import templates
-from xpu_profiler.exporters import html_report as hr
+from report_helpers import (ARTIFACTS, HOSTILE_NAMES, KERNELS, REPO, Browser, PageResult, chromium_missing,
+                            hostile_summary, live_cpu_profile, sample_summary, summarize, write_kineto_trace,
+                            write_xpurt_logs)
+from xpu_profiler import analysis
+from xpu_profiler.exporters import html
+from xpu_profiler.exporters.html.page import plotly_version
+from xpu_profiler.summary import Summary
 
 pytestmark = pytest.mark.browser
 
@@ -38,17 +41,13 @@ def assert_clean(res: PageResult, figures: int) -> None:
     assert res.plots_drawn == figures
 
 
-def summarize_files(*paths: Path) -> tuple[object, dict]:
-    from xpu_profiler.aggregator import summarize
-    from xpu_profiler.readers import load
-
-    profile = load(list(paths))
-    return profile, summarize(profile)
+def summarize_files(*paths: Path) -> tuple[object, Summary]:
+    return analysis.analyze(list(paths))
 
 
-def render(browser: Browser, tmp_path: Path, name: str, summary: dict, profile=None) -> PageResult:
-    html = hr.write(profile, summary, tmp_path / f"{name}.html")
-    res = browser.open(html, SHOTS / f"{name}.png")
+def render(browser: Browser, tmp_path: Path, name: str, summary: Summary, profile=None) -> PageResult:
+    out = html.write(profile, summary, tmp_path / f"{name}.html")
+    res = browser.open(out, SHOTS / f"{name}.png")
     assert (SHOTS / f"{name}.png").stat().st_size > 10_000
     return res
 
@@ -59,9 +58,20 @@ def test_sample_report(browser, tmp_path):
     # WHEN it is rendered and opened
     res = render(browser, tmp_path, "sample", summary)
     # THEN all six figures are drawn, cleanly
-    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert_clean(res, len(html.build_report(summary)["figures"]))
     assert res.figures_in_data == 6
     assert "Time by fused op" in res.text and "Top kernels" in res.text
+
+
+def test_live_cpu_run_report(browser, tmp_path):
+    # GIVEN a live CPU run: host ops, host memory per process, token rates, interrupted
+    summary = summarize(live_cpu_profile())
+    res = render(browser, tmp_path, "live-cpu", summary)
+    # THEN the rates chart joins the others and the page says what it could not cover
+    figures = html.build_report(summary)["figures"]
+    assert "rates" in figures and "memory" in figures
+    assert_clean(res, len(figures))
+    assert "Peak host RSS" in res.text and "incomplete" in res.text
 
 
 def _real_traces():
@@ -74,7 +84,7 @@ def _real_traces():
 def test_real_trace_report(browser, tmp_path, trace):
     profile, summary = summarize_files(trace)
     res = render(browser, tmp_path, "real-" + trace.name.split(".")[0], summary, profile)
-    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert_clean(res, len(html.build_report(summary)["figures"]))
     assert res.figures_in_data >= 1
 
 
@@ -85,7 +95,7 @@ def test_vllm_cpu_run_report(browser, tmp_path, vllm_profiler_trace):
     # WHEN it is rendered
     res = render(browser, tmp_path, "vllm-cpu", summary, profile)
     # THEN the step timeline and the phase split are there, and all figures are drawn
-    report = hr.build_report(summary)
+    report = html.build_report(summary)
     assert_clean(res, len(report["figures"]))
     assert "steps" in report["figures"] and report["phases"]["known"]
     assert "Prefill vs decode" in res.text
@@ -95,11 +105,11 @@ def test_kernel_names_from_a_trace_cannot_run_code(browser, tmp_path):
     # GIVEN a torch-profiler trace whose kernel names are HTML and script
     trace = write_kineto_trace(tmp_path / "hostile.pt.trace.json", HOSTILE_NAMES)
     profile, summary = summarize_files(trace)
-    assert {k["name"] for k in summary["top_kernels"]} == set(HOSTILE_NAMES)
+    assert {k.name for k in summary.top_kernels} == set(HOSTILE_NAMES)
     # WHEN the report is opened
     res = render(browser, tmp_path, "hostile-trace", summary, profile)
     # THEN nothing ran, no dialog opened, and every name is shown as plain text
-    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert_clean(res, len(html.build_report(summary)["figures"]))
     for name in HOSTILE_NAMES:
         assert name in res.text
 
@@ -109,30 +119,30 @@ def test_kernel_logs_without_timeline(browser, tmp_path):
     hostile = "</script><img/src=x/onerror=window.__pwned=6>"  # log names are single tokens
     logs = write_xpurt_logs(tmp_path / "logs", ["_ZN10xblas_xpu313fc_cdnn_inferIfEEvPKT_", hostile])
     profile, summary = summarize_files(logs)
-    report = hr.build_report(summary)
+    report = html.build_report(summary)
     # THEN there is no step timeline or memory chart to invent, the ranks are compared,
     # and the report says why the timeline is missing
     assert report["steps"] is None and report["memory"] is None and report["ranks"]
     res = render(browser, tmp_path, "xpurt-logs", summary, profile)
     assert_clean(res, len(report["figures"]))
     assert "no timeline" in res.text and hostile in res.text
-    assert {k["name"] for k in summary["top_kernels"]} == {"void xblas_xpu3::fc_cdnn_infer<float>", hostile}
+    assert {k.name for k in summary.top_kernels} == {"void xblas_xpu3::fc_cdnn_infer<float>", hostile}
 
 
 def test_untrusted_text_everywhere_stays_text(browser, tmp_path):
     # model name, engine keys, fused-op names and warnings too
     summary = hostile_summary()
     res = render(browser, tmp_path, "hostile-summary", summary)
-    assert_clean(res, len(hr.build_report(summary)["figures"]))
+    assert_clean(res, len(html.build_report(summary)["figures"]))
     for name in HOSTILE_NAMES:
         assert name in res.text
 
 
 def test_kernel_table_sorts_and_filters(browser, tmp_path):
-    html = hr.write(None, sample_summary(), tmp_path / "t.html")
+    out = html.write(None, sample_summary(), tmp_path / "t.html")
     page = browser.page()
     try:
-        page.goto(html.resolve().as_uri())
+        page.goto(out.resolve().as_uri())
         rows = page.evaluate("XPU_REPORT.kernels.rows")
 
         def visible(key: str) -> list:
@@ -155,7 +165,7 @@ def test_kernel_table_sorts_and_filters(browser, tmp_path):
         page.fill("#kernel-filter", "")
         page.select_option("#kernel-fused", "attention")
         assert sorted(visible("name")) == sorted(r["name"] for r in rows if r["fused_op"] == "attention")
-        assert page.inner_text("#kernel-count") == "2 of 5 shown"
+        assert page.inner_text("#kernel-count") == f"2 of {len(KERNELS)} shown"
         # the full name is on hover
         title = page.get_attribute("#kernel-table td.kname[title^='void flash']", "title")
         assert title == next(r["name"] for r in rows if r["name"].startswith("void flash"))
@@ -165,8 +175,8 @@ def test_kernel_table_sorts_and_filters(browser, tmp_path):
 
 def test_cdn_mode_is_seen_by_the_network_check(browser, tmp_path):
     # The request listener used above works: a CDN-linked report is caught asking the network.
-    html = hr.write(None, sample_summary(), tmp_path / "cdn.html", plotly="cdn")
-    res = browser.open(html)
-    assert res.requests == [f"https://cdn.plot.ly/plotly-{templates.plotly_version()}.min.js"]
+    out = html.write(None, sample_summary(), tmp_path / "cdn.html", plotly="cdn")
+    res = browser.open(out)
+    assert res.requests == [f"https://cdn.plot.ly/plotly-{plotly_version()}.min.js"]
     assert res.plots_drawn == 0
     assert "Charts need plotly.js" in res.text

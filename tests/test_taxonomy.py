@@ -107,9 +107,9 @@ def test_module_ranges_attribute_decomposed_ops(tmp_path: Path) -> None:
         X("aten::mul", "cpu_op", 75, 3),
     ]
     profile, summary = analyze([write_trace(tmp_path / "t.json", events)])
-    by = {f["fused_op"]: f["time_ns"] for f in summary["fused_ops"]}
+    by = {f.fused_op: f.time_ns for f in summary.fused_ops}
     assert by == {"norm": 12_000, "gemm": 12_000, "elementwise": 5_000, "activation": 6_000}
-    assert summary["totals"]["steps"] == 1 and summary["steps"]["phase"] == ["prefill"]
+    assert summary.totals.steps == 1 and summary.steps.phase == ["prefill"]
 
 
 def test_launch_chain_decides_kernel_fused_op(tmp_path: Path) -> None:
@@ -135,9 +135,9 @@ def test_launch_chain_decides_kernel_fused_op(tmp_path: Path) -> None:
     # launched inside the step (by correlation) although it ran after the launch returned
     assert step["void generic_kernel<float>"] == 0
     assert step["sm90_xmma_gemm_bf16"] == -1
-    assert summary["basis"] == "device"
-    assert summary["totals"]["device_kernel_ns"] == 60_000
-    assert summary["phases"][0]["phase"] == "decode"
+    assert summary.basis == "device"
+    assert summary.totals.device_kernel_ns == 60_000
+    assert summary.phases[0].phase == "decode"
 
 
 def test_user_taxonomy_file(tmp_path: Path) -> None:

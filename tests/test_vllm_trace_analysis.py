@@ -25,27 +25,27 @@ def test_steps_match_the_engine(analysed, vllm_profiler_trace):
     profile, summary = analysed
     t = vllm_profiler_trace
     ran = [s for s in t.steps if s["total"]]
-    assert summary["totals"]["steps"] == t.num_steps == len(ran)
-    assert summary["steps"]["phase"] == [s["phase"] for s in ran]
-    assert summary["steps"]["prefill_tokens"] == [s["prefill_tokens"] for s in ran]
-    assert summary["steps"]["decode_tokens"] == [s["decode_tokens"] for s in ran]
-    assert summary["totals"]["prefill_tokens"] == t.prefill_tokens
-    assert summary["totals"]["decode_tokens"] == t.decode_tokens
-    phases = {p["phase"]: p["steps"] for p in summary["phases"]}
+    assert summary.totals.steps == t.num_steps == len(ran)
+    assert summary.steps.phase == [s["phase"] for s in ran]
+    assert summary.steps.prefill_tokens == [s["prefill_tokens"] for s in ran]
+    assert summary.steps.decode_tokens == [s["decode_tokens"] for s in ran]
+    assert summary.totals.prefill_tokens == t.prefill_tokens
+    assert summary.totals.decode_tokens == t.decode_tokens
+    phases = {p.phase: p.steps for p in summary.phases}
     for name in ("prefill", "decode", "mixed"):
         assert phases[name] == t.phases[name] >= 1
 
 
 def test_other_share_small_and_fused_ops_found(analysed):
     _, summary = analysed
-    assert summary["basis"] == "host"  # vLLM's CPU build: no device kernels
-    assert summary["totals"]["other_share"] < 0.10
-    ops = {f["fused_op"]: f for f in summary["fused_ops"]}
+    assert summary.basis == "host"  # vLLM's CPU build: no device kernels
+    assert summary.totals.other_share < 0.10
+    ops = {f.fused_op: f for f in summary.fused_ops}
     for needed in ("gemm", "attention", "kv_cache", "rope", "activation", "embedding"):
-        assert ops[needed]["time_ns"] > 0, needed
+        assert ops[needed].time_ns > 0, needed
     # decode steps spend their time in the decode phase column, prefill ones in prefill
-    assert ops["gemm"]["by_phase"]["decode"] > 0 and ops["gemm"]["by_phase"]["prefill"] > 0
-    assert ops["attention"]["per_token_ns"]["prefill"] > 0
+    assert ops["gemm"].time_ns_by_phase["decode"] > 0 and ops["gemm"].time_ns_by_phase["prefill"] > 0
+    assert ops["attention"].per_token_ns_by_phase["prefill"] > 0
 
 
 def test_every_op_in_the_window_has_a_step_and_phase(analysed):
@@ -74,7 +74,7 @@ def test_cli_outputs_validate(vllm_profiler_trace, tmp_path):
     assert res.exit_code == 0, res.output
     assert validate_file(out / "trace.json.gz") == []
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema_version"] == 1
+    assert summary["schema_version"] == 2
     assert summary["totals"]["steps"] == vllm_profiler_trace.num_steps
     # the step track in the Perfetto trace is named by phase, with tokens in args
     import gzip

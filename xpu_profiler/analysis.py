@@ -1,7 +1,8 @@
 """The one path every entry point takes: inputs → Profile → Summary → outputs.
 
-A thin facade over stateless functions (readers.load, aggregator.summarize,
-exporters); the CLI, the Python API and live sessions all call these.
+A thin facade over stateless functions (readers.load, aggregate.attribute and
+aggregate.summarize, exporters); the CLI, the Python API and live sessions all
+call these and need nothing else.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregator, exporters
+from . import aggregate, exporters
 from .errors import XpuProfilerError
 from .profile import Profile
 from .readers import ReadOptions, load
+from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
 from .taxonomy import Taxonomy
 
 DEFAULT_FORMATS = ("perfetto", "json", "csv", "html")
@@ -22,11 +24,19 @@ FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused
 
 
 def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
-            options: ReadOptions | None = None, top: int = 50) -> tuple[Profile, dict]:
+            options: ReadOptions | None = None, top: int = 50) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary."""
     profile = load(paths, options)
-    aggregator.attribute(profile, taxonomy)
-    return profile, aggregator.summarize(profile, top=top)
+    aggregate.attribute(profile, taxonomy)
+    return profile, aggregate.summarize(profile, top=top)
+
+
+def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
+    """The Summary of a profile; attributes it first when it was not yet, or when a
+    taxonomy is given."""
+    if taxonomy is not None or not profile.run.get("attributed"):
+        aggregate.attribute(profile, taxonomy)
+    return aggregate.summarize(profile, top=top)
 
 
 def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
@@ -57,7 +67,7 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     return {f: output / FILE_NAMES[f] for f in formats}
 
 
-def export(profile: Profile, summary: dict, output: str | Path,
+def export(profile: Profile, summary: Summary, output: str | Path,
            formats: Sequence[str] = DEFAULT_FORMATS) -> dict[str, Path]:
     """Write every requested format; returns {format: path}."""
     known = exporters.registry()

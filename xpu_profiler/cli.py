@@ -14,7 +14,9 @@ PROGRESS_MIN_BYTES = 32 << 20  # show a progress bar for inputs larger than this
 
 
 def _fail(e: BaseException) -> None:
-    click.echo(f"xpu_profiler: error: {e}", err=True)
+    from .fmt import plain
+
+    click.echo(f"xpu_profiler: error: {plain(str(e))}", err=True)
     sys.exit(getattr(e, "exit_code", 2))
 
 
@@ -104,7 +106,7 @@ def main(ctx: click.Context, **options) -> None:
 def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
-    from . import analysis, terminal
+    from . import analysis, fmt, terminal
     from .readers import ReadOptions
     from .taxonomy import Taxonomy
 
@@ -127,11 +129,11 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None
         _fail(XpuProfilerError("out of memory while reading the input"))
     if not quiet:
         click.echo(terminal.render(summary, top=top))
-        for w in summary["warnings"]:
-            click.echo(f"warning: {w}", err=True)
+        for w in summary.warnings:
+            click.echo(f"warning: {fmt.plain(w)}", err=True)
         click.echo("")
-    for fmt, path in written.items():
-        click.echo(f"wrote {fmt:8s} {path}")
+    for kind, path in written.items():
+        click.echo(f"wrote {kind:8s} {path}")
     sys.stdout.flush()
 
 
@@ -155,8 +157,10 @@ def validate(trace: Path) -> None:
     except XpuProfilerError as e:
         _fail(e)
     if problems:
+        from .fmt import plain
+
         for p in problems[:50]:
-            click.echo(p)
+            click.echo(plain(p))
         if len(problems) > 50:
             click.echo(f"... and {len(problems) - 50} more")
         sys.exit(1)

@@ -330,9 +330,9 @@ class Profiler:
         if self.profile is None:
             raise XpuProfilerError("no profile yet: use the profiler as a context manager first")
         if self._summary is None:
-            from . import aggregator
+            from . import analysis
 
-            self._summary = aggregator.summarize(self.profile)
+            self._summary = analysis.summarize(self.profile)
         return self._summary
 
     def export(self, path: str | Path, formats: Sequence[str] | None = None) -> dict[str, Path]:
@@ -656,7 +656,7 @@ def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: 
     written = analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
     if not quiet:
         print(terminal.render(summary, top=10))
-        for w in summary.get("warnings", []):
+        for w in summary.warnings:
             print(f"warning: {w}", file=sys.stderr)
     for fmt, path in written.items():
         print(f"wrote {fmt:8s} {path}")

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from . import fmt
+from .summary import Summary
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
+NAME_WIDTH = 70
 
 
 def fmt_ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= div:
-            return f"{ns / div:.2f} {unit}"
-    return f"{ns:.0f} ns"
+    return fmt.ns(ns, fmt.TERMINAL)
+
+
+def _pct(share: float) -> str:
+    return fmt.pct(share, fmt.TERMINAL)
 
 
 def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
@@ -26,50 +26,50 @@ def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
-def _short(name: str, n: int = 70) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
+def _name(name: str) -> str:
+    """A name from a trace, clipped, with its control characters shown, not acted on."""
+    return fmt.clip(fmt.plain(name), NAME_WIDTH)
 
 
-def render(summary: dict[str, Any], top: int = 10) -> str:
+def render(summary: Summary, top: int = 10) -> str:
     out: list[str] = []
-    t = summary["totals"]
-    basis = "device kernel" if summary["basis"] == "device" else "host op (top-level)"
-    out.append(f"Op time ({basis}): {fmt_ns(t['op_time_ns'])} over {t['steps']} steps, "
-               f"{t['ranks']} rank(s), {t['events']:,} events; 'other' = {t['other_share'] * 100:.1f}%")
-    if not summary.get("has_timeline", True):
+    t = summary.totals
+    basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
+    out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} steps, "
+               f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
+    if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
-    phases = [p for p in PHASE_COLUMNS if any(f["by_phase"].get(p) for f in summary["fused_ops"])]
+    phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
     rows = []
-    for f in summary["fused_ops"]:
-        rows.append([f["fused_op"], fmt_ns(f["time_ns"]), f"{f['share'] * 100:.1f}%", f"{f['count']:,}"]
-                    + [fmt_ns(f["by_phase"].get(p, 0)) for p in phases])
+    for f in summary.fused_ops:
+        rows.append([f.fused_op, fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
+                    + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases])
     out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases, rows,
                                               "lrrr" + "r" * len(phases))
-    if summary["top_kernels"]:
-        rows = [[_short(k["name"]), k["fused_op"], fmt_ns(k["time_ns"]), f"{k['share'] * 100:.1f}%",
-                 f"{k['count']:,}", fmt_ns(k["mean_ns"])] for k in summary["top_kernels"][:top]]
-        label = "Top kernels" if summary["basis"] == "device" else "Top ops"
+    if summary.top_kernels:
+        rows = [[_name(k.name), k.fused_op, fmt_ns(k.time_ns), _pct(k.share),
+                 f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
+        label = "Top kernels" if summary.basis == "device" else "Top ops"
         out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
-    if summary["phases"] and t["steps"]:
-        rows = [[p["phase"], str(p["steps"]), f"{p['tokens']:,}", fmt_ns(p["step_p50_ns"]),
-                 fmt_ns(p["step_p99_ns"]), fmt_ns(p["per_token_ns"])] for p in summary["phases"] if p["steps"]]
+    if summary.phases and t.steps:
+        rows = [[p.phase, str(p.steps), f"{p.tokens:,}", fmt_ns(p.step_p50_ns),
+                 fmt_ns(p.step_p99_ns), fmt_ns(p.per_token_ns)] for p in summary.phases if p.steps]
         out += ["", "Steps by phase"] + _table(["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"],
                                                rows, "lrrrrr")
-        st = summary["steps"]
-        if st.get("wall_ns"):
-            wall, busy = sum(st["wall_ns"]), sum(st["busy_ns"])
-            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({busy / wall * 100 if wall else 0:.1f}%), "
+        st = summary.steps
+        if st.wall_ns:
+            wall, busy = sum(st.wall_ns), sum(st.busy_ns)
+            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
                        f"host overhead/idle {fmt_ns(max(wall - busy, 0))}")
-    tp = summary.get("throughput") or {}
-    if tp.get("duration_ns"):
-        parts = [f"prefill {tp.get('prefill_tok_s') or 0:,.1f} tok/s", f"decode {tp.get('decode_tok_s') or 0:,.1f} tok/s"]
-        if tp.get("ttft_ns", {}).get("p50") is not None:
-            parts.append(f"TTFT p50 {fmt_ns(tp['ttft_ns']['p50'])}")
-        if tp.get("tpot_ns", {}).get("p50") is not None:
-            parts.append(f"TPOT p50 {fmt_ns(tp['tpot_ns']['p50'])}")
+    tp = summary.throughput
+    if tp.duration_ns:
+        parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
+        if tp.ttft_ns is not None and tp.ttft_ns.p50 is not None:
+            parts.append(f"TTFT p50 {fmt_ns(tp.ttft_ns.p50)}")
+        if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:
+            parts.append(f"TPOT p50 {fmt_ns(tp.tpot_ns.p50)}")
         out += ["", "Throughput: " + ", ".join(parts)]
-    if len(summary["ranks"]) > 1:
-        rows = [[str(r["rank"]), fmt_ns(r["op_time_ns"]), fmt_ns(r["wall_ns"]), str(r["steps"])]
-                for r in summary["ranks"]]
+    if len(summary.ranks) > 1:
+        rows = [[str(r.rank), fmt_ns(r.op_time_ns), fmt_ns(r.wall_ns), str(r.steps)] for r in summary.ranks]
         out += ["", "Per rank"] + _table(["rank", "op time", "wall", "steps"], rows, "rrrr")
     return "\n".join(out)

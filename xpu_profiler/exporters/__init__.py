@@ -1,9 +1,9 @@
 """Exporters: one module per output format, one registry.
 
-Each exporter module exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
+Each exporter module (or package: ``html``) exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
 longest first) and ``write(profile, summary, path) -> Path``. ``summary`` is the
-plain-dict result of ``aggregator.summarize(profile)``; exporters never
-recompute the analysis.
+typed ``xpu_profiler.summary.Summary`` of the profile; exporters read it and never
+run or import the analysis.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from types import ModuleType
 
 
 def registry() -> dict[str, ModuleType]:
-    from . import chrome_trace, csv_table, html_report, summary_json
+    from . import chrome_trace, csv_table, html, summary_json
 
-    return {m.NAME: m for m in (chrome_trace, summary_json, csv_table, html_report)}
+    return {m.NAME: m for m in (chrome_trace, summary_json, csv_table, html)}
 
 
 def by_suffix(path: str | Path) -> ModuleType | None:

@@ -20,7 +20,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from ..aggregate.intervals import distinct_rows, lanes
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
+from ..summary import Summary
 from ..taxonomy import FUSED_OPS
 from ..validate import JS_SAFE
 
@@ -40,57 +42,9 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Lane per interval so that every lane holds only properly nested slices.
-
-    Fast path: a track of disjoint slices is one lane. Otherwise each slice goes to the
-    first lane whose innermost open slice holds it (or that has none open).
-    """
-    n = len(start)
-    lanes = np.zeros(n, np.int64)
-    if n < 2:
-        return lanes
-    order = np.lexsort((-end, start))
-    s, e = start[order], end[order]
-    prev_end = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], e[:-1])))
-    if (s >= prev_end).all():  # disjoint slices (a device stream, usually): one lane
-        return lanes
-    stacks: list[list[int]] = []
-    out = np.zeros(n, np.int64)
-    for k, (a, b) in enumerate(zip(s.tolist(), e.tolist())):
-        for li, st in enumerate(stacks):
-            while st and st[-1] <= a:
-                st.pop()
-            if (not st or b <= st[-1]) and len(st) < MAX_DEPTH:
-                st.append(b)
-                out[k] = li
-                break
-        else:
-            stacks.append([b])
-            out[k] = len(stacks) - 1
-    lanes[order] = out
-    return lanes
-
-
 def _us_text(ns: int) -> str:
     """Integer ns → µs text with exactly 3 decimals (no float rounding on the way)."""
     return f"{ns // 1000}.{ns % 1000:03d}"
-
-
-def _track_groups(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of integer columns (sorted) and each row's group index, via 1-D sorts."""
-    order = np.lexsort(cols[::-1])
-    sorted_cols = [c[order] for c in cols]
-    new = np.zeros(len(order), bool)
-    if len(order):
-        new[0] = True
-        for c in sorted_cols:
-            new[1:] |= c[1:] != c[:-1]
-    gid_sorted = np.cumsum(new) - 1
-    inv = np.empty(len(order), np.int64)
-    inv[order] = gid_sorted
-    first = order[new]
-    return np.stack([c[first] for c in cols], axis=1), inv
 
 
 def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
@@ -120,15 +74,15 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
     dur = ev["dur"][idx]
 
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
-    uniq, inv = _track_groups(rank, is_dev, device, track)
+    uniq, inv = distinct_rows(rank, is_dev, device, track)
     by_track = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[by_track], np.arange(len(uniq) + 1))
     tid = np.zeros(len(idx), np.int64)
     next_tid: dict[tuple[int, int], int] = {}
     for u, (r, dev, d, tr) in enumerate(uniq.tolist()):
         m = by_track[bounds[u]:bounds[u + 1]]
-        lanes = _lanes(start[m], start[m] + dur[m])
-        n_lanes = int(lanes.max()) + 1 if len(lanes) else 1
+        lane_of = lanes(start[m], start[m] + dur[m], MAX_DEPTH)
+        n_lanes = int(lane_of.max()) + 1 if len(lane_of) else 1
         base = (DEVICE_TID0 if dev else HOST_TID0) + next_tid.get((r, dev), 0)
         next_tid[(r, dev)] = next_tid.get((r, dev), 0) + n_lanes
         if dev:
@@ -136,7 +90,7 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
         else:
             tname = thread_names.get(str(r), {})
             label = next((v for k, v in tname.items() if k.endswith(f":{tr}")), None) or f"thread {tr}"
-        tid[m] = base + lanes
+        tid[m] = base + lane_of
         for lane in range(n_lanes):
             t = base + lane
             meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_name",
@@ -214,7 +168,7 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
     return meta, [texts[i] for i in order.tolist()]
 
 
-def to_bytes(profile: Profile, summary: dict | None = None) -> bytes:
+def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
     meta, texts = build(profile)
     head = {
         "displayTimeUnit": "ns",
@@ -233,7 +187,7 @@ def to_bytes(profile: Profile, summary: dict | None = None) -> bytes:
     return ('{"traceEvents":[\n' + ",\n".join(parts) + "\n]," + tail).encode("utf-8")
 
 
-def write(profile: Profile, summary: dict | None, path: str | Path) -> Path:
+def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
     path = Path(path)
     data = to_bytes(profile, summary)
     if path.name.endswith(".gz"):

@@ -50,21 +50,17 @@ from ..profile import (
     Profile,
     Table,
 )
-from . import ReadOptions, rank_from_name, read_bytes
-from .xpurt_log import demangle_names
+from . import ReadOptions, has_kineto_markers, is_chrome_json, read_bytes, resolve_rank
+from ..kernel_names import demangle_names
 
 NAME = "xprofiler"
 
 SETTINGS_NAME = "xprofiler.settings.json"
 
-# Kineto writes these near the top of every trace; XProfiler does not claim such files.
-_KINETO_MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"',
-                   b'"cpu_op"', b'"baseTimeNanoseconds"', b'"python_function"', b'"cuda_runtime"')
 # Names and categories specific to the Kunlun runtime / XProfiler.
 _XPU_MARKERS = re.compile(
     rb'"(?:xpu_launch[a-z_]*|xpu_wait|xpu_memcpy[a-z_]*|xpu_malloc|xpu_free|xpurt[a-z_]*|'
     rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"')
-_CHROME = re.compile(rb'"(traceEvents|ph)"\s*:')
 
 # category (lower case) → kind
 CATEGORY_KINDS = {
@@ -92,12 +88,8 @@ def _is_settings(path: Path, head: bytes) -> bool:
 def sniff(path: Path, head: bytes) -> bool:
     if _is_settings(path, head):
         return True
-    h = head.lstrip()
-    if not (h.startswith(b"{") or h.startswith(b"[")):
-        return False
-    if any(m in head for m in _KINETO_MARKERS):
-        return False
-    if not _CHROME.search(head):
+    # Kineto writes its markers near the top of every trace: such files are not XProfiler's
+    if has_kineto_markers(head) or not is_chrome_json(head):
         return False
     if "xprofiler" in path.name.lower() or (path.parent / SETTINGS_NAME).is_file():
         return True
@@ -199,14 +191,6 @@ def _load_settings(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) else {"value": doc}
 
 
-def _rank(path: Path, options: ReadOptions) -> int:
-    """From the file or its directory name (``rank_3/``), else ``--rank``, else 0."""
-    r = rank_from_name(path)
-    if r is not None:
-        return r
-    return options.rank if options.rank is not None else 0
-
-
 def read(path: Path, options: ReadOptions) -> Profile:
     if path.name.lower() == SETTINGS_NAME:
         return _read_settings(path)
@@ -215,7 +199,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
     del data
     prof = Profile()
     strings = prof.strings
-    rank = _rank(path, options)
+    rank = resolve_rank(path, options) or 0  # file or directory name (rank_3/), else --rank
 
     # process names: which pids are devices
     pid_device: dict = {}

@@ -44,21 +44,18 @@ demangled once per distinct name (about 1.5 s per million kernel lines).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gzip
 import itertools
 import re
-import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import TraceError
+from ..kernel_names import demangle_names
 from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from . import ReadOptions, is_gzip, rank_from_name, read_bytes
+from . import RANK_IN_NAME, ReadOptions, is_gzip, read_bytes, resolve_rank
 
 NAME = "xpurt_log"
 
@@ -76,7 +73,7 @@ _K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM +
 _K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?):?[ \t]+(" + _NUM + rb")[ \t]*ns\b")
 # gtest_ scope lines: indentation (4 spaces a level) and text
 _SCOPE = re.compile(rb"^([ \t]*)(gtest_[^\r\n]*)", re.M)
-_RANK_FILE = re.compile(r"rank[_\-.]?\d+\.(log|txt|out)(\.gz)?", re.I)
+_RANK_FILE = re.compile(RANK_IN_NAME + r"\.(log|txt|out)(\.gz)?", re.I)  # rank_3.log
 _TEXT_SUFFIXES = (".log", ".txt", ".out", ".log.gz", ".txt.gz", ".out.gz")
 _SCAN_LIMIT = 256 << 20  # bytes a sniff may scan for the tag in a large text log
 
@@ -115,84 +112,6 @@ def _scan_for_tag(path: Path) -> bool:
     except (OSError, EOFError, zlib.error):
         return False
     return False
-
-
-# -- names -----------------------------------------------------------------------
-
-def _cxa_demangle():
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-        libc = ctypes.CDLL(None)
-        fn = lib.__cxa_demangle
-        fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-        free = libc.free
-        free.argtypes = [ctypes.c_void_p]
-        free.restype = None
-    except (OSError, AttributeError):
-        return None
-
-    def demangle(name: str) -> str | None:
-        status = ctypes.c_int(0)
-        p = fn(name.encode("utf-8", "surrogateescape"), None, None, ctypes.byref(status))
-        if not p:
-            return None
-        try:
-            return ctypes.string_at(p).decode("utf-8", "replace")
-        finally:
-            free(p)
-
-    return demangle
-
-
-_DEMANGLE = _cxa_demangle()
-
-
-def _strip_params(s: str) -> str:
-    """``void ns::k<T>(T*, int)`` → ``void ns::k<T>`` (the last balanced (...) group at the end)."""
-    if not s.endswith(")"):
-        return s
-    depth = 0
-    for i in range(len(s) - 1, -1, -1):
-        c = s[i]
-        if c == ")":
-            depth += 1
-        elif c == "(":
-            depth -= 1
-            if depth == 0:
-                return s[:i].rstrip() or s
-    return s
-
-
-def demangle_names(names: list[str]) -> tuple[list[str], str]:
-    """Readable kernel names for C++-mangled ones (others unchanged), and which tool did it.
-
-    The parameter list is dropped, as vLLM-Kunlun's parser does; the return type stays
-    (``void xblas_xpu3::fc_cdnn_infer<float16, …>``).
-    """
-    mangled = [i for i, n in enumerate(names) if n.startswith("_Z")]
-    if not mangled:
-        return list(names), "none needed"
-    out = list(names)
-    if _DEMANGLE is not None:
-        for i in mangled:
-            d = _DEMANGLE(names[i])
-            if d:
-                out[i] = _strip_params(d)
-        return out, "__cxa_demangle"
-    exe = shutil.which("c++filt")
-    if exe:
-        try:
-            res = subprocess.run([exe], input="\n".join(names[i] for i in mangled) + "\n",
-                                 capture_output=True, text=True, timeout=60, check=True)
-            lines = res.stdout.splitlines()
-            if len(lines) == len(mangled):
-                for i, d in zip(mangled, lines):
-                    out[i] = _strip_params(d)
-                return out, "c++filt"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return out, "unavailable (names stay mangled)"
 
 
 # -- generation --------------------------------------------------------------------
@@ -275,9 +194,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
     prof = Profile()
     prof.run["timeline_note"] = ("[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
                                  "streams or engine steps, so there is no timeline and no phase split")
-    rank = rank_from_name(path)  # the file says it; --rank is for a file that does not
-    if rank is None:
-        rank = options.rank
+    rank = resolve_rank(path, options)  # the file name says it; --rank is for one that does not
     if rank is None:
         rank = 0
         prof.warn(f"{path.name}: rank not in the file name (rank_N.log) and not given; taken as rank 0")

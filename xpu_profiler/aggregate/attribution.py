@@ -1,0 +1,208 @@
+"""Attribution: which step, phase and fused op each event belongs to (stateless, columnar).
+
+``attribute(profile, taxonomy)`` fills the derived event columns of a Profile:
+
+- ``depth``: 0 for a top-level host op, 1 for a nested one;
+- ``step`` and ``phase``: the step whose range holds the event's *launch* (the runtime
+  call with its correlation id, for device work), else the event's own start;
+- ``fused``: the outermost vLLM custom op on the launching op chain, else the innermost
+  layer module range, else the event's own name, else its top-level op's name, else
+  "other"; device work whose own name is unambiguous (memcpy, memset, communication)
+  keeps it.
+
+and each step's ``busy`` time: the union of op time inside the step's window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..taxonomy import FUSED_OPS, OTHER, Taxonomy
+from .intervals import containing, covered_in_windows, group_ids, top_level
+from .steps import steps_from_annotations
+
+MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")
+#: fused ops that device work keeps from its own name whatever launched it
+OWN_NAME_WINS = ("memcpy", "memset", "communication")
+
+
+def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
+    """Fill events' depth, step, phase and fused columns (and steps' busy); returns profile."""
+    taxonomy = taxonomy or Taxonomy()
+    ev = profile.events
+    if not len(profile.steps):
+        profile.steps = steps_from_annotations(profile)
+    timed = ev["start"] >= 0
+    host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
+    ev["depth"] = _depth(profile, host_op)
+    launch = _launch_points(profile)
+    ev["fused"] = _fused_ops(profile, taxonomy, host_op, launch)
+    ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
+    # busy: union of op time inside the step's window, not only the step's own launches:
+    # a device running behind the host does the previous step's work inside this step's
+    # window, and that is not idle time
+    steps = profile.steps
+    if len(steps):
+        steps["busy"] = events_busy(profile, basis_mask(profile), steps["rank"], steps["start"],
+                                    steps["start"] + steps["dur"])
+    profile.run["attributed"] = True
+    return profile
+
+
+def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
+    ev = profile.events
+    depth = np.full(len(ev), -1, np.int8)
+    if len(host_op):
+        end = ev["start"] + ev["dur"]
+        gid = group_ids(ev["rank"][host_op].astype(np.int64), ev["track"][host_op])
+        depth[host_op] = np.where(top_level(gid, ev["start"][host_op], end[host_op]), 0, 1)
+    return depth
+
+
+def _launch_points(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each event was launched from: (host start, host end, host thread, launched).
+
+    Device work with a correlation id takes its runtime call's; everything else its own.
+    """
+    ev = profile.events
+    rank, corr, start = ev["rank"].astype(np.int64), ev["corr"], ev["start"]
+    end = start + ev["dur"]
+    launch_t, launch_end, launch_track = start.copy(), end.copy(), ev["track"].copy()
+    launched = np.zeros(len(ev), bool)
+    timed = start >= 0
+    dev_idx = np.flatnonzero(np.isin(ev["kind"], DEVICE_KINDS) & (corr >= 0) & timed)
+    rt_idx = np.flatnonzero((ev["kind"] == K_RUNTIME) & (corr >= 0) & timed)
+    if len(dev_idx) and len(rt_idx):
+        big = int(max(corr[rt_idx].max(), corr[dev_idx].max())) + 1
+        rkey = rank[rt_idx] * big + corr[rt_idx]
+        order = np.argsort(rkey, kind="stable")
+        rkey_s = rkey[order]
+        dkey = rank[dev_idx] * big + corr[dev_idx]
+        pos = np.searchsorted(rkey_s, dkey)
+        ok = pos < len(rkey_s)
+        ok[ok] &= rkey_s[pos[ok]] == dkey[ok]
+        src = rt_idx[order[pos[ok]]]
+        hit = dev_idx[ok]
+        launch_t[hit], launch_end[hit], launch_track[hit] = start[src], end[src], ev["track"][src]
+        launched[hit] = True
+    return launch_t, launch_end, launch_track, launched
+
+
+def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch) -> np.ndarray:
+    """Fused op per event: launching custom op → layer module → own name → root op → other."""
+    ev = profile.events
+    kind, rank, track, start = ev["kind"], ev["rank"].astype(np.int64), ev["track"], ev["start"]
+    end = start + ev["dur"]
+    timed = start >= 0
+    launch_t, launch_end, launch_track, launched = launch
+    names = profile.strings.strings
+    used = np.unique(ev["name"]).tolist()
+    is_custom_name = np.zeros(len(names) + 1, bool)
+    mod_fused_name = np.full(len(names) + 1, -1, np.int16)
+    name_fused = np.full(len(names) + 1, -1, np.int16)
+    for nid in used:
+        s = names[nid]
+        name_fused[nid] = taxonomy.classify(s)
+        if taxonomy.is_custom_op(s):
+            is_custom_name[nid] = True
+        elif s.startswith(MODULE_PREFIXES):
+            mod_fused_name[nid] = taxonomy.classify_module(s)
+
+    # the events whose launch point is looked up in the op chain
+    q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & timed)
+
+    def holder(cands: np.ndarray) -> np.ndarray:
+        """Index (into events) of the candidate holding each query's launch, -1."""
+        res = np.full(len(q), -1, np.int64)
+        if len(cands) == 0 or len(q) == 0:
+            return res
+        # one id space for candidates and queries
+        gid = group_ids(np.concatenate([rank[cands], rank[q]]), np.concatenate([track[cands], launch_track[q]]))
+        hit = containing(gid[:len(cands)], start[cands], end[cands], gid[len(cands):], launch_t[q], launch_end[q])
+        ok = hit >= 0
+        res[ok] = cands[hit[ok]]
+        return res
+
+    def outermost(cands: np.ndarray) -> np.ndarray:
+        return top_level(group_ids(rank[cands], track[cands]), start[cands], end[cands])
+
+    custom = host_op[is_custom_name[ev["name"][host_op]]] if len(host_op) else host_op
+    custom_of = holder(custom[outermost(custom)] if len(custom) else custom)
+    mods = np.flatnonzero((kind == K_ANNOTATION) & timed & (mod_fused_name[ev["name"]] >= 0))
+    module_of = np.full(len(q), -1, np.int64)
+    if len(mods):
+        outer = outermost(mods)
+        # nested modules first (the inner layer decides), then the outermost ones
+        if (~outer).any():
+            module_of = holder(mods[~outer])
+        miss = module_of < 0
+        if miss.any():
+            module_of[miss] = holder(mods[outer])[miss]
+    root_of = holder(host_op[ev["depth"][host_op] == 0]) if len(host_op) else np.full(len(q), -1, np.int64)
+
+    fused = np.full(len(ev), -1, np.int16)
+    own = name_fused[ev["name"]]
+    # root-op fallback first, then stronger evidence overwrites it
+    if len(q):
+        r_ok = root_of >= 0
+        fused[q[r_ok]] = name_fused[ev["name"][root_of[r_ok]]]
+    fused[own >= 0] = own[own >= 0]
+    if len(q):
+        m_ok = module_of >= 0
+        fused[q[m_ok]] = mod_fused_name[ev["name"][module_of[m_ok]]]
+        c_ok = custom_of >= 0
+        c_fused = name_fused[ev["name"][custom_of[c_ok]]]
+        good = c_fused >= 0
+        fused[q[c_ok][good]] = c_fused[good]
+    strong = np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & np.isin(kind, DEVICE_KINDS)
+    fused[strong] = own[strong]
+    fused[fused < 0] = OTHER
+    return fused
+
+
+def _steps_and_phases(profile: Profile, launch_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step row and phase of each event: the step of its rank whose range holds its launch."""
+    ev, steps = profile.events, profile.steps
+    n = len(ev)
+    step = np.full(n, -1, np.int32)
+    if len(steps) and n:
+        rank = ev["rank"].astype(np.int64)
+        s_rank = steps["rank"].astype(np.int64)
+        s_start, s_end = steps["start"], steps["start"] + steps["dur"]
+        qi = np.flatnonzero(ev["start"] >= 0)
+        hit = containing(s_rank, s_start, s_end, rank[qi], launch_t[qi], launch_t[qi])
+        outer = top_level(s_rank, s_start, s_end)
+        if not outer.all():  # nested steps: what the inner one misses may sit in the outer one
+            miss = hit < 0
+            oi = np.flatnonzero(outer)
+            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], rank[qi[miss]], launch_t[qi[miss]],
+                            launch_t[qi[miss]])
+            hit[np.flatnonzero(miss)[h2 >= 0]] = oi[h2[h2 >= 0]]
+        ok = hit >= 0
+        step[qi[ok]] = hit[ok]
+    phase = np.full(n, P_UNKNOWN, np.int8)
+    has_step = step >= 0
+    if len(steps):
+        phase[has_step] = steps["phase"][step[has_step]]
+    return step, phase
+
+
+def basis_mask(profile: Profile) -> np.ndarray:
+    """The events whose time is "op time": device work when the trace has any, else
+    top-level host ops (CPU-only runs)."""
+    ev = profile.events
+    dev = np.isin(ev["kind"], DEVICE_KINDS)
+    if dev.any():
+        return dev
+    return (ev["kind"] == K_CPU_OP) & (ev["depth"] <= 0)
+
+
+def events_busy(profile: Profile, mask: np.ndarray, w_rank: np.ndarray, w_start: np.ndarray,
+                w_end: np.ndarray) -> np.ndarray:
+    """Length of the union of the ``mask`` events' intervals inside each window (same rank)."""
+    ev = profile.events
+    sel = mask & (ev["start"] >= 0)
+    s = ev["start"][sel]
+    return covered_in_windows(ev["rank"][sel].astype(np.int64), s, s + ev["dur"][sel],
+                              w_rank.astype(np.int64), w_start, w_end)

@@ -1,0 +1,89 @@
+"""Where op time goes: fused op × phase, the phases, the top kernels (Summary sections)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
+from ..summary import FusedOp, FusedTime, Kernel, Phase
+from ..taxonomy import FUSED_OPS
+from .steps import token_steps
+
+TOKEN_PHASES = ("prefill", "decode", "mixed")  # phases with a per-token cost
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+class Breakdown:
+    """Op time of the basis events by (fused op, phase), and each phase's tokens."""
+
+    def __init__(self, profile: Profile, b_idx: np.ndarray):
+        ev, steps = profile.events, profile.steps
+        self.b_idx = b_idx
+        self.b_dur = ev["dur"][b_idx]
+        self.op_time = int(self.b_dur.sum())
+        fused, phase = ev["fused"][b_idx].astype(np.int64), ev["phase"][b_idx].astype(np.int64)
+        self.time = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
+        self.count = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
+        np.add.at(self.time, (fused, phase), self.b_dur)
+        np.add.at(self.count, (fused, phase), 1)
+        ts = token_steps(steps)
+        self.tokens = {}
+        for p, name in enumerate(PHASES):
+            m = ts[steps["phase"][ts] == p]
+            self.tokens[name] = int((steps["prefill_tokens"][m] + steps["decode_tokens"][m]).sum())
+
+    def fused_ops(self) -> list[FusedOp]:
+        rows = []
+        for f in np.argsort(-self.time.sum(axis=1), kind="stable").tolist():
+            t, c = int(self.time[f].sum()), int(self.count[f].sum())
+            if c == 0:
+                continue
+            by_phase = {PHASES[p]: int(self.time[f, p]) for p in range(len(PHASES))}
+            per_tok = {p: (by_phase[p] / self.tokens[p]) if self.tokens[p] else None for p in TOKEN_PHASES}
+            rows.append(FusedOp(fused_op=FUSED_OPS[f], time_ns=t, count=c,
+                                share=(t / self.op_time) if self.op_time else 0.0,
+                                time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
+                                count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))}))
+        return rows
+
+    def phases(self, profile: Profile) -> list[Phase]:
+        steps = profile.steps
+        rows = []
+        for p in (P_PREFILL, P_DECODE, P_MIXED, P_UNKNOWN):
+            name = PHASES[p]
+            sm = steps["phase"] == p
+            t = int(self.time[:, p].sum())
+            if not sm.any() and t == 0:
+                continue
+            wall = steps["dur"][sm]
+            tokens = self.tokens[name]
+            top = np.argsort(-self.time[:, p], kind="stable")[:5]
+            rows.append(Phase(
+                phase=name, steps=int(sm.sum()), time_ns=t, wall_ns=int(wall.sum()),
+                tokens=tokens, per_token_ns=(t / tokens) if tokens else None,
+                step_p50_ns=_pct(wall, 50), step_p99_ns=_pct(wall, 99),
+                top_fused=[FusedTime(fused_op=FUSED_OPS[f], time_ns=int(self.time[f, p]))
+                           for f in top.tolist() if self.time[f, p] > 0]))
+        return rows
+
+    def top_kernels(self, profile: Profile, top: int) -> list[Kernel]:
+        """The ``top`` names with the most op time (kernels, or host ops on the host basis)."""
+        ev, b_idx = profile.events, self.b_idx
+        if not len(b_idx):
+            return []
+        uniq, inv = np.unique(ev["name"][b_idx], return_inverse=True)
+        tsum = np.bincount(inv, weights=self.b_dur.astype(np.float64)).astype(np.int64)
+        cnt = np.bincount(inv)
+        first = np.zeros(len(uniq), np.int64)
+        first[inv[::-1]] = np.arange(len(inv))[::-1]
+        rows = []
+        for j in np.argsort(-tsum, kind="stable")[:top].tolist():
+            i = int(b_idx[first[j]])
+            rows.append(Kernel(
+                name=profile.strings[int(uniq[j])], fused_op=FUSED_OPS[int(ev["fused"][i])],
+                kind=KINDS[int(ev["kind"][i])], count=int(cnt[j]), time_ns=int(tsum[j]),
+                mean_ns=float(tsum[j] / cnt[j]), share=float(tsum[j] / self.op_time) if self.op_time else 0.0))
+        return rows

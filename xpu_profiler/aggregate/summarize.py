@@ -1,0 +1,70 @@
+"""Profile → Summary: every section the exporters read, from an attributed Profile."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..profile import DEVICE_KINDS, K_CPU_OP, K_KERNEL, Profile
+from ..summary import Summary, Totals, device_spec, run_from_metadata
+from ..taxonomy import OTHER, Taxonomy
+from .attribution import attribute, basis_mask
+from .breakdown import Breakdown
+from .memory import memory
+from .steps import token_steps
+from .tables import ranks_table, steps_table
+from .throughput import throughput
+
+
+def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
+    """The typed Summary every exporter reads (attributing the profile first if needed)."""
+    if not profile.run.get("attributed"):
+        attribute(profile, taxonomy)
+    ev, steps = profile.events, profile.steps
+    kind, dur = ev["kind"], ev["dur"]
+    basis = basis_mask(profile)
+    b_idx = np.flatnonzero(basis)
+    br = Breakdown(profile, b_idx)
+    op_time = br.op_time
+    ranks, dev_busy = ranks_table(profile, basis)
+    timed = ev["start"] >= 0
+    ts = token_steps(steps)
+    return Summary(
+        run=run_from_metadata(profile.run),
+        has_timeline=profile.has_timeline,
+        basis="device" if np.isin(kind, DEVICE_KINDS).any() else "host",
+        totals=Totals(
+            op_time_ns=op_time,
+            device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
+            device_busy_ns=int(dev_busy.sum()),
+            host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
+            wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
+            events=int(len(ev)),
+            steps=int(len(steps)),
+            ranks=len(profile.ranks),
+            other_share=(int(br.time[OTHER].sum()) / op_time) if op_time else 0.0,
+            unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
+            prefill_tokens=int(steps["prefill_tokens"][ts].sum()),
+            decode_tokens=int(steps["decode_tokens"][ts].sum()),
+        ),
+        fused_ops=br.fused_ops(),
+        phases=br.phases(profile),
+        top_kernels=br.top_kernels(profile, top),
+        steps=steps_table(steps),
+        ranks=ranks,
+        memory=memory(profile),
+        throughput=throughput(profile),
+        device=device_spec(profile.run.get("device_spec")),
+        warnings=warnings(profile),
+    )
+
+
+def warnings(profile: Profile) -> list[str]:
+    """What the readers and the session warned about, and what the timeline lacks."""
+    out = list(profile.run.get("warnings", []))
+    untimed = int(np.count_nonzero(profile.events["start"] < 0))
+    if not profile.has_timeline:
+        out.append("the input has no timestamps: totals per kernel only, no timeline")
+    elif untimed:
+        out.append(f"{untimed} events come from a source without timestamps: counted in the "
+                   "totals, absent from the timeline and from every step")
+    return out

@@ -1,0 +1,48 @@
+"""Throughput: token rates from the steps, latency distributions from the requests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..profile import Profile
+from ..summary import Distribution, Throughput
+from .steps import token_steps
+
+
+def distribution(values: np.ndarray) -> Distribution:
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return Distribution()
+    return Distribution(p50=float(np.percentile(values, 50)), p99=float(np.percentile(values, 99)),
+                        mean=float(values.mean()), n=int(len(values)))
+
+
+def throughput(profile: Profile) -> Throughput:
+    steps, req = profile.steps, profile.requests
+    out = Throughput()
+    if len(steps):
+        ts = token_steps(steps)
+        span = int((steps["start"][ts] + steps["dur"][ts]).max() - steps["start"][ts].min())
+        pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
+        out.prefill_tokens, out.decode_tokens, out.duration_ns = pt, dt, span
+        out.prefill_tok_s = (pt / span * 1e9) if span else None
+        out.decode_tok_s = (dt / span * 1e9) if span else None
+    if len(req):
+        ok = req["first_token"] >= 0
+        out.requests = int(len(req))
+        out.ttft_ns = distribution((req["first_token"] - req["arrival"])[ok])
+        fin = ok & (req["finish"] >= 0) & (req["output_len"] > 1)
+        out.tpot_ns = distribution((req["finish"] - req["first_token"])[fin] / (req["output_len"][fin] - 1))
+        done = req["finish"] >= 0
+        out.e2e_ns = distribution((req["finish"] - req["arrival"])[done])
+        if done.any():
+            span = int(req["finish"][done].max() - req["arrival"].min())
+            out.output_tokens = int(req["output_len"].sum())
+            out.output_tok_s = (out.output_tokens / span * 1e9) if span else None
+    window = profile.run.get("throughput")  # a live run's figures over its measured window
+    if isinstance(window, dict):
+        for k, v in window.items():
+            if k.startswith("window_") and k in Throughput.__struct_fields__:
+                setattr(out, k, v)
+    return out

@@ -1,0 +1,86 @@
+"""Key figures: throughput, latency, step time, busy share, memory peaks, "other" share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import fmt
+from ...fmt import number
+from ...summary import Summary
+from .style import MEMORY_LABELS
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def build_headline(summary: Summary) -> dict[str, Any] | None:
+    """Key figures as cards: ``{key, label, value, unit, sub}``; values are raw numbers."""
+    tp, tot, dev = summary.throughput, summary.totals, summary.device
+    cards: list[dict[str, Any]] = []
+
+    def card(key: str, label: str, value: Any, unit: str, sub: str | None = None) -> None:
+        v = number(value)
+        if v is not None:
+            cards.append({"key": key, "label": label, "value": v, "unit": unit, "sub": sub})
+
+    # a rate of 0 tok/s only means that the source has no token counts: no card then
+    card("output_tok_s", "Output throughput", tp.output_tok_s or None, "tok/s",
+         f"{tp.requests} requests" if tp.requests is not None else None)
+    card("prefill_tok_s", "Prefill throughput", tp.prefill_tok_s or None, "tok/s",
+         f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None)
+    card("decode_tok_s", "Decode throughput", tp.decode_tok_s or None, "tok/s",
+         f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None)
+    for key, label, lat in (("ttft", "TTFT p50", tp.ttft_ns), ("tpot", "TPOT p50", tp.tpot_ns)):
+        if lat is not None:
+            p99 = number(lat.p99)
+            card(key, label, lat.p50, "ns", f"p99 {fmt.ns(p99, fmt.REPORT)}" if p99 is not None else None)
+    for ph in summary.phases:
+        p99 = number(ph.step_p99_ns)
+        label = "Step p50" if ph.phase == "unknown" else f"{ph.phase.capitalize()} step p50"
+        card(f"step_{ph.phase}", label, ph.step_p50_ns, "ns",
+             f"p99 {fmt.ns(p99, fmt.REPORT)} · {_plural(ph.steps, 'step')}" if p99 is not None else None)
+    has_ops = bool(tot.op_time_ns)
+    busy = _busy_share(summary) if has_ops else None
+    card("busy", "Device busy" if summary.basis != "host" else "Host op busy", busy, "%",
+         "share of wall time with work on the device" if summary.basis != "host"
+         else "share of wall time inside top-level ops")
+    peak = summary.memory.peak
+    for name in ("device_allocated_bytes", "device_reserved_bytes"):
+        if number(peak.get(name)):
+            cap = number(dev.mem_bytes) if dev is not None else None
+            card("peak_" + name, f"Peak {MEMORY_LABELS[name]}", peak[name], "bytes",
+                 f"{100 * peak[name] / cap:.1f}% of {fmt.size(cap, fmt.REPORT)}" if cap else None)
+            break
+    else:  # no device memory (CPU runs): the largest host process instead
+        rss = [(v, name) for name, v in peak.items() if name.split(".", 1)[0] == "host_rss_bytes" and number(v)]
+        if rss:
+            value, name = max(rss)
+            process = name.partition(".")[2]
+            card("peak_host_rss", "Peak host RSS", value, "bytes", f"{process} process" if process else None)
+    if number(peak.get("kv_cache_usage")) is not None:
+        card("peak_kv", "Peak KV-cache usage", 100 * peak["kv_cache_usage"], "%")
+    if has_ops:
+        card("other_share", "Unattributed (\"other\")", 100 * tot.other_share, "%", "op time no fused op claimed")
+    latency = []
+    for label, lat in (("Time to first token", tp.ttft_ns), ("Time per output token", tp.tpot_ns),
+                       ("End-to-end latency", tp.e2e_ns)):
+        if lat is None:
+            continue
+        row = {"p50": number(lat.p50), "p99": number(lat.p99), "mean": number(lat.mean)}
+        if any(v is not None for v in row.values()):
+            latency.append({"label": label, **row})
+    if not cards and not latency:
+        return None
+    return {"cards": cards, "latency": latency}
+
+
+def _busy_share(summary: Summary) -> float | None:
+    ranks = [r.busy_share for r in summary.ranks if number(r.busy_share) is not None]
+    if ranks:
+        return 100 * sum(ranks) / len(ranks)
+    tot = summary.totals
+    busy = tot.device_busy_ns if summary.basis != "host" else tot.host_op_ns
+    if not tot.wall_ns:
+        return None
+    return 100 * min(busy / tot.wall_ns, 1.0)

@@ -1,0 +1,77 @@
+"""The page: the one cached jinja2 environment, plotly.js, and ``render(report)``.
+
+Templates and assets are package data in ``templates/``. ``report.css``,
+``report.js`` and plotly.js (from the plotly package) are inlined verbatim through
+``include_file`` and ``plotly_js``, so jinja never parses them. Data enters a page
+only as the ``report|tojson`` blob, which escapes ``<``, ``>``, ``&`` and ``'``:
+nothing in it can end the script; every other name is escaped by autoescaping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from ... import fmt
+
+PLOTLY_CDN = "https://cdn.plot.ly/plotly-{version}.min.js"
+_TEMPLATES = resources.files(__package__).joinpath("templates")
+
+
+@lru_cache(maxsize=1)
+def plotly_version() -> str:
+    from plotly.offline import get_plotlyjs_version
+
+    return str(get_plotlyjs_version())
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """plotly.min.js as shipped in the plotly package, safe to put inside <script>."""
+    import plotly
+
+    js = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    return js.replace("</script", "<\\/script")
+
+
+def card_value(card: Mapping[str, Any]) -> str:
+    """A headline card's value in its unit (ns, bytes, %, or a rate such as tok/s)."""
+    unit, v = card.get("unit"), card.get("value")
+    if unit == "ns":
+        return fmt.ns(v, fmt.REPORT)
+    if unit == "bytes":
+        return fmt.size(v, fmt.REPORT)
+    if unit == "%":
+        return fmt.pct(v, fmt.REPORT, scale=1.0)
+    return f"{fmt.count(v, fmt.REPORT)} {unit}"
+
+
+def _load(name: str) -> str | None:
+    f = _TEMPLATES.joinpath(name)
+    return f.read_text(encoding="utf-8") if f.is_file() else None
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    # compact, deterministic, strictly valid JSON in the page
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":"), "allow_nan": False}
+    env.globals["include_file"] = lambda name: Markup(_load(name) or "")
+    env.globals["plotly_js"] = lambda: Markup(plotly_js())
+    env.globals["plotly_cdn"] = lambda: PLOTLY_CDN.format(version=plotly_version())
+    env.filters.update(ns=lambda v: fmt.ns(v, fmt.REPORT), bytes=lambda v: fmt.size(v, fmt.REPORT),
+                       num=lambda v: fmt.count(v, fmt.REPORT), pct=lambda v: fmt.pct(v, fmt.REPORT),
+                       card=card_value)
+    return env
+
+
+def render(report: Mapping[str, Any], template: str = "report.html") -> str:
+    """The HTML page for ``report`` (the dict of ``report.build_report``)."""
+    return environment().get_template(template).render(report=report)

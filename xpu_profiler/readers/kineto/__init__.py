@@ -1,0 +1,101 @@
+"""PyTorch profiler (Kineto) Chrome traces: `*.pt.trace.json[.gz]`, vLLM profiler dirs.
+
+Reading goes in three steps, one module each: ``decode`` finds the events array and
+decodes it in chunks (in parallel for large files) with the typed ``schema``;
+``columns`` pulls numpy columns out of each chunk; ``read`` here joins the chunks into
+one Profile on one time base.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...profile import COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
+from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
+from .columns import MEMORY_SERIES
+from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+
+NAME = "kineto"
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return looks_like_kineto(head)
+
+
+def read(path: Path, options: ReadOptions) -> Profile:
+    data = read_bytes(path, options.progress)
+    trace, raw = top_level(path, data)
+    try:
+        parts = decode_all(path, raw)
+    except ChunkFailed:
+        if trace is not None:  # the located array may have been a guess: find it exactly
+            trace, raw = top_level_exact(path, data)
+        try:
+            parts = decode_all(path, raw)
+        except ChunkFailed:
+            parts = [decode_whole(path, raw, trace is not None)]
+    del raw, data
+
+    declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
+    rank = int(resolve_rank(path, options, declared) or 0)
+
+    prof = Profile()
+    strings = prof.strings
+    # chunk-local string ids → profile ids, in chunk order (same ids as one sequential pass)
+    name_ids = [strings.intern_many(c.names)[c.name_ids] if len(c.name_ids) else c.name_ids for c in parts]
+    cat_ids = [strings.intern_many(c.cats)[c.cat_ids] if len(c.cat_ids) else c.cat_ids for c in parts]
+    cat = lambda k: np.concatenate([getattr(c, k) for c in parts])  # noqa: E731
+    kind, ts_ns, dur_ns, pid, tid = cat("kind"), cat("ts_ns"), cat("dur_ns"), cat("pid"), cat("tid")
+    n = len(ts_ns)
+
+    # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
+    # Either way the profile's base becomes the first event, so every time starts at 0.
+    base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
+    mem_t = np.concatenate([c.mem_t for c in parts])
+    starts = [int(ts_ns.min())] if n else []
+    starts += [int(mem_t.min())] if len(mem_t) else []
+    shift = min(starts) if starts else 0
+    prof.base_ns = base_ns + shift
+    ts_ns -= shift
+
+    cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
+    is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
+    gpu_ann = strings.get("gpu_user_annotation")
+    if gpu_ann >= 0:
+        is_dev |= cat_all == gpu_ann
+    prof.events = Table(EVENT_SCHEMA, {
+        "name": np.concatenate(name_ids) if n else np.zeros(0, np.int32),
+        "kind": kind, "start": ts_ns, "dur": dur_ns,
+        "rank": np.full(n, rank, np.int32),
+        "device": np.where(is_dev, pid, -1).astype(np.int32),
+        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
+    })
+
+    if len(mem_t):
+        t = mem_t - shift
+        order = np.argsort(t, kind="stable")
+        series = np.array([strings.intern(s) for s in MEMORY_SERIES], np.int32)
+        prof.counters = Table(COUNTER_SCHEMA, {
+            "rank": np.full(len(t), rank, np.int32),
+            "name": series[np.concatenate([c.mem_series for c in parts])][order],
+            "t": t[order],
+            "value": np.concatenate([c.mem_v for c in parts])[order],
+        })
+    odd = sum(c.odd for c in parts)
+    if odd:
+        prof.warn(f"{path.name}: skipped {odd} odd events")
+
+    info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
+    if trace is not None and trace.deviceProperties:
+        info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
+    if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
+        info["world_size"] = trace.distributedInfo.world_size
+    prof.run["sources"] = [info]
+    prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
+    prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}
+    dropped = sum(c.dropped for c in parts)
+    if dropped:
+        prof.run.setdefault("dropped_events", {})[str(path)] = dropped
+    return prof

@@ -1,0 +1,228 @@
+"""Columns out of decoded Kineto events: C-level attrgetter maps, no per-event Python loop.
+
+``columns(path, events)`` turns one chunk of decoded events into a ``Cols`` of numpy
+arrays in chunk-local string ids: what the event kinds are, times in integer ns, ids,
+the ``[memory]`` instants as counter samples, and the track names.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from operator import attrgetter
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from ...errors import TraceError
+from ...profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
+from .schema import PH_CODE, Args, Event
+
+# category → event kind; anything else keeps its category name and kind "unknown".
+CATEGORY_KINDS = {
+    "kernel": K_KERNEL,
+    "gpu_memcpy": K_MEMCPY,
+    "gpu_memset": K_MEMSET,
+    "Memcpy": K_MEMCPY,
+    "Memset": K_MEMSET,
+    "cpu_op": K_CPU_OP,
+    "operator": K_CPU_OP,
+    "Operator": K_CPU_OP,
+    "cuda_runtime": K_RUNTIME,
+    "cuda_driver": K_RUNTIME,
+    "Runtime": K_RUNTIME,
+    "runtime": K_RUNTIME,
+    "driver": K_RUNTIME,
+    "privateuse1_runtime": K_RUNTIME,
+    "privateuse1_driver": K_RUNTIME,
+    "mtia_runtime": K_RUNTIME,
+    "xpu_runtime": K_RUNTIME,  # Kineto's "xpu" is Intel's XPUPTI, still a host runtime call
+    "xpu_driver": K_RUNTIME,
+    "user_annotation": K_ANNOTATION,
+    "gpu_user_annotation": K_ANNOTATION,
+    "python_function": K_ANNOTATION,
+}
+# X events of these categories carry nothing the analysis uses; they are counted, not kept.
+SKIPPED_CATEGORIES = {"Trace", "overhead"}
+# Of python_function frames only module ranges matter (fused-op attribution).
+MODULE_PREFIX = "nn.Module: "
+
+MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
+MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
+
+
+class Cols(msgspec.Struct):
+    """Columns of one chunk of events, in chunk-local string ids (picklable, compact)."""
+
+    names: list
+    name_ids: np.ndarray
+    cats: list
+    cat_ids: np.ndarray
+    kind: np.ndarray
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    ext: np.ndarray
+    corr: np.ndarray
+    mem_t: np.ndarray      # ns, not yet shifted
+    mem_series: np.ndarray  # index into MEMORY_SERIES
+    mem_v: np.ndarray
+    thread_names: dict
+    process_names: dict
+    n_events: int
+    dropped: int
+    odd: int
+
+
+def _local_ids(values: list) -> tuple[list, np.ndarray]:
+    table = StringTable()
+    ids = table.intern_many(values)
+    return table.strings, ids
+
+
+def columns(path: Path, events: list[Event]) -> Cols:
+    """Pull the model's columns out of decoded events with C-level maps, no per-event loop."""
+    n_all = len(events)
+    if n_all and type(events[0]) is not Event:  # the tagged schema: the type is the phase
+        ph = np.fromiter(map(PH_CODE.get, map(type, events), repeat(9)), dtype=np.int8, count=n_all)
+    else:
+        phs = list(map(attrgetter("ph"), events))
+        if None in phs:
+            raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
+        ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2}  # others (flows, counters, async) are not used
+        ph = np.fromiter(map(ph_ids.get, phs, repeat(9)), dtype=np.int8, count=n_all)
+        del phs
+
+    x_idx = np.flatnonzero(ph == 0)
+    xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
+
+    # category → kind; drop what the model does not use before pulling more columns
+    cats, cat_ids = _local_ids(list(map(attrgetter("cat"), xs)))
+    cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cats], dtype=np.int8)
+    cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
+    kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
+    keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
+    if "python_function" in cats:
+        py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
+        is_module = np.fromiter((xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()),
+                                dtype=bool, count=len(py_rows))
+        keep[py_rows[~is_module]] = False
+    dropped = int(np.count_nonzero(~keep))
+    if dropped:
+        keep_idx = np.flatnonzero(keep)
+        xs = [xs[i] for i in keep_idx.tolist()]
+        x_idx, kind, cat_ids = x_idx[keep_idx], kind[keep_idx], cat_ids[keep_idx]
+
+    names = list(map(attrgetter("name"), xs))
+    ts_us = _floats(path, xs, "ts", x_idx, names)
+    dur_us = _floats(path, xs, "dur", x_idx, names)
+    pid, tid = _ints(xs, "pid"), _ints(xs, "tid")
+    argss = list(map(attrgetter("args"), xs))
+    del xs
+    finite = np.isfinite(ts_us) & np.isfinite(dur_us)
+    if not finite.all():  # fromiter reads a missing value (None) as NaN
+        bad = int(np.flatnonzero(~finite)[0])
+        e = events[int(x_idx[bad])]
+        what = "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None \
+            else "has a non-finite time"
+        raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) {what}")
+    out_of_range = (np.abs(ts_us) > MAX_US) | (dur_us > MAX_US)
+    if out_of_range.any():
+        bad = int(np.flatnonzero(out_of_range)[0])
+        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a time out of range "
+                               f"(ts {ts_us[bad]:g} us, dur {dur_us[bad]:g} us)")
+    if (dur_us < 0).any():
+        bad = int(np.flatnonzero(dur_us < 0)[0])
+        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
+                               f"({dur_us[bad]} us)")
+    uniq_names, name_ids = _local_ids(names)
+    del names
+    ext = _ids(argss, "external_id")
+    corr = _ids(argss, "correlation")
+    del argss
+
+    # instants ([memory]) → counters; metadata → track names
+    inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
+    mem = [e for e, n in zip(inst, map(attrgetter("name"), inst)) if n == "[memory]"]
+    m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
+    m_args = list(map(attrgetter("args"), mem))
+    alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
+    reserved = np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem))
+    host = np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)) == 0
+    ok = np.isfinite(m_ts)
+    odd = int(np.count_nonzero(~ok))
+    t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
+    has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
+    mem_t = np.concatenate([t_ns[has_a], t_ns[has_r]])
+    mem_series = np.concatenate([np.where(host[has_a], 0, 1), np.full(int(has_r.sum()), 2)]).astype(np.int8)
+    mem_v = np.concatenate([alloc[has_a], reserved[has_r]])
+    thread_names: dict[str, str] = {}
+    process_names: dict[str, str] = {}
+    for i in np.flatnonzero(ph == 2).tolist():
+        e = events[i]
+        if e.args.name is None:
+            continue
+        if e.name == "thread_name":
+            thread_names[f"{e.pid}:{e.tid}"] = e.args.name
+        elif e.name == "process_name":
+            process_names[str(e.pid)] = e.args.name
+
+    return Cols(
+        names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
+        ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
+        pid=pid, tid=tid, ext=ext, corr=corr,
+        mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
+        process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
+
+
+def where(e: Exception) -> str:
+    """msgspec says `... - at `$.traceEvents[12].dur``; keep it, it names the event."""
+    return str(e).replace("$.", "")
+
+
+def _floats(path: Path, xs: list[Event], field: str, x_idx: np.ndarray, names: list[str]) -> np.ndarray:
+    """ts/dur in µs; numbers or numeric strings, as Perfetto reads them."""
+    try:
+        return np.fromiter(map(attrgetter(field), xs), dtype=np.float64, count=len(xs))
+    except (ValueError, TypeError):
+        for i, v in enumerate(map(attrgetter(field), xs)):
+            try:
+                float(v if v is not None else "nan")
+            except (ValueError, TypeError):
+                raise TraceError(path, f"complete event #{int(x_idx[i])} ({names[i][:60]!r}): "
+                                       f"{field} {str(v)[:40]!r} is not a number") from None
+        raise
+
+
+def _ids(argss: list[Args], field: str) -> np.ndarray:
+    """Correlation / External ids; an id that is no integer is taken as absent (-1)."""
+    try:
+        return np.fromiter(map(attrgetter(field), argss), dtype=np.int64, count=len(argss))
+    except (ValueError, TypeError, OverflowError):
+        out = np.full(len(argss), -1, np.int64)
+        for i, v in enumerate(map(attrgetter(field), argss)):
+            try:
+                out[i] = int(v)
+            except (ValueError, TypeError, OverflowError):
+                pass
+        return out
+
+
+def _ints(xs: list[Event], field: str) -> np.ndarray:
+    """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
+    try:
+        return np.fromiter(map(attrgetter(field), xs), dtype=np.int64, count=len(xs))
+    except (TypeError, ValueError, OverflowError):
+        values = list(map(attrgetter(field), xs))
+        out = np.empty(len(values), dtype=np.int64)
+        seen: dict[str, int] = {}
+        for i, v in enumerate(values):
+            if isinstance(v, (int, float)) and -2**63 <= v < 2**63 and v == int(v):
+                out[i] = int(v)
+            else:
+                try:
+                    out[i] = int(v, 0)
+                except (TypeError, ValueError, OverflowError):
+                    out[i] = seen.setdefault(str(v), -2 - len(seen))  # stable negative ids
+        return out

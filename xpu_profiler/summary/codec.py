@@ -1,0 +1,70 @@
+"""``summary.json``: the Summary's JSON encoding, and reading it back (schema 2 and 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from .metadata import run_from_metadata
+from .schema import SCHEMA, SCHEMA_VERSION, Summary, Throughput
+
+
+def _enc_hook(obj: Any) -> Any:
+    """numpy values that reached a free-form dict (run metadata) become plain JSON."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook, order="sorted")
+
+
+def encode(summary: Summary, indent: int = 1) -> bytes:
+    """``summary.json``: sorted keys, NaN/inf as null, UTF-8."""
+    data = _ENCODER.encode(summary)
+    return msgspec.json.format(data, indent=indent) if indent else data
+
+
+def to_builtins(summary: Summary) -> dict[str, Any]:
+    """The summary as plain dicts and lists (what ``summary.json`` holds)."""
+    return msgspec.json.decode(_ENCODER.encode(summary))
+
+
+def load_summary(path: str | Path) -> Summary:
+    """Read a ``summary.json`` back: schema version 2, or a version 1 file."""
+    data = Path(path).read_bytes()
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not an xpu_profiler summary")
+    version = doc.get("schema_version")
+    if version == 1:
+        doc = _from_v1(doc)
+    elif version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: summary schema version {version} is not supported "
+                         f"(this xpu_profiler reads 1 and {SCHEMA_VERSION})")
+    try:
+        return msgspec.convert(doc, Summary)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"{path}: not a valid summary ({e})") from None
+
+
+def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (untyped dicts) → the version 2 layout."""
+    doc = dict(doc, schema_version=SCHEMA_VERSION)
+    doc["run"] = msgspec.to_builtins(run_from_metadata(doc.get("run") or {}))
+    doc["fused_ops"] = [{**{k: v for k, v in f.items() if k not in ("by_phase", "per_token_ns")},
+                         "time_ns_by_phase": f.get("by_phase") or {},
+                         "per_token_ns_by_phase": f.get("per_token_ns") or {}}
+                        for f in doc.get("fused_ops") or []]
+    doc["steps"] = doc.get("steps") or {}
+    doc["throughput"] = {k: v for k, v in (doc.get("throughput") or {}).items()
+                         if k in Throughput.__struct_fields__}
+    return doc
