@@ -80,6 +80,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     correlation: Union[int, str] = -1
     device: Union[int, str] = -1
     name: Optional[str] = None  # M events
+    kernel: Optional[str] = None  # runtime launches on ROCm: the kernel they launch
     # NaN / -1 rather than None: the [memory] columns are pulled out with np.fromiter
     total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
@@ -271,6 +272,9 @@ class _Cols(msgspec.Struct):
     tid: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
+    launch_names: list      # kernel names runtime launches carry (chunk-local table)
+    launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
+    launch_ids: np.ndarray
     mem_t: np.ndarray      # ns, not yet shifted
     mem_series: np.ndarray  # index into MEMORY_SERIES
     mem_v: np.ndarray
@@ -346,7 +350,12 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
     del names
     ext = _ids(argss, "external_id")
     corr = _ids(argss, "correlation")
-    del argss
+    rt_rows = np.flatnonzero(kind == K_RUNTIME)
+    launched = [argss[i].kernel for i in rt_rows.tolist()]
+    has = np.fromiter((k is not None for k in launched), dtype=bool, count=len(launched))
+    launch_rows = rt_rows[has]
+    launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
+    del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
     inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
@@ -378,6 +387,7 @@ def _columns(path: Path, events: list[Event]) -> _Cols:
         names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
         ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
         pid=pid, tid=tid, ext=ext, corr=corr,
+        launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids,
         mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
 
@@ -536,6 +546,12 @@ def read(path: Path, options: ReadOptions) -> Profile:
     ts_ns -= shift
 
     cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
+    launch = np.full(n, -1, np.int32)
+    offset = 0
+    for c in parts:  # chunk rows → profile rows; chunk string ids → profile ids
+        if len(c.launch_rows):
+            launch[offset + c.launch_rows] = strings.intern_many(c.launch_names)[c.launch_ids]
+        offset += len(c.ts_ns)
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
     gpu_ann = strings.get("gpu_user_annotation")
     if gpu_ann >= 0:
@@ -545,7 +561,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "kind": kind, "start": ts_ns, "dur": dur_ns,
         "rank": np.full(n, rank, np.int32),
         "device": np.where(is_dev, pid, -1).astype(np.int32),
-        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
+        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch,
     })
 
     if len(mem_t):
