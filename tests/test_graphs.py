@@ -270,3 +270,15 @@ def test_named_partial_window_aligns(tmp_path: Path) -> None:
     kern = [k for _, k in LAYER][:3]
     rp, replays, att, got = analyse(tmp_path, replay_events(10_000, 100, kern, name="hipGraphLaunch"), capture)
     assert got == [WANT[:3]] and att.stats["by_name"] == 1 and att.stats["matched_share"] == 1.0
+
+
+def test_replays_without_any_capture(tmp_path: Path) -> None:
+    rp = load([write(tmp_path / "r.json", replay_events(0, 7, ["a_kernel", "b_kernel"]) +
+                     replay_events(1000, 8, ["a_kernel"], step=None))])
+    replays = find_replays(rp)
+    empty = read_captures(rp)  # a trace with no capture ranges and no stream capture
+    att = match_replays(rp, replays, empty)
+    assert len(empty) == 0 and len(replays) == 2
+    assert att.stats["unmatched"] == 2 and att.stats["matched_events"] == 0
+    assert sorted(att.replay[replays.rows].tolist()) == [0, 0, 1]
+    assert (att.source == AttributionSource.NONE).all()

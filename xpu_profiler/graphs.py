@@ -152,15 +152,11 @@ def _pick(graphs: list[int], captures: Captures, tokens: int, ordinal: int) -> i
     return min(same, key=lambda g: (abs(int(captures.piece[g]) - ordinal), int(captures.piece[g])))
 
 
-def _align(rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched: bool,
-           tokens: int, ordinal: int) -> tuple[int, list, str]:
-    """(captured graph, [(replay position, launch position)], how) for one replay."""
-    n = len(rk)
-    hit = exact.get(rk.tobytes())
-    if hit:  # the common case: the whole graph replayed, same kernels in the same order
-        return _pick(hit, captures, tokens, ordinal), [(j, j) for j in range(n)], "by_name"
-    best, choice = 0, None
-    for gs in exact.values():  # one alignment per distinct named sequence (partial window, renames)
+def _best_alignment(rk: np.ndarray, seqs: list, exact: dict) -> tuple[list, list] | None:
+    """The named captured sequence most of a replay's kernels align with (a window that cut
+    the replay, kernels renamed): (its graphs, [(replay position, launch position)])."""
+    n, best, choice = len(rk), 0, None
+    for gs in exact.values():  # one alignment per distinct named sequence
         q = seqs[gs[0]]
         if len(q) < n // 4:
             continue
@@ -168,9 +164,24 @@ def _align(rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched
         m = sum(blk.size for blk in blocks)
         if m > best:
             best, choice = m, (gs, blocks)
-    if choice is not None and best >= max(1, n // 2):
-        pairs = [(blk.b + t, blk.a + t) for blk in choice[1] for t in range(blk.size)]
-        return _pick(choice[0], captures, tokens, ordinal), pairs, "by_name"
+    if choice is None or best < max(1, n // 2):
+        return None
+    return choice[0], [(blk.b + t, blk.a + t) for blk in choice[1] for t in range(blk.size)]
+
+
+def _align(rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched: bool,
+           tokens: int, ordinal: int, memo: dict) -> tuple[int, list, str]:
+    """(captured graph, [(replay position, launch position)], how) for one replay."""
+    n = len(rk)
+    hit = exact.get(rk.tobytes())
+    if hit:  # the common case: the whole graph replayed, same kernels in the same order
+        return _pick(hit, captures, tokens, ordinal), [(j, j) for j in range(n)], "by_name"
+    if exact:
+        k = rk.tobytes()
+        if k not in memo:  # replays of one graph share their sequence: align it once
+            memo[k] = _best_alignment(rk, seqs, exact)
+        if memo[k] is not None:
+            return _pick(memo[k][0], captures, tokens, ordinal), memo[k][1], "by_name"
     # kernel names unknown in the capture (CUDA runtime calls carry none): by position
     lens = np.diff(captures.offsets)
     unnamed = np.array([not (q >= 0).all() for q in seqs], bool)
@@ -201,7 +212,10 @@ def match_replays(profile: Profile, replays: Replays, captures: Captures,
     stats = {"replays": n_rep, "replayed_events": int(len(replays.rows)), "matched_events": 0,
              "attributed_events": 0, "by_name": 0, "by_position": 0, "unmatched": 0}
     rows = replays.rows
-    if n_rep and len(captures):
+    replay[rows] = np.repeat(np.arange(n_rep, dtype=np.int32), np.diff(replays.offsets))
+    if not len(captures):
+        stats["unmatched"] = n_rep
+    elif n_rep:
         index = {k: i for i, k in enumerate(captures.keys)}  # one key space for both profiles
         uniq, first, inv = np.unique(ev["name"][rows], return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
@@ -215,12 +229,12 @@ def match_replays(profile: Profile, replays: Replays, captures: Captures,
             if len(q) and (q >= 0).all():
                 exact.setdefault(q.tobytes(), []).append(g)
         tokens, ordinal = _step_hints(profile, replays)
+        memo: dict = {}
         for i in range(n_rep):  # replays are few (one per step, or per piece when piecewise)
             a, b = int(replays.offsets[i]), int(replays.offsets[i + 1])
             g, pairs, how = _align(rkey[a:b], captures, seqs, exact, bool(replays.launch[i] >= 0),
-                                   int(tokens[i]), int(ordinal[i]))
+                                   int(tokens[i]), int(ordinal[i]), memo)
             stats[how] += 1
-            replay[rows[a:b]] = i
             if g < 0:
                 continue
             graph_of[i] = g
