@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.taxonomy import FUSED_OPS, PATTERNS, Taxonomy
+from xpu_profiler.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Taxonomy
 from xpu_profiler.taxonomy_kunlun import KUNLUN_PATTERNS
 
 EXPECTED = {
@@ -55,7 +55,7 @@ def test_kunlun_name(name, fused):
 
 
 def test_rows_are_well_formed():
-    assert KUNLUN_PATTERNS and all(f in FUSED_OPS for _, f in KUNLUN_PATTERNS)
+    assert KUNLUN_PATTERNS and all(r.fused_op in FUSED_OPS and r.family in FAMILIES for r in KUNLUN_PATTERNS)
     Taxonomy(patterns=list(KUNLUN_PATTERNS))  # compiles
 
 

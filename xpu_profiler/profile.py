@@ -45,6 +45,7 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "fused": np.dtype(np.int16),    # derived: index into taxonomy.FUSED_OPS, -1 before attribution
     "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
     "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
+    "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
@@ -85,7 +86,7 @@ SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCH
 
 # Defaults used when a column is not given: ids that mean "none" are -1.
 _DEFAULTS = {
-    "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "device": -1,
+    "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "launch": -1, "device": -1,
     "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
     "step_id": -1, "name": -1,
 }
@@ -257,7 +258,7 @@ class Profile:
                 if not len(t):
                     continue
                 cols = dict(t.cols)
-                for c in ("name", "cat", "group", "req"):
+                for c in ("name", "cat", "group", "launch", "req"):
                     if c in cols:
                         v = cols[c]
                         cols[c] = np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)

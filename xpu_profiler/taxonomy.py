@@ -2,24 +2,35 @@
 
 Three tables, each searched top to bottom, first match wins:
 
-- ``PATTERNS``: regexes over kernel and op names (CUDA, ROCm, CPU ``aten::``/``_C::``
+- ``PATTERNS``: rules over kernel and op names (CUDA, ROCm, CPU ``aten::``/``_C::``
   ops of vLLM's CPU build, Kunlun ``xblas``/``kl3_*``/vllm-kunlun ops);
-- ``MODULE_PATTERNS``: vLLM layer module class names (from ``nn.Module: X_0`` frames of
+- ``MODULE_PATTERNS``: layer module class names (from ``nn.Module: X_0`` frames of
   ``with_stack`` traces, or our own ``xpu_module:X`` ranges);
-- ``CUSTOM_OP``: which host ops are vLLM custom ops, whose name decides the fused op of
-  everything they launch (the "launching op chain").
+- ``CUSTOM_OP``: which host ops are custom ops of vLLM, SGLang or a kernel library,
+  whose name decides the fused op of everything they launch (the "launching op chain").
 
-Users extend ``PATTERNS`` from a TOML file (``--taxonomy FILE``)::
+**Structure before detail.** A name is classified by its structural family first,
+in ``FAMILIES`` order: data movement, the vendor runtime's plain tensor kernels,
+communication, MoE (expert GEMMs, routing, top-k, align/sort, permute, finalize),
+KV-cache writes, attention (and other sequence mixers), rope, norm, convolution,
+GEMM (dense and quantised), sampling, embedding — and only then by the epilogue
+and dtype words: activation (``swiglu``, ``silu``...), quantization (``quant``,
+``fp8``, ``mxfp4``...), element-wise. So ``_matmul_ogs_NNT_bf16xbf16xmxfp4_..._swiglu``
+is an MoE expert GEMM, ``fp8gemm_bf16_blockscale`` a GEMM, and "quantization" only
+holds kernels that quantize or dequantize. ``rules()`` merges the vendor rows of
+``taxonomy_kunlun`` into the same family order.
+
+Users extend the tables from a TOML file (``--taxonomy FILE``); their rows go in
+front of the built-in ones::
 
     [[pattern]]
     regex = "my_fused_gemm_.*"
     fused_op = "gemm"
+    note = "our in-house GEMM"      # optional
 
     [[module]]
     regex = "^MyNorm$"
     fused_op = "norm"
-
-User rows go in front of the built-in ones.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from .errors import XpuProfilerError
 
@@ -37,6 +48,22 @@ FUSED_OPS = (
     "sampling", "embedding", "quantization", "convolution", "memcpy", "memset", "elementwise", "other",
 )
 OTHER = FUSED_OPS.index("other")
+
+#: structural families, in the order the table searches them (epilogue/dtype words last)
+FAMILIES = (
+    "memory", "runtime", "communication", "moe", "kv_cache", "attention", "rope", "norm",
+    "convolution", "gemm", "sampling", "embedding", "activation", "quantization", "elementwise",
+)
+
+
+class Rule(NamedTuple):
+    """One row of the pattern table: ``re.search`` over a name, case-insensitive."""
+
+    regex: str
+    fused_op: str
+    family: str
+    note: str = ""
+
 
 # Element-wise and tensor-bookkeeping aten ops: unfused work that is not "other".
 _ELEMENTWISE_ATEN = (
@@ -53,73 +80,106 @@ _ELEMENTWISE_ATEN = (
     "item|_local_scalar_dense|is_nonzero|nonzero|any|all|argmax|argmin|sort|numel|size|"
     "bucketize|searchsorted|pad|constant_pad_nd|_to_dim_order_copy|type_as|bernoulli_|uniform_|"
     "exponential_|normal_|rand|randn|randint|random_|set_|record_stream|_pin_memory|pin_memory|"
-    "is_pinned|lift_fresh_copy|fill_|zero_|copy_|to|_to_copy|dropout|baddbmm_"
+    "is_pinned|lift_fresh_copy|fill_|zero_|copy_|to|_to_copy|dropout|baddbmm_|resize_|expand_as|"
+    "_foreach_copy_|numpy_T|_assert_async|_assert_tensor_metadata"
 )
+# "gemm" as a word part, not "gemma" (Gemma-style RMSNorm kernels), fbgemm's bookkeeping
+# or a "..._deep_gemm" suffix naming the consumer (DeepGEMM's own kernels are deep_gemm::*)
+_GEMM = r"(?<!fb)(?<!deep_)gemm(?!a)"
 
-#: (regex, fused_op), searched in order over kernel and op names; case-insensitive.
-PATTERNS: list[tuple[str, str]] = [
-    # --- data movement --------------------------------------------------------------
-    (r"^memcpy|^Memcpy |memcpy(htod|dtoh|dtod|async)|^cudaMemcpy|^hipMemcpy|^xpu_memcpy", "memcpy"),
-    (r"^memset|^Memset |^cudaMemset|^hipMemset", "memset"),
-    # --- communication (before anything that says "reduce") ----------------------------
-    (r"nccl|rccl|all_?reduce|allgather|all_gather|reduce_scatter|reducescatter|all_?to_?all|"
-     r"c10d::|gloo:|broadcast|cross_device_reduce|custom_ar|kl3_all_reduce|kl3_all_gather|"
-     r"bkcl|xccl|send_recv|::send|::recv", "communication"),
-    # --- KV cache writes (before attention: names often say "attn") ---------------------
-    (r"reshape_and_cache|concat_and_cache|kv_cache_update|copy_blocks|swap_blocks|"
-     r"cache_kernels|reshape_cache|write_to_kv_cache|store_kvcache|kv_cache_store", "kv_cache"),
-    # --- MoE (before gemm and sampling: grouped GEMMs and top-k routing) ---------------
-    (r"moe|fused_experts|topk_softmax|topk_sigmoid|grouped_topk|expert|moe_align|"
-     r"count_and_sort|shuffle_rows|router", "moe"),
-    # --- attention ------------------------------------------------------------------
-    (r"attention|attn|flash_fwd|flash::|fmha|flashinfer|paged_attention|xformers|"
-     r"scaled_dot_product|_efficient_attention|sdpa|batchprefill|batchdecode|"
-     r"merge_attn_states|mla_|flashmla|cutlass_mla|lightning_attn|xfa|xft_?attention|"
-     r"page_attn|mha_|splitkv|decode_attention|prefill_attention", "attention"),
-    # --- rotary embedding -----------------------------------------------------------
-    (r"rotary|rope", "rope"),
-    # --- normalisation (incl. inductor-fused RMSNorm: mean·pow·rsqrt) -----------------
-    (r"rms_?norm|layer_?norm|group_?norm|batch_?norm|instance_?norm|norm_kernel|"
-     r"native_layer_norm|aten::norm$|(mean.*pow|pow.*mean).*rsqrt", "norm"),
-    # --- activations ----------------------------------------------------------------
-    (r"act_and_mul|silu_and_mul|gelu_and_mul|mul_and_silu|swiglu|geglu|"
-     r"aten::(silu|silu_|gelu|gelu_|relu|relu_|sigmoid|sigmoid_|tanh|tanh_|softplus|hardswish)$|"
-     r"silu_kernel|gelu_kernel|relu_kernel|fatrelu|swigluoai", "activation"),
-    # --- sampling -------------------------------------------------------------------
-    (r"sampl|top_?k_?top_?p|top_p|aten::topk$|multinomial|apply_penalties|penalt|"
-     r"gumbel|argmax_kernel|logprob", "sampling"),
-    # --- embedding ------------------------------------------------------------------
-    (r"embedding|embed_|aten::embedding", "embedding"),
-    # --- quantised GEMMs are GEMMs; quantize/dequantize kernels are quantization ---------
-    (r"scaled_mm|marlin|machete|awq_gemm|gptq_gemm|w8a8|w4a16|int8_gemm|fp8_gemm|"
-     r"fp8_blockwise|block_fp8_matmul", "gemm"),
-    (r"quant|dequant|fp8|int8|int4|nvfp4|mxfp", "quantization"),
-    # --- convolution (cuDNN engines, causal conv1d of Mamba-style layers) -------------
-    (r"conv(?!ert)|dgrad|wgrad|winograd|implicit_gemm|scudnn|cudnn::detail|im2col|col2im", "convolution"),
-    # --- GEMM -----------------------------------------------------------------------
-    (r"(?<!fb)gemm|matmul|aten::(mm|addmm|bmm|linear|matmul|baddbmm|_addmm_activation)$|"
-     r"cutlass|cublas|cublaslt|hipblaslt|rocblas|xmma|sm\d+_|ampere_|volta_|turing_|"
-     r"hopper_|Kernel2|splitKreduce|Cijk_|wvSplitK|LLMM1|onednn|dnnl|mkl|_C::.*mm$|"
-     r"fc_cdnn|xblas|fc_fusion|fc_int|xdnn_fc", "gemm"),
-    # --- unfused element-wise work ----------------------------------------------------
-    (r"elementwise|vectorized_elementwise|unrolled_elementwise|reduce_kernel|"
-     r"triton_(poi|red|per)_|CatArrayBatchedCopy|index_elementwise|fill_kernel|"
-     r"copy_kernel|indexSelect|scatter_gather|compare_scalar|tensor_kernel_scan|"
-     r"cub::|RadixSort|DeviceScan|DeviceReduce|DeviceSegmented|max_pool|avg_pool|adaptive_pool|"
-     r"linearize_index|multi_tensor_apply|aten::diff$|aten::_foreach_|"
-     r"^fbgemm::.*(permute|jagged|index|offsets|bounds|segment|pack|sort)|"
-     rf"^aten::({_ELEMENTWISE_ATEN})$", "elementwise"),
+#: the generic rows, grouped by family in FAMILIES order (``test_taxonomy_families`` checks it)
+PATTERNS: list[Rule] = [
+    # --- data movement ---------------------------------------------------------------
+    Rule(r"^memcpy|^Memcpy |memcpy(htod|dtoh|dtod|async)|^cudaMemcpy|^hipMemcpy|^xpu_memcpy", "memcpy", "memory"),
+    Rule(r"^memset|^Memset |^cudaMemset|^hipMemset", "memset", "memory"),
+    # --- communication (before anything that says "reduce", "gather" or "expert") --------
+    Rule(r"nccl|rccl|all_?reduce|allgather|all_gather|reduce_scatter|reducescatter|all_?to_?all|"
+         r"c10d::|gloo:|broadcast|cross_device_reduce|custom_ar|kl3_all_reduce|kl3_all_gather|"
+         r"bkcl|xccl|send_recv|::send|::recv|deep_ep::|deepep|mori::|nvshmem|lamport|_a2a_|"
+         r"(?<![a-z])(ar|ag|rs)_gfx\d+", "communication", "communication",
+         "collectives, custom all-reduce, expert-parallel all-to-all (DeepEP, MoRI)"),
+    # --- MoE: expert GEMMs, routing, top-k, align/sort, permute, finalize -----------------
+    Rule(r"moe|fused_experts|expert|router|routing|topk_?softmax|topk_sigmoid|topkgating|"
+         r"topk_gating|grouped_?topk|count_and_sort|shuffle_?(input_?)?rows|moe_align|unpermute|"
+         r"expandinputrows|finalizemoerouting", "moe", "moe",
+         "fused_moe, vllm::moe::*, aiter fmoe/ck_moe/topksoftmax, Marlin-MoE, Kunlun moe_*"),
+    Rule(r"matmul_ogs|_matmul_[nt]{3}_|_finalize_matmul|_reduce_grouped|_compute_writeback_idx|"
+         r"bitmatrix|_expt_data|_topk_forward|_masked_topk_sum", "moe", "moe",
+         "triton_kernels (gpt-oss MoE): matmul_ogs expert GEMMs with fused SwiGLU/mxfp4, "
+         "bitmatrix routing, top-k, finalize"),
+    Rule(r"grouped_?(gemm|mm|matmul)(?![a-z])|m_grouped|groupproblemshape|group_gemm_starts|"
+         r"deep_gemm::gemmtype\)[12]|gemmtype::grouped|ep_scatter|ep_gather|permute_unpermute|"
+         r"_count_expert_num_tokens", "moe", "moe",
+         "grouped/permuted expert GEMMs (CUTLASS GroupProblemShape, DeepGEMM grouped)"),
+    # --- KV cache writes (before attention: names often say "attn") -----------------------
+    Rule(r"reshape_and_cache|concat_and_cache|kv_cache_update|copy_blocks|swap_blocks|"
+         r"cache_kernels|reshape_cache|write_to_kv_cache|store_kvcache|kv_cache_store|store_cache|"
+         r"set_kv_buffer|kv_cache_(gather|scatter)|zero_kv_blocks|(quant|rope)_and_cache|insert_k(?![a-z])",
+         "kv_cache", "kv_cache"),
+    # --- attention (and the sequence mixers that stand in for it) -------------------------
+    Rule(r"attention|attn|flash_fwd|flash_bwd|flash::|flashattn|fmha|batchprefill|batchdecode|"
+         r"batchmla|mergestates|paged_attention|xformers|scaled_dot_product|_efficient_attention|"
+         r"sdpa|merge_attn_states|mla_|flashmla|cutlass_mla|lightning_attn|xfa|xft_?attention|"
+         r"page_attn|(?<![a-z])mha_|splitkv|(?<![a-z])pa_(bf16|fp16|fp8|i8|a8|a16|decode|prefill|ragged)|"
+         r"gqa_d\d+|dsa_v\d+_decode|kv_indices|^(kernel_)?reduce_segments|"
+         r"^_fwd_(grouped_)?kernel(_stage[12]|_alibi)?$", "attention", "attention",
+         "FlashAttention, FlashInfer, paged/unified attention, MLA, aiter pa_/fmha/mla asm"),
+    Rule(r"selective_scan|selective_state_update|ssd_|_chunk_(scan|state|cumsum)_fwd|"
+         r"_state_passing_fwd|_bmm_chunk_fwd|gated_delta_rule|fused_recurrent|chunk_gla|chunk_kda|"
+         r"(?<![a-z])kda_|delta_rule", "attention", "attention", "Mamba SSM / linear-attention token mixers"),
+    # --- rotary embedding ---------------------------------------------------------------
+    Rule(r"rotary|(?:^|[^a-z])m?rope(?:[^a-z]|$)", "rope", "rope"),
+    # --- normalisation (incl. inductor-fused RMSNorm: mean·pow·rsqrt) ---------------------
+    Rule(r"rms_?norm|layer_?norm|group_?norm|batch_?norm|instance_?norm|l2_?norm|qk_?norm|norm_kernel|"
+         r"native_layer_norm|aten::norm$|(mean.*pow|pow.*mean).*rsqrt|gammabetabackward|"
+         r"rowwisemoments|cudnn::bn_|bn_fw_|bn_bw_", "norm", "norm"),
+    # --- convolution (cuDNN engines, causal conv1d of Mamba-style layers) -----------------
+    Rule(r"conv(?!ert)|dgrad|wgrad|winograd|implicit_gemm|scudnn|cudnn::detail|cask_cudnn|"
+         r"cudnn::ops::|im2col|col2im", "convolution", "convolution"),
+    # --- GEMM, dense and quantised (before any epilogue or dtype word) ---------------------
+    Rule(r"scaled_mm|marlin|machete|awq_gemm|gptq_gemm|w8a8|w4a16|w4a8|int8_gemm|fp8_gemm|"
+         r"fp8_blockwise|block_fp8_matmul|deep_gemm::|cutlass_scaled|lora_(shrink|expand)|[sb]gmv", "gemm", "gemm",
+         "GEMMs that read quantised weights are GEMMs"),
+    Rule(_GEMM + r"|matmul|gemv|(?<![a-z])bmm_|aten::(mm|addmm|bmm|linear|matmul|baddbmm|_addmm_activation)$|"
+         r"cutlass|cublas|cublaslt|hipblaslt|rocblas|xmma|sm\d+_|ampere_|volta_|turing_|"
+         r"hopper_|Kernel2|splitKreduce|Cijk_|wvSplitK|LLMM1|nvjet|onednn|dnnl|mkl|_C::.*mm$|"
+         r"fc_cdnn|xblas|fc_fusion|fc_int|xdnn_fc", "gemm", "gemm"),
+    # --- sampling -------------------------------------------------------------------------
+    Rule(r"sampl|top_?k_?top_?p|top_p|aten::topk$|multinomial|apply_penalties|penalt|"
+         r"gumbel|argmax_kernel|argmaxops|logprob|min_p|temperature|rejection_|bad_words|logits?_bias",
+         "sampling", "sampling"),
+    # --- embedding ------------------------------------------------------------------------
+    Rule(r"embedding|embeds?_|aten::embedding|bounds_check_indices|pooled_embs", "embedding", "embedding"),
+    # --- epilogue words: activations ----------------------------------------------------------
+    Rule(r"act_and_mul|silu_and_mul|gelu_and_mul|mul_and_silu|swiglu|geglu|"
+         r"aten::(silu|silu_|gelu|gelu_|relu|relu_|sigmoid|sigmoid_|tanh|tanh_|softplus|hardswish)$|"
+         r"silu_kernel|gelu_kernel|relu_kernel|fatrelu|swigluoai|activation_kernel|relu_?squared|silu_mul|_silu_|"
+         r"triton_(poi|per|red)_fused_\w*(silu|gelu)", "activation", "activation",
+         "activation kernels; never a GEMM with a fused epilogue (those matched above)"),
+    # --- dtype words: quantize / dequantize kernels ---------------------------------------------
+    Rule(r"quant|dequant|fp8|int8|int4|nvfp4|mxfp|fp4|hfp8|downcast_to|upcast_from", "quantization",
+         "quantization", "kernels that quantize or dequantize; never a GEMM"),
+    # --- unfused element-wise work --------------------------------------------------------
+    Rule(r"elementwise|vectorized_elementwise|unrolled_elementwise|reduce_kernel|"
+         r"triton_(poi|red|per)_|CatArrayBatchedCopy|index_elementwise|fill_kernel|"
+         r"copy_kernel|indexSelect|indexFunc|scatter_gather|gather_kernel|compare_scalar|"
+         r"tensor_kernel_scan|cub::|RadixSort|DeviceScan|DeviceReduce|DeviceSegmented|rocprim::|"
+         r"hipcub::|max_pool|avg_pool|adaptive_pool|softmax_warp|cunn_softmax|searchsorted|"
+         r"linearize_index|multi_tensor_apply|aten::diff$|aten::_foreach_|to_dense_representation|"
+         r"recat_copy|fbgemm_gpu::(permute|_offsets|_block_bucketize|jagged)|"
+         r"^fbgemm::.*(permute|jagged|index|offsets|bounds|segment|pack|sort)|"
+         rf"^aten::({_ELEMENTWISE_ATEN})$", "elementwise", "elementwise"),
 ]
 
-#: (regex, fused_op) over vLLM layer module class names (instance suffix stripped).
+#: (regex, fused_op) over layer module class names (instance suffix stripped).
 MODULE_PATTERNS: list[tuple[str, str]] = [
     (r"^(RMSNorm|GemmaRMSNorm|LayerNorm|RMSNormGated|.*LayerNorm|.*RMSNorm)$", "norm"),
     (r"^(SiluAndMul|GeluAndMul|MulAndSilu|FatreluAndMul|SwigluOAIAndMul|GeluAndMulSparse|"
      r"NewGELU|FastGELU|QuickGELU|ReLUSquaredActivation|SiLU|GELU)$", "activation"),
     (r"RotaryEmbedding$|^RoPE", "rope"),
-    (r"^(FusedMoE|SharedFusedMoE|.*FusedMoE)$", "moe"),
+    (r"^(FusedMoE|SharedFusedMoE|.*FusedMoE|EPMoE|DeepEPMoE|TopK|FusedTopK)$", "moe"),
     (r"^(Attention|MLAAttention|MultiHeadAttention|EncoderOnlyAttention|CrossAttention|"
-     r"ChunkedLocalAttention|MMEncoderAttention)$", "attention"),
+     r"ChunkedLocalAttention|MMEncoderAttention|RadixAttention)$", "attention"),
     (r"^(QKVParallelLinear|MergedColumnParallelLinear|RowParallelLinear|ColumnParallelLinear|"
      r"ReplicatedLinear|QKVCrossParallelLinear|LinearBase|Linear|ParallelLMHead|"
      r"LogitsProcessor)$", "gemm"),
@@ -127,8 +187,10 @@ MODULE_PATTERNS: list[tuple[str, str]] = [
     (r"^(Sampler|TopKTopPSampler|RejectionSampler)$", "sampling"),
 ]
 
-#: host ops that are vLLM (or plugin) custom ops: their name decides what they launch.
+#: host ops that are custom ops (vLLM, SGLang, kernel libraries, vendor plugins): their
+#: name decides what they launch.
 CUSTOM_OP = r"^(vllm|_C|_moe_C|_rocm_C|_C_cache_ops|_C_custom_ar|_vllm_fa\d?_C|_flashmla_C|" \
+            r"sgl_kernel|sglang|sglang_profiler|aiter|flashinfer|trtllm|" \
             r"vllm_kunlun|kunlun_ops|xspeedgate_ops|_kunlun_C|torch_xmlir|xtorch_ops)::"
 
 MODULE_RANGE_PREFIXES = ("nn.Module: ", "xpu_module:")
@@ -143,9 +205,23 @@ def module_class(range_name: str) -> str | None:
     return None
 
 
-def _compile(rows: Sequence[tuple[str, str]], what: str) -> list[tuple[re.Pattern, int]]:
+def rules() -> list[Rule]:
+    """The built-in table: generic and vendor rows merged family by family (vendor rows
+    first within a family, each table's own order kept)."""
+    try:
+        from .taxonomy_kunlun import KUNLUN_PATTERNS
+    except ImportError:  # pragma: no cover
+        KUNLUN_PATTERNS = []
+    rank = {f: i for i, f in enumerate(FAMILIES)}
+    rows = [(rank[r.family], 0, i, r) for i, r in enumerate(KUNLUN_PATTERNS)]
+    rows += [(rank[r.family], 1, i, r) for i, r in enumerate(PATTERNS)]
+    return [r for *_, r in sorted(rows, key=lambda t: t[:3])]
+
+
+def _compile(rows: Sequence[Sequence[str]], what: str) -> list[tuple[re.Pattern, int]]:
     out = []
-    for regex, fused in rows:
+    for row in rows:
+        regex, fused = row[0], row[1]
         if fused not in FUSED_OPS:
             raise XpuProfilerError(f"{what}: unknown fused op {fused!r} (known: {', '.join(FUSED_OPS)})")
         try:
@@ -155,19 +231,13 @@ def _compile(rows: Sequence[tuple[str, str]], what: str) -> list[tuple[re.Patter
     return out
 
 
-def _kunlun_rows() -> list[tuple[str, str]]:
-    try:
-        from .taxonomy_kunlun import KUNLUN_PATTERNS
-    except ImportError:
-        return []
-    return list(KUNLUN_PATTERNS)
-
-
 @dataclass
 class Taxonomy:
-    """Compiled tables; `classify*` return indexes into FUSED_OPS (-1: no match)."""
+    """Compiled tables; `classify*` return indexes into FUSED_OPS (-1: no match).
 
-    patterns: list[tuple[str, str]] = field(default_factory=lambda: _kunlun_rows() + PATTERNS)
+    ``patterns`` rows are ``Rule``s or plain ``(regex, fused_op)`` pairs."""
+
+    patterns: list = field(default_factory=rules)
     modules: list[tuple[str, str]] = field(default_factory=lambda: list(MODULE_PATTERNS))
     custom_op: str = CUSTOM_OP
 
@@ -177,17 +247,27 @@ class Taxonomy:
         self._custom = re.compile(self.custom_op)
         self._cache: dict[str, int] = {}
 
-    def classify(self, name: str) -> int:
-        """Fused op of a kernel or op name, -1 when no pattern matches."""
+    def rule_index(self, name: str) -> int:
+        """Row of ``patterns`` that decides a name, -1 when none matches."""
         hit = self._cache.get(name)
         if hit is None:
             hit = -1
-            for rx, fused in self._patterns:
+            for i, (rx, _) in enumerate(self._patterns):
                 if rx.search(name):
-                    hit = fused
+                    hit = i
                     break
             self._cache[name] = hit
         return hit
+
+    def classify(self, name: str) -> int:
+        """Fused op of a kernel or op name, -1 when no pattern matches."""
+        i = self.rule_index(name)
+        return self._patterns[i][1] if i >= 0 else -1
+
+    def explain(self, name: str) -> tuple | None:
+        """The row that decides a name (a ``Rule`` for built-in rows), or None."""
+        i = self.rule_index(name)
+        return self.patterns[i] if i >= 0 else None
 
     def classify_module(self, range_name: str) -> int:
         cls = module_class(range_name)
@@ -218,14 +298,18 @@ class Taxonomy:
             raise XpuProfilerError(f"{path}: no such taxonomy file") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise XpuProfilerError(f"{path}: not valid TOML ({e})") from None
-        rows, mods = [], []
+        rows: list = []
+        mods: list = []
         for key, out in (("pattern", rows), ("module", mods)):
             for i, row in enumerate(data.get(key, [])):
                 if not isinstance(row, dict) or not isinstance(row.get("regex"), str) \
-                        or not isinstance(row.get("fused_op"), str):
-                    raise XpuProfilerError(f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op")
-                out.append((row["regex"], row["fused_op"]))
+                        or not isinstance(row.get("fused_op"), str) \
+                        or not isinstance(row.get("note", ""), str):
+                    raise XpuProfilerError(f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op "
+                                           "(and an optional string note)")
+                out.append(Rule(row["regex"], row["fused_op"], "user", row.get("note", "")) if key == "pattern"
+                           else (row["regex"], row["fused_op"]))
         try:
-            return Taxonomy(patterns=rows + _kunlun_rows() + PATTERNS, modules=mods + MODULE_PATTERNS)
+            return Taxonomy(patterns=rows + rules(), modules=mods + MODULE_PATTERNS)
         except XpuProfilerError as e:
             raise XpuProfilerError(f"{path}: {e}") from None

@@ -1,9 +1,10 @@
 """Kunlun (XPU, vllm-kunlun) kernel and op names → fused op, for the pattern table.
 
-``KUNLUN_PATTERNS`` is an ordered list of ``(regex, fused_op)`` rows meant for
-``re.search`` on a kernel or op name, compiled case-insensitively by
-``xpu_profiler.taxonomy``; the first row that matches wins, so the specific rows
-come before the generic ones. The rows match both the demangled kernel names
+``KUNLUN_PATTERNS`` is an ordered list of ``Rule(regex, fused_op, family)`` rows
+meant for ``re.search`` on a kernel or op name, compiled case-insensitively by
+``xpu_profiler.taxonomy``, whose ``rules()`` merges them into the generic table
+family by family (a Kunlun row goes before the generic rows of its family); the
+first row that matches wins. The rows match both the demangled kernel names
 our readers produce (``void xblas_xpu3::fc_cdnn_infer<float16, …>``), the raw
 mangled symbols (``_ZN10xblas_xpu313fc_cdnn_infer…``: the identifiers appear
 verbatim inside them) and the op names vllm-kunlun registers
@@ -46,8 +47,8 @@ Where the names come from (baidu/vLLM-Kunlun unless said otherwise):
   kernels ``prefill_attention``, ``decode_paged_attention``,
   ``reshape_and_cache_flash``, ``gemm_I8_I8_bf16_nt``, ``swiglu``.
 
-The rows are searched before the generic table for every name, CUDA ones
-included, so they hold only Kunlun-specific identifiers. Kunlun names that the
+The rows are searched for every name, CUDA ones included, so they hold only
+Kunlun-specific identifiers. Kunlun names that the
 generic rows already place right (``xblas``, ``fc_cdnn``, ``fc_fusion``,
 ``kl3_all_reduce``, ``paged_attention``, ``rms_norm``, ``silu_and_mul``,
 ``moe_*``, ``rotary_embedding``, ``reshape_and_cache`` ...) are left to them;
@@ -59,34 +60,37 @@ pins the mapping of every name listed above.
 
 from __future__ import annotations
 
+from .taxonomy import Rule
+
 # identifiers that must not fall into the "plain runtime kernel" catch-all below
 _NOT_PLAIN = (r"norm|rope|rotary|softmax|topk|top_k|embed|attn|attention|gemm|matmul|quant|"
               r"moe|sampl|multinomial|philox|all_?reduce|all_?gather|reduce_?scatter|send|recv")
 
-KUNLUN_PATTERNS: list[tuple[str, str]] = [
+KUNLUN_PATTERNS: list[Rule] = [
     # -- communication: XCCL/BKCL collectives and XLink ring kernels [KD][X3] ----------
-    (r"\bkl[23]_(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|broadcast|"
-     r"group_send_recv|send|recv)|\d+kl[23]_(all_?reduce|all_?gather|reduce_?scatter|all2all|"
-     r"group_send_recv)", "communication"),
-    (r"xlink_\w*(reduce|gather|scatter|send|recv|all2all)|\bbkcl_|\bxccl_", "communication"),
+    Rule(r"\bkl[23]_(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|broadcast|"
+         r"group_send_recv|send|recv)|\d+kl[23]_(all_?reduce|all_?gather|reduce_?scatter|all2all|"
+         r"group_send_recv)", "communication", "communication"),
+    Rule(r"xlink_\w*(reduce|gather|scatter|send|recv|all2all)|\bbkcl_|\bxccl_", "communication", "communication"),
     # -- MoE routing statistics kernel (no "moe" in its name) [KO] ---------------------
-    (r"gen_block_statistic|moe_active_expert_balance|moe_pre_small", "moe"),
+    Rule(r"gen_block_statistic|moe_active_expert_balance|moe_pre_small", "moe", "moe"),
     # -- KV-cache inserts of vllm-kunlun's attention paths [KA] -----------------------
-    (r"qkv_cache_insert|\bkv_insert|dsv4_kv_insert|\bcache_insert", "kv_cache"),
+    Rule(r"qkv_cache_insert|\bkv_insert|dsv4_kv_insert|\bcache_insert", "kv_cache", "kv_cache"),
     # -- linear / sparse attention kernels of vllm-kunlun [KA] ------------------------
-    (r"chunk_gated_delta_rule|fused_recurrent_gated_delta|fla_chunk|\bkda_(fwd|decode|prefill|chunk)|"
-     r"sparse_attn_indexer|indexer_decode|deepseek_v4_sparse_index|(\b|\d)xfa(_|::|\d)|(\b|\d)xft_?\w*attention",
-     "attention"),
-    # -- activations the generic rows miss [KO][X3] -------------------------------------
-    (r"quick_gelu|gelu_tanh_and_mul|fast_swiglu", "activation"),
+    Rule(r"chunk_gated_delta_rule|fused_recurrent_gated_delta|fla_chunk|\bkda_(fwd|decode|prefill|chunk)|"
+         r"sparse_attn_indexer|indexer_decode|deepseek_v4_sparse_index|(\b|\d)xfa(_|::|\d)|(\b|\d)xft_?\w*attention",
+         "attention", "attention"),
     # -- GEMMs whose names say "quant" (they are matmuls) [KO][KA][X3] -----------------
-    (r"smooth_quant_matmul\w*|gemm_i8_i8\w*|kunlun_scale_mm|scale_mm_\w*|exllama\w*|"
-     r"xft_?\w*(fc|gemm|matmul)|xblas_xpu\d|xblas\w*::|xdnn_?\w*fc", "gemm"),
-    # -- XPU runtime (xpukernel) kernels [X3] ----------------------------------------------
-    (r"xpukernel_xpu\d(::|\d+)normal_philox", "sampling"),
-    (r"xpukernel_xpu\d(::|\d+)(host2device|device2host|device2device|h2d|d2h|d2d)", "memcpy"),
-    (r"xpukernel_xpu\d(::|\d+)constant(<|I|\b)", "memset"),
+    Rule(r"smooth_quant_matmul\w*|gemm_i8_i8\w*|kunlun_scale_mm|scale_mm_\w*|exllama\w*|"
+         r"xft_?\w*(fc|gemm|matmul)|xblas_xpu\d|xblas\w*::|xdnn_?\w*fc", "gemm", "gemm"),
+    # -- activations the generic rows miss [KO][X3] -------------------------------------
+    Rule(r"quick_gelu|gelu_tanh_and_mul|fast_swiglu", "activation", "activation"),
+    # -- XPU runtime (xpukernel) kernels [X3]: the runtime's own tensor library, searched
+    #    right after data movement (before "broadcast" reads as communication) ---------
+    Rule(r"xpukernel_xpu\d(::|\d+)normal_philox", "sampling", "runtime"),
+    Rule(r"xpukernel_xpu\d(::|\d+)(host2device|device2host|device2device|h2d|d2h|d2d)", "memcpy", "runtime"),
+    Rule(r"xpukernel_xpu\d(::|\d+)constant(<|I|\b)", "memset", "runtime"),
     # plain tensor kernels of the XPU runtime (transpose, cast, broadcast_*, concat...):
     # element-wise, unless the name says it is something the generic rows know
-    (rf"xpukernel_xpu\d(::|\d+)(?!\w*({_NOT_PLAIN}))\w+", "elementwise"),
+    Rule(rf"xpukernel_xpu\d(::|\d+)(?!\w*({_NOT_PLAIN}))\w+", "elementwise", "runtime"),
 ]

@@ -61,6 +61,12 @@ def read(path: Path, options: ReadOptions) -> Profile:
     ts_ns -= shift
 
     cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
+    launch = np.full(n, -1, np.int32)
+    offset = 0
+    for c in parts:  # chunk rows → profile rows; chunk string ids → profile ids
+        if len(c.launch_rows):
+            launch[offset + c.launch_rows] = strings.intern_many(c.launch_names)[c.launch_ids]
+        offset += len(c.ts_ns)
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
     gpu_ann = strings.get("gpu_user_annotation")
     if gpu_ann >= 0:
@@ -70,7 +76,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "kind": kind, "start": ts_ns, "dur": dur_ns,
         "rank": np.full(n, rank, np.int32),
         "device": np.where(is_dev, pid, -1).astype(np.int32),
-        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all,
+        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch,
     })
 
     if len(mem_t):

@@ -65,6 +65,9 @@ class Cols(msgspec.Struct):
     tid: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
+    launch_names: list      # kernel names runtime launches carry (chunk-local table)
+    launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
+    launch_ids: np.ndarray
     mem_t: np.ndarray      # ns, not yet shifted
     mem_series: np.ndarray  # index into MEMORY_SERIES
     mem_v: np.ndarray
@@ -140,7 +143,12 @@ def columns(path: Path, events: list[Event]) -> Cols:
     del names
     ext = _ids(argss, "external_id")
     corr = _ids(argss, "correlation")
-    del argss
+    rt_rows = np.flatnonzero(kind == K_RUNTIME)
+    launched = [argss[i].kernel for i in rt_rows.tolist()]
+    has = np.fromiter((k is not None for k in launched), dtype=bool, count=len(launched))
+    launch_rows = rt_rows[has]
+    launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
+    del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
     inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
@@ -172,6 +180,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
         names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
         ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
         pid=pid, tid=tid, ext=ext, corr=corr,
+        launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids,
         mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
 

@@ -21,6 +21,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     correlation: Union[int, str] = -1
     device: Union[int, str] = -1
     name: Optional[str] = None  # M events
+    kernel: Optional[str] = None  # runtime launches on ROCm: the kernel they launch
     # NaN / -1 rather than None: the [memory] columns are pulled out with np.fromiter
     total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
