@@ -29,6 +29,11 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     return profile, aggregator.summarize(profile, top=top)
 
 
+def summarize(profile: Profile, *, taxonomy: Taxonomy | None = None, top: int = 50) -> dict:
+    """The Summary of a Profile you already have (a live run's); attributes it first if needed."""
+    return aggregator.summarize(profile, top=top, taxonomy=taxonomy)
+
+
 def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     """Where each format goes: `--output DIR` holds them all; `--output X.html` (or any
     file an exporter claims by suffix) names that one and puts the others beside it."""

@@ -25,13 +25,12 @@ def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
 
 
 class HostSampler:
-    """Samples the RSS of this process (and optionally the sum over its child processes) every
-    period. The engine processes sample themselves in their step hooks; walking the process
-    tree here costs the front-end noticeable time on small machines, so it is off by default."""
+    """Samples the RSS of this process (the front-end) every period. The engine processes
+    sample themselves in their step hooks (walking the process tree from here costs the
+    front-end noticeable time on small machines)."""
 
-    def __init__(self, period_s: float = 0.25, include_children: bool = False):
+    def __init__(self, period_s: float = 0.25):
         self.period_s = period_s
-        self.include_children = include_children
         self.samples: list[tuple] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,20 +49,10 @@ class HostSampler:
 
         me = psutil.Process()
         while not self._stop.is_set():
-            t = time.time_ns()
             try:
-                self.samples.append((0, "host_rss_bytes.frontend", t, float(me.memory_info().rss)))
-                if self.include_children:
-                    total = 0
-                    for c in me.children(recursive=True):
-                        try:
-                            total += c.memory_info().rss
-                        except psutil.Error:
-                            pass
-                    if total:
-                        self.samples.append((0, "host_rss_bytes.engine_processes", t, float(total)))
-            except Exception:
-                pass
+                self.samples.append((0, "host_rss_bytes.frontend", time.time_ns(), float(me.memory_info().rss)))
+            except (psutil.Error, OSError):
+                pass  # one sample missed; the series goes on
             self._stop.wait(self.period_s)
 
     def stop(self) -> list[tuple]:
