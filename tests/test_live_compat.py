@@ -102,7 +102,7 @@ def test_no_live_module_but_compat_names_a_vllm_symbol():
     assert hits == []
 
 
-def test_the_check_catches_a_shadowed_or_missing_hook():
+def test_the_check_catches_a_shadowed_or_missing_hook(monkeypatch):
     """On real vLLM classes (no engine): a subclass gets our hooks; an instance attribute
     that shadows one, or a method that is gone, is reported by name."""
     if not HAVE_VLLM:
@@ -112,6 +112,11 @@ def test_the_check_catches_a_shadowed_or_missing_hook():
 
     class Sched(Scheduler):
         pass
+
+    for klass in Sched.__mro__:  # vLLM's classes get their own methods back after the test
+        for name in ("schedule", "update_from_output"):
+            if name in klass.__dict__:
+                monkeypatch.setattr(klass, name, klass.__dict__[name])
 
     status = hooks_scheduler.install(Sched)
     assert status == {"Scheduler.schedule": True, "Scheduler.update_from_output": True}
@@ -154,3 +159,26 @@ def test_a_hook_that_does_not_take_ends_the_run_with_one_line(tmp_path, target, 
     assert symbol in errors[0] and f"vLLM {version}" in errors[0] and process in errors[0], errors[0]
     assert "Traceback" not in r.stderr
     assert not list(tmp_path.glob("report*"))  # no empty profile written
+
+
+def test_every_patched_or_imported_symbol_exists_in_this_vllm():
+    """What the compat table says the plugin patches, adds to or imports is where it says,
+    in the vLLM installed here (the first place a vLLM upgrade shows up)."""
+    if not HAVE_VLLM:
+        pytest.skip("vLLM is not installed")
+    import importlib
+
+    checked = 0
+    for s in compat.SYMBOLS:
+        if s.use not in ("patch", "add", "import"):
+            continue
+        mod = importlib.import_module(s.where)
+        if s.name == s.where:
+            checked += 1
+            continue
+        cls_name, _, attr = s.name.partition(".")
+        cls = getattr(mod, cls_name)
+        if s.use == "patch":
+            assert callable(getattr(cls, attr)), s.name
+        checked += 1
+    assert checked >= 14

@@ -13,6 +13,7 @@ from xpu_profiler.profile import P_DECODE, P_MIXED, P_PREFILL
 from xpu_profiler.live.assemble import build_profile
 from xpu_profiler.live.env import EnvScope
 from xpu_profiler.live.options import engine_kwargs, load_prompts, parse_metrics
+from xpu_profiler.live.vllm.recorder import Recorder
 from xpu_profiler.live.vllm.records import read_record_files
 
 
@@ -122,3 +123,18 @@ def test_hook_failures_and_missing_hooks_reach_the_warnings(tmp_path):
     assert any("EngineCore-1.records.jsonl: 1 record line(s) cut short" in x for x in w), w
     assert len(w) == 3
     assert p.steps["step_id"].tolist() == [0]
+
+
+def test_recorder_hands_over_hook_failures_once():
+    rec = Recorder()
+    rec.failed("Scheduler.schedule", KeyError("req-1"))
+    rec.failed("Scheduler.schedule", KeyError("req-2"))
+    rec.sched.append((0, 1, 2, 3, 4, 0, 1, 0, 1, 0, 0.5, 0, 1))
+    batch = rec.take()
+    assert batch["errors"] == {"Scheduler.schedule": [2, "KeyError: 'req-1'"]}
+    assert batch["role"] == "engine" and len(batch["sched"]) == 1
+    again = rec.take()
+    assert "errors" not in again and again["sched"] == []
+    assert build_profile([batch]).run["warnings"] == [
+        "Scheduler.schedule failed 2 time(s) in " + batch["process"] + " (first: KeyError: 'req-1'); "
+        "those records are missing"]

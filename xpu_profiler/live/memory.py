@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..profile import COUNTER_SCHEMA, StringTable, Table
+from .vllm.memory_sampling import MemorySampler
 
 
 def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
@@ -36,23 +37,14 @@ class HostSampler:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "HostSampler":
-        try:
-            import psutil  # noqa: F401
-        except ImportError:
-            return self
         self._thread = threading.Thread(target=self._run, name="xpu_profiler-rss", daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
-        import psutil
-
-        me = psutil.Process()
+        sampler = MemorySampler()  # the same RSS reading the engine processes take of themselves
         while not self._stop.is_set():
-            try:
-                self.samples.append((0, "host_rss_bytes.frontend", time.time_ns(), float(me.memory_info().rss)))
-            except (psutil.Error, OSError):
-                pass  # one sample missed; the series goes on
+            sampler.host(self.samples, time.time_ns(), 0, "frontend")
             self._stop.wait(self.period_s)
 
     def stop(self) -> list[tuple]:

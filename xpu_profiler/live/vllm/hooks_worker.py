@@ -97,12 +97,12 @@ def end_step(t: int) -> None:
     if tw is not None:
         try:
             tw.close_step(handle)
-        except Exception as e:  # never into vLLM
+        except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("torch.profiler window", e)
     if REC.memory:
         try:
             REC.mem.device(REC.counters, t, REC.rank)
-        except Exception as e:  # never into vLLM
+        except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("device memory sample", e)
         REC.mem.host(REC.counters, t, REC.rank, "worker")
     REC.maybe_flush(t)

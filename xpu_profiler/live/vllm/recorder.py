@@ -110,12 +110,15 @@ class Recorder:
         """Flush now when the engine went idle, else leave it to the flusher thread."""
         if self.file_dir is None:
             return
-        if self.flusher_pid != os.getpid():
-            self.flusher_pid = os.getpid()  # (re)start after a fork
-            threading.Thread(target=self._flusher, name="xpu_profiler-flush", daemon=True).start()
-        if idle or t - self.last_flush >= FLUSH_PERIOD_NS:
-            self.last_flush = t
-            self.flush_to_file()
+        try:
+            if self.flusher_pid != os.getpid():
+                self.flusher_pid = os.getpid()  # (re)start after a fork
+                threading.Thread(target=self._flusher, name="xpu_profiler-flush", daemon=True).start()
+            if idle or t - self.last_flush >= FLUSH_PERIOD_NS:
+                self.last_flush = t
+                self.flush_to_file()
+        except Exception as e:  # called from the hooks: never into vLLM; counted into the warnings
+            self.failed("record flush", e)
 
     def _flusher(self) -> None:
         """Writes the records every second: a process killed at shutdown loses at most that."""
