@@ -30,7 +30,17 @@ DEFAULT_ENV_STEPS = (4, 16)
 
 
 def register() -> None:
-    """Entry point called by vLLM in every process."""
+    """Entry point called by vLLM in every process. vLLM does not guard the call: a failure
+    here is said in one line on stderr (and counted), never raised into vLLM."""
+    try:
+        _register()
+    except Exception as e:
+        REC.failed("register", e)
+        sys.stderr.write(f"xpu_profiler: the vLLM plugin could not register in this process "
+                         f"({type(e).__name__}: {e}); nothing is profiled here\n")
+
+
+def _register() -> None:
     if os.environ.get(ENV_DEVICE_LOGS):
         patching.on_import(INIT_DEVICE_PATCHES)
     patching.on_import({mod: _attach_control for mod in compat.CONTROL_MODULES})
