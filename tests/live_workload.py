@@ -8,7 +8,9 @@ with VLLM_ENABLE_V1_MULTIPROCESSING=0) and two profiled windows over the same wo
 1. ``basic`` level while vLLM's own torch profiler runs too: its trace has one
    ``execute_context_…`` annotation per executed engine step, an independent count of
    the steps and of their prefill/decode tokens → OUT_DIR/basic.npz, OUT_DIR/vllm_trace/;
-2. ``standard`` level (our torch.profiler window in the workers) → OUT_DIR/standard.npz.
+2. ``standard`` level (our torch.profiler window in the workers) → OUT_DIR/standard.npz,
+   and the same records assembled without dropping the trace events outside every
+   engine step → OUT_DIR/standard_untrimmed.npz (what the attribution tests look at).
 
 OUT_DIR/truth.json holds the workload (prompt lengths, output lengths generated).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -66,11 +69,16 @@ def main(out: str, model_name: str) -> int:
     truth["basic"] = {"output_tokens": [len(o.outputs[0].token_ids) for o in outs], "t0": t0, "t1": t1}
 
     # window 2: standard level (torch.profiler in the workers, module ranges)
-    with xpu_profiler.profile(llm, detail_level="standard") as prof2:
+    with xpu_profiler.profile(llm, detail_level="standard", keep_traces=True) as prof2:
         t0 = time.time_ns()
         outs = llm.generate(prompts(3), params, use_tqdm=False)
         t1 = time.time_ns()
     prof2.profile.save(out_dir / "standard.npz")
+    from xpu_profiler.live.assemble import build_profile
+
+    build_profile(prof2.records, t_start=prof2.t_start, t_end=prof2.t_end, metrics=prof2.metrics,
+                  trim_to_steps=False).save(out_dir / "standard_untrimmed.npz")
+    shutil.rmtree(prof2.trace_dir, ignore_errors=True)
     (out_dir / "standard.summary.json").write_text(summary_codec.encode(prof2.summary()).decode())
     truth["standard"] = {"output_tokens": [len(o.outputs[0].token_ids) for o in outs], "t0": t0, "t1": t1}
     (out_dir / "truth.json").write_text(json.dumps(truth, indent=1))

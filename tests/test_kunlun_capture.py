@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.collectors import xpurt_capture
-from xpu_profiler.collectors.xpurt_capture import CAPTURE_ENV, log_path, read_captured
+from xpu_profiler.live.device_logs import read_captured
+from xpu_profiler.live.vllm import log_capture
+from xpu_profiler.live.vllm.log_capture import CAPTURE_ENV, log_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_KEYS = [*CAPTURE_ENV, "XPU_CUPTI_ENABLE_DEVICE"]
@@ -22,7 +23,7 @@ ENV_KEYS = [*CAPTURE_ENV, "XPU_CUPTI_ENABLE_DEVICE"]
 WORKER = textwrap.dedent("""
     import ctypes, json, os, subprocess, sys
     sys.path.insert(0, {root!r})
-    from xpu_profiler.collectors.xpurt_capture import start_capture, stop_capture
+    from xpu_profiler.live.vllm.log_capture import start_capture, stop_capture
 
     keys = {keys!r}
     run_dir, rank, local_rank = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -108,13 +109,13 @@ def test_a_failed_start_changes_nothing(tmp_path, monkeypatch):
     (tmp_path / "xpu_logs").write_text("a file where the log directory should be")
     before = os.fstat(1).st_ino, os.fstat(2).st_ino
     with pytest.raises(OSError):
-        xpurt_capture.start_capture(tmp_path, rank=0, local_rank=0)
+        log_capture.start_capture(tmp_path, rank=0, local_rank=0)
     assert (os.fstat(1).st_ino, os.fstat(2).st_ino) == before
     assert all(k not in os.environ for k in ENV_KEYS)
 
 
 def test_capture_env_is_per_local_rank():
-    assert xpurt_capture.capture_env(5) == {"XPUAPI_DEBUG": "0x1", "XPURT_DISPATCH_MODE": "PROFILING",
-                                            "XPU_ENABLE_PROFILER_TRACING": "1",
-                                            "XPU_CUPTI_ENABLE_DEVICE": "5"}
+    assert log_capture.capture_env(5) == {"XPUAPI_DEBUG": "0x1", "XPURT_DISPATCH_MODE": "PROFILING",
+                                          "XPU_ENABLE_PROFILER_TRACING": "1",
+                                          "XPU_CUPTI_ENABLE_DEVICE": "5"}
     assert log_path("/r", 7) == Path("/r/xpu_logs/rank_7.log")

@@ -67,10 +67,12 @@ def test_cli_demo_on_cpu(tmp_path):
     assert steps >= OUTPUT_LEN
     # the measured time covers the steps and is not much longer than the workload took
     assert tp["duration_ns"] <= tp["window_ns"] < 30e9
-    # standard level: torch.profiler ops, every one inside a step
+    # standard level: torch.profiler ops. The trace's events outside every step are dropped;
+    # with the clock aligned on the steps, those are the few that ran between steps
     assert s["totals"]["events"] > 1000
     assert s["totals"]["op_time_ns"] > 0
-    assert s["totals"]["unstepped_share"] == 0
+    dropped = s["run"].get("events_outside_steps_dropped", 0)
+    assert dropped < 0.01 * (s["totals"]["events"] + dropped)
     assert {r["phase"] for r in s["phases"] if r.get("steps")} >= {"prefill", "decode"}
     assert "report.trace.json.gz" in r.stdout
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import HAVE_VLLM, ROOT, vllm_env
+from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
 from xpu_profiler.profile import EVENT_SCHEMA, K_KERNEL, Profile, Table
-from xpu_profiler.session import attach_device_logs
+from xpu_profiler.live.device_logs import attach_device_logs
 
 LINES = ["[XPURT_PROF] xblas_xpu3::fc_cdnn_infer 1450 1000 ns", "[XPURT_PROF] kl3_all_reduce 2900 2000 ns",
          "INFO some vLLM line"]
@@ -54,13 +54,21 @@ def test_logs_are_a_cross_check_when_kernels_are_traced(tmp_path: Path) -> None:
 
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
-def test_live_run_sends_worker_output_to_rank_file(tmp_path: Path) -> None:
+def test_live_run_sends_worker_output_to_rank_file_and_restores_the_environment(tmp_path: Path) -> None:
+    """The live command run inside a long-lived Python process (tests/live_env_driver.py):
+    the worker's output goes to its rank file, and every environment variable the run set
+    for the engine's processes is back as it was when the command returns."""
     out = tmp_path / "report.html"
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device", "cpu",
-                        "--device-logs", "--detail-level", "basic", "--num-prompts", "2", "--input-len", "16",
-                        "--output-len", "4", "--output", str(out)],
+    result = tmp_path / "env.json"
+    r = subprocess.run([sys.executable, str(TESTS / "live_env_driver.py"), str(result),
+                        "--model", "tiny-llama", "--device", "cpu", "--device-logs", "--detail-level", "basic",
+                        "--num-prompts", "2", "--input-len", "16", "--output-len", "4", "--output", str(out)],
                        env=vllm_env(tmp_path / "cache"), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    env = json.loads(result.read_text())
+    assert env["code"] == 0
+    assert {"VLLM_CPU_KVCACHE_SPACE", "XPU_PROFILER_DIR", "XPU_PROFILER_DEVICE_LOGS"} <= set(env["touched"])
+    assert env["left_changed"] == {}
     log = tmp_path / "xpu_logs" / "rank_0.log"
     text = log.read_text()
     # the worker's own output after its device init: model loading happens there

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_VLLM, vllm_env
-from xpu_profiler.collectors.vllm_steps import S_IDX
-from xpu_profiler.session import build_profile, read_record_files
+from live_checks import ops_inside_worker_steps
+from xpu_profiler.live.assemble import build_profile, read_record_dir
+from xpu_profiler.live.vllm.records import S_IDX, read_record_files
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 
@@ -98,7 +99,11 @@ def test_serve_records_steps(tmp_path):
     procs = {r["process"] for r in records}
     assert any(r["sched"] for r in records), procs
     assert any(r["worker"] for r in records), procs
-    prof = build_profile(records)
+    # every process that patched a class at import says which hooks took
+    hooks = {k: v for r in records for k, v in (r.get("hooks") or {}).items()}
+    assert hooks.get("Scheduler.update_from_output") is True and hooks.get("Worker.execute_model") is True, hooks
+    prof = build_profile(records, trim_to_steps=False)
+    assert prof.run.get("warnings", []) == []
     st = prof.steps
     # requests ran one after another: each has prefill steps, then 4 decode steps
     assert int(st["prefill_tokens"].sum()) == sum(lens)
@@ -110,13 +115,18 @@ def test_serve_records_steps(tmp_path):
     assert sorted(worker_steps) == sorted(s[S_IDX["step"]] for s in sched)
     assert len(prof.requests) == len(lens)
     assert sorted(prof.requests["prompt_len"].tolist()) == sorted(lens)
-    # the torch.profiler window: 4 steps of ops, each op inside one of those steps
+    # the torch.profiler window: 4 consecutive steps of ops, each op inside a worker step range
+    # attributed to that step, before any trimming
     from xpu_profiler import aggregate
-    from xpu_profiler.profile import K_CPU_OP
 
     aggregate.attribute(prof)
     ev = prof.events
-    ops = ev["kind"] == K_CPU_OP
-    assert ops.sum() > 500
-    assert int((ops & (ev["step"] < 0)).sum()) == 0
-    assert len(np.unique(ev["step"][ops])) == 4
+    ops, inside = ops_inside_worker_steps(prof, min_ranges=4)
+    assert len(ops) > 500 and inside.sum() > 0.9 * len(ops)
+    stepped = ev["step"][ops] >= 0
+    ids = np.unique(st["step_id"][ev["step"][ops][stepped]]).tolist()
+    assert ids == list(range(ids[0], ids[0] + 4)), ids
+    # read as a user reads a record directory: the same steps, ops outside every step dropped
+    trimmed = read_record_dir(rec_dir)
+    assert trimmed.steps["step_id"].tolist() == st["step_id"].tolist()
+    assert len(prof.events) - len(trimmed.events) == trimmed.run.get("events_outside_steps_dropped", 0)

@@ -14,6 +14,6 @@ def profile(llm, metrics=None, detail_level="standard", **kwargs):
     ...     llm.generate(prompts, params)
     >>> prof.summary(); prof.export("report.html")
     """
-    from .session import profile as _profile
+    from .live.profiler import profile as _profile
 
     return _profile(llm, metrics=metrics, detail_level=detail_level, **kwargs)

@@ -75,9 +75,9 @@ def main(ctx: click.Context, **options) -> None:
         click.echo(ctx.get_help())
         ctx.exit(0)
     try:
-        from . import session
+        from .live.run import run_from_cli
 
-        code = session.run_from_cli(**options)
+        code = run_from_cli(**options)
     except XpuProfilerError as e:
         _fail(e)
     except KeyboardInterrupt:

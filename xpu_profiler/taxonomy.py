@@ -193,7 +193,10 @@ CUSTOM_OP = r"^(vllm|_C|_moe_C|_rocm_C|_C_cache_ops|_C_custom_ar|_vllm_fa\d?_C|_
             r"sgl_kernel|sglang|sglang_profiler|aiter|flashinfer|trtllm|" \
             r"vllm_kunlun|kunlun_ops|xspeedgate_ops|_kunlun_C|torch_xmlir|xtorch_ops)::"
 
-MODULE_RANGE_PREFIXES = ("nn.Module: ", "xpu_module:")
+#: the range our live collector opens around each vLLM layer module
+OUR_MODULE_PREFIX = "xpu_module:"
+#: names of module ranges: torch's ``with_stack`` frames, and ours
+MODULE_RANGE_PREFIXES = ("nn.Module: ", OUR_MODULE_PREFIX)
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
 

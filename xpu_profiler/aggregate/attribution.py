@@ -18,11 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
-from ..taxonomy import FUSED_OPS, OTHER, Taxonomy
+from ..taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
 from .intervals import containing, covered_in_windows, group_ids, top_level
 from .steps import steps_from_annotations
 
-MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")
 #: fused ops that device work keeps from its own name whatever launched it
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
 
@@ -106,7 +105,7 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
         name_fused[nid] = taxonomy.classify(s)
         if taxonomy.is_custom_op(s):
             is_custom_name[nid] = True
-        elif s.startswith(MODULE_PREFIXES):
+        elif s.startswith(MODULE_RANGE_PREFIXES):
             mod_fused_name[nid] = taxonomy.classify_module(s)
 
     # the events whose launch point is looked up in the op chain

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..profile import COUNTER_SCHEMA, StringTable, Table
+from .vllm.memory_sampling import MemorySampler
 
 
 def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
@@ -25,45 +26,25 @@ def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
 
 
 class HostSampler:
-    """Samples the RSS of this process (and optionally the sum over its child processes) every
-    period. The engine processes sample themselves in their step hooks; walking the process
-    tree here costs the front-end noticeable time on small machines, so it is off by default."""
+    """Samples the RSS of this process (the front-end) every period. The engine processes
+    sample themselves in their step hooks (walking the process tree from here costs the
+    front-end noticeable time on small machines)."""
 
-    def __init__(self, period_s: float = 0.25, include_children: bool = False):
+    def __init__(self, period_s: float = 0.25):
         self.period_s = period_s
-        self.include_children = include_children
         self.samples: list[tuple] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> "HostSampler":
-        try:
-            import psutil  # noqa: F401
-        except ImportError:
-            return self
         self._thread = threading.Thread(target=self._run, name="xpu_profiler-rss", daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
-        import psutil
-
-        me = psutil.Process()
+        sampler = MemorySampler()  # the same RSS reading the engine processes take of themselves
         while not self._stop.is_set():
-            t = time.time_ns()
-            try:
-                self.samples.append((0, "host_rss_bytes.frontend", t, float(me.memory_info().rss)))
-                if self.include_children:
-                    total = 0
-                    for c in me.children(recursive=True):
-                        try:
-                            total += c.memory_info().rss
-                        except psutil.Error:
-                            pass
-                    if total:
-                        self.samples.append((0, "host_rss_bytes.engine_processes", t, float(total)))
-            except Exception:
-                pass
+            sampler.host(self.samples, time.time_ns(), 0, "frontend")
             self._stop.wait(self.period_s)
 
     def stop(self) -> list[tuple]:

@@ -1,12 +1,13 @@
-"""Per-rank capture of Kunlun `[XPURT_PROF]` kernel logs, without model-code edits.
+"""Per-rank capture of a worker's own output (Kunlun `[XPURT_PROF]` kernel logs), without
+model-code edits.
 
 The Kunlun runtime prints one ``[XPURT_PROF]`` line per kernel from C++ straight
 to the process's stdout, so every worker's lines interleave on the console.
 vLLM-Kunlun's profiling guide fixes that by patching ``os.dup2`` calls into the
 model's ``__init__``. Here the same redirection runs from our vLLM plugin in
-each worker process instead:
+each worker process instead (``hooks_init_device``):
 
-    from xpu_profiler.collectors.xpurt_capture import start_capture, stop_capture
+    from xpu_profiler.live.vllm.log_capture import start_capture, stop_capture
 
     handle = start_capture(run_dir, rank=rank, local_rank=local_rank)
     ...                       # the worker runs; its fd 1 and 2 go to the log file
@@ -30,8 +31,8 @@ each worker process instead:
 ``stop_capture(handle) -> Path`` flushes again (so C-buffered kernel lines reach
 the log, not the console), puts the original fds 1 and 2 back, restores the
 environment variables it changed, and returns the log path. Calling it twice is
-harmless. ``read_captured(run_dir)`` loads every rank file of a run into one
-Profile (the ``xpurt_log`` reader).
+harmless. ``xpu_profiler.live.device_logs.read_captured(run_dir)`` loads every
+rank file of a run into one Profile (the ``xpurt_log`` reader).
 
 Errors opening the log raise ``OSError`` before anything is redirected, so a
 failed start leaves the process as it was.
@@ -44,6 +45,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..env import EnvScope
 
 LOG_DIR = "xpu_logs"
 
@@ -72,7 +75,7 @@ class CaptureHandle:
     local_rank: int
     active: bool = True
     _saved_fds: dict[int, int] = field(default_factory=dict, repr=False)
-    _saved_env: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _env: EnvScope = field(default_factory=EnvScope, repr=False)
 
 
 def _flush_all() -> None:
@@ -98,8 +101,7 @@ def start_capture(run_dir: str | os.PathLike, rank: int, local_rank: int, *,
     handle = CaptureHandle(path=path, rank=int(rank), local_rank=int(local_rank))
     try:
         for k, v in capture_env(local_rank).items():
-            handle._saved_env[k] = os.environ.get(k)
-            os.environ[k] = v
+            handle._env.set(k, v)
         _flush_all()
         for target in (1, 2):
             handle._saved_fds[target] = os.dup(target)
@@ -119,12 +121,7 @@ def _restore(handle: CaptureHandle) -> None:
         finally:
             os.close(saved)
     handle._saved_fds.clear()
-    for k, v in handle._saved_env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    handle._saved_env.clear()
+    handle._env.restore()
 
 
 def stop_capture(handle: CaptureHandle) -> Path:
@@ -134,10 +131,3 @@ def stop_capture(handle: CaptureHandle) -> Path:
         _restore(handle)
         handle.active = False
     return handle.path
-
-
-def read_captured(run_dir: str | os.PathLike, xpu_gen: int | None = None):
-    """All rank logs of a run as one Profile (kernel totals, no timeline)."""
-    from ..readers import ReadOptions, load
-
-    return load([Path(run_dir) / LOG_DIR], ReadOptions(xpu_gen=xpu_gen))

@@ -1,4 +1,4 @@
-"""Kernels and ops from the torch.profiler traces the workers wrote (see ``vllm_plugin``).
+"""Kernels and ops from the torch.profiler traces the workers wrote (see ``vllm/torch_window``).
 
 Each worker runs torch.profiler over a window of steps, with a ``xpu_step#N`` range
 around every step and ``xpu_module:<Class>`` ranges around vLLM's layer modules
@@ -10,15 +10,15 @@ wall-clock times the worker noted when it opened them.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
 from ..profile import K_ANNOTATION, Profile
 from ..readers import ReadOptions
+from .vllm.records import STEP_RANGE
 
-STEP_RANGE = re.compile(r"^xpu_step#(\d+)$")
+
 def align(prof: Profile, marks: list) -> int | None:
     """Shift ``prof.base_ns`` so that its ``xpu_step#N`` ranges start at the wall-clock times
     in ``marks`` [(step, t_ns)]; returns the applied shift (ns), None when nothing matched."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..profile import REQUEST_SCHEMA, StringTable, Table
-from .vllm_steps import S_IDX, unique_sched
+from .steps import unique_sched
+from .vllm.records import S_IDX
 
 
 def requests_table(records: list, strings: StringTable, base_ns: int) -> Table:

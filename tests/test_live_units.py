@@ -1,14 +1,20 @@
-"""Session pieces that need no engine: workload files, engine arguments, record merging."""
+"""Live-path pieces that need no engine: workload files, engine arguments, record assembly."""
 
 from __future__ import annotations
 
+import json
+import os
 
 import numpy as np
 import pytest
 
 from xpu_profiler.errors import XpuProfilerError
 from xpu_profiler.profile import P_DECODE, P_MIXED, P_PREFILL
-from xpu_profiler.session import build_profile, engine_kwargs, load_prompts, parse_metrics
+from xpu_profiler.live.assemble import build_profile
+from xpu_profiler.live.env import EnvScope
+from xpu_profiler.live.options import engine_kwargs, load_prompts, parse_metrics
+from xpu_profiler.live.vllm.recorder import Recorder
+from xpu_profiler.live.vllm.records import read_record_files
 
 
 def test_prompts_file(tmp_path):
@@ -47,7 +53,7 @@ def test_metrics():
 
 
 def _sched(step, t0, pt, dt, pr, dr, done=0):
-    # fields: vllm_plugin.SCHED_FIELDS
+    # fields: live.vllm.records.SCHED_FIELDS
     return [step, t0, t0 + 100, t0 + 1000, pt, dt, pr, dr, pr + dr, 0, 0.5, 0, done]
 
 
@@ -82,3 +88,53 @@ def test_build_profile_joins_and_filters_records():
     assert tp["window_prefill_tokens"] == 24 and tp["window_decode_tokens"] == 3
     assert tp["window_output_tokens"] == 5 and tp["window_ns"] == 6100
     assert np.isclose(tp["window_output_tok_s"], 5 / 6100 * 1e9)
+
+
+def test_env_scope_puts_every_variable_back(monkeypatch):
+    monkeypatch.setenv("XPU_T_SET", "old")
+    monkeypatch.delenv("XPU_T_NEW", raising=False)
+    monkeypatch.setenv("XPU_T_KEEP", "mine")
+    with EnvScope() as env:
+        env.set("XPU_T_SET", "a")
+        env.set("XPU_T_SET", "b")  # the first value seen is what comes back
+        env.set("XPU_T_NEW", "x")
+        assert env.setdefault("XPU_T_KEEP", "theirs") == "mine"
+        assert (os.environ["XPU_T_SET"], os.environ["XPU_T_NEW"]) == ("b", "x")
+    assert os.environ["XPU_T_SET"] == "old" and "XPU_T_NEW" not in os.environ
+    assert os.environ["XPU_T_KEEP"] == "mine"
+
+
+def test_hook_failures_and_missing_hooks_reach_the_warnings(tmp_path):
+    base = 10**18
+    engine = {"pid": 1, "process": "EngineCore", "sched": [_sched(0, base, 4, 0, 1, 0, done=1)], "worker": [],
+              "counters": [], "requests": [], "hooks": {"Scheduler.schedule": True},
+              "errors": {"Scheduler.update_from_output": [2, "KeyError: 'x'"]}}
+    later = {**engine, "sched": [], "hooks": {}, "errors": {"Scheduler.update_from_output": [3, "KeyError: 'y'"]}}
+    worker = {"pid": 2, "process": "VllmWorker-0", "sched": [], "worker": [], "counters": [], "requests": [],
+              "hooks": {"Worker.execute_model": False, "Worker.sample_tokens": True}}
+    # a record file with one line cut short by a crash
+    (tmp_path / "EngineCore-1.records.jsonl").write_text(json.dumps(engine) + "\n" + '{"pid": 1, "sch')
+    batches = read_record_files(tmp_path)
+    p = build_profile([*batches, later, worker])
+    w = p.run["warnings"]
+    assert any("Worker.execute_model did not install in VllmWorker-0" in x for x in w), w
+    assert any("Scheduler.update_from_output failed 5 time(s) in EngineCore (first: KeyError: 'x')" in x
+               for x in w), w
+    assert any("EngineCore-1.records.jsonl: 1 record line(s) cut short" in x for x in w), w
+    assert len(w) == 3
+    assert p.steps["step_id"].tolist() == [0]
+
+
+def test_recorder_hands_over_hook_failures_once():
+    rec = Recorder()
+    rec.failed("Scheduler.schedule", KeyError("req-1"))
+    rec.failed("Scheduler.schedule", KeyError("req-2"))
+    rec.sched.append((0, 1, 2, 3, 4, 0, 1, 0, 1, 0, 0.5, 0, 1))
+    batch = rec.take()
+    assert batch["errors"] == {"Scheduler.schedule": [2, "KeyError: 'req-1'"]}
+    assert batch["role"] == "engine" and len(batch["sched"]) == 1
+    again = rec.take()
+    assert "errors" not in again and again["sched"] == []
+    assert build_profile([batch]).run["warnings"] == [
+        "Scheduler.schedule failed 2 time(s) in " + batch["process"] + " (first: KeyError: 'req-1'); "
+        "those records are missing"]

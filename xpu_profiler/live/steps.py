@@ -1,4 +1,4 @@
-"""Engine steps from the scheduler and worker step hooks (see ``vllm_plugin``).
+"""Engine steps from the scheduler and worker step hooks (see ``vllm/hooks_scheduler``).
 
 Scheduler records (EngineCore) give each step's time range, phase, tokens,
 requests and KV usage; worker records (one per rank) say which ranks ran the
@@ -11,10 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..profile import P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, StringTable, Table
-from ..vllm_plugin import SCHED_FIELDS, WORKER_FIELDS
-
-S_IDX = {f: i for i, f in enumerate(SCHED_FIELDS)}
-W_IDX = {f: i for i, f in enumerate(WORKER_FIELDS)}
+from .vllm.records import S_IDX, W_IDX
 
 
 def step_name(pr: int, pt: int, dr: int, dt: int) -> str:

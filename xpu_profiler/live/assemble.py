@@ -1,0 +1,136 @@
+"""Records → Profile: the live path's reader.
+
+The batches every engine process handed over (over RPC or from the record files; see
+``vllm/records``) become one Profile, built with the same tables a file reader
+builds: steps from the scheduler and worker rows, counters, requests, and the kernels
+and ops of the workers' torch.profiler traces (read by the Kineto reader, clocks
+aligned on the step ranges). What the hooks could not do reaches ``warn()``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ..aggregate.intervals import within_union
+from ..profile import Profile
+from . import memory, steps, throughput, torch_traces
+from .options import METRICS
+from .vllm.records import C_IDX, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, W_IDX, read_record_files
+
+
+def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
+                  metrics: Sequence[str] = METRICS, extra_counters: Sequence[tuple] = (),
+                  run: dict | None = None, trim_to_steps: bool = True) -> Profile:
+    """Merge the per-process batches into one Profile.
+
+    Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped.
+    With ``trim_to_steps``, trace events outside every engine step are dropped too
+    (counted in ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
+    """
+    sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
+    hook_ns = 0
+    for b in batches:
+        sched += b.get("sched", [])
+        worker += b.get("worker", [])
+        counters += [tuple(c) for c in b.get("counters", [])]
+        requests += [tuple(r) for r in b.get("requests", [])]
+        hook_ns += int(b.get("hook_ns", 0) or 0)
+        marks = b.get("torch_marks", [])
+        torch_files += [(f, marks) for f in b.get("torch_files", [])]
+
+    def inside(t):
+        return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
+
+    n_hooked = len(steps.unique_sched(sched))
+    sched = [r for r in sched if inside(r[S_IDX["t_sched"]])]
+    kept_steps = {r[S_IDX["step"]] for r in sched}
+    worker = [w for w in worker if w[W_IDX["step"]] in kept_steps]
+    ct = C_IDX["t"]
+    counters = [c for c in counters if inside(c[ct])]
+    arr, fin = R_IDX["arrival"], R_IDX["finish"]
+    requests = [r for r in requests if r[arr] < 0 or inside(r[arr]) or (r[fin] >= 0 and inside(r[fin]))]
+
+    times = [r[S_IDX["t_sched"]] for r in sched] + [c[ct] for c in counters] + [r[arr] for r in requests if r[arr] > 0]
+    base = int(t_start if t_start is not None else (min(times) if times else time.time_ns()))
+    prof = Profile(base_ns=base)
+    prof.steps = steps.steps_table(sched, worker, prof.strings, base)
+    if "throughput" in metrics:
+        counters += throughput.step_rate_samples(sched)
+        prof.requests = throughput.requests_table(requests, prof.strings, base)
+        if t_start is not None and t_end is not None:
+            prof.run["throughput"] = throughput.overall(sched, requests, t_start, t_end)
+    if "memory_usage" not in metrics:
+        counters = [c for c in counters if not str(c[C_IDX["name"]]).startswith(MEMORY_COUNTER_PREFIXES)]
+    prof.counters = memory.counters_table(counters, prof.strings, base)
+    prof.run.update(run or {})
+    prof.run["step_source"] = "xpu_profiler_hooks"
+    if n_hooked:
+        # the profiler's own cost: time spent inside the step hooks, all processes together
+        prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
+    prof.run["metrics"] = list(metrics)
+    if torch_files and "execution_time" in metrics:
+        tp = torch_traces.load_traces(torch_files)
+        if tp is not None:
+            tp.run.pop("step_source", None)
+            merged = Profile.merge([prof, tp])
+            merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
+            merged.run["torch_traces"] = [str(f) for f, _ in torch_files]
+            prof = merged
+            if trim_to_steps:
+                trim_events_to_steps(prof)
+    for w in hook_warnings(batches):
+        prof.warn(w)
+    return prof
+
+
+def read_record_dir(directory) -> Profile:
+    """The Profile of a record directory a file-mode run left (``XPU_PROFILER_DIR``)."""
+    return build_profile(read_record_files(directory))
+
+
+def hook_warnings(batches: Sequence[dict]) -> list[str]:
+    """What the hooks could not do, one line each: hooks that did not install at import,
+    failures inside hooks (count and first message, summed over batches), reading problems."""
+    out: list[str] = []
+    failures: dict[tuple, list] = {}
+    not_installed: dict[str, set] = {}
+    for b in batches:
+        proc = b.get("process") or "?"
+        for where, (n, first) in (b.get("errors") or {}).items():
+            f = failures.setdefault((proc, where), [0, first])
+            f[0] += int(n)
+        for symbol, ok in (b.get("hooks") or {}).items():
+            if not ok:
+                not_installed.setdefault(symbol, set()).add(proc)
+        out += list(b.get("warnings") or ())
+    for symbol, procs in sorted(not_installed.items()):
+        out.append(f"the hook on {symbol} did not install in {', '.join(sorted(procs))}: its records are missing")
+    for (proc, where), (n, first) in sorted(failures.items()):
+        out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
+    return out
+
+
+def trim_events_to_steps(prof: Profile) -> int:
+    """Drop the trace events of each rank that start outside all of its engine steps;
+    returns how many (also ``run["events_outside_steps_dropped"]``).
+
+    torch.profiler runs from the first profiled step until it is stopped; what the worker
+    does between steps that schedule work (the engine's empty clean-up steps, idle time,
+    answering the stop request) belongs to no step. Events without a time (start < 0)
+    and events of ranks without steps are kept.
+    """
+    ev, st = prof.events, prof.steps
+    if not len(ev) or not len(st):
+        return 0
+    s_rank = st["rank"].astype(np.int64)
+    e_rank, t = ev["rank"].astype(np.int64), ev["start"]
+    inside = within_union(s_rank, st["start"], st["start"] + st["dur"], e_rank, t)
+    keep = inside | (t < 0) | ~np.isin(e_rank, s_rank)
+    dropped = int((~keep).sum())
+    if dropped:
+        prof.events = ev.take(np.flatnonzero(keep))
+        prof.run["events_outside_steps_dropped"] = dropped
+    return dropped

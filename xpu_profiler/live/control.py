@@ -1,0 +1,57 @@
+"""Talking to the engine's processes from the caller: the plugin's control method on
+EngineCore (``call_utility``; called directly in the one-process layout) and on every
+worker (``collective_rpc``), and the start-up check of what they answer."""
+
+from __future__ import annotations
+
+from ..errors import XpuProfilerError
+from .vllm import commands, compat
+
+NOT_LOADED = ("the xpu_profiler vLLM plugin is not loaded in the {where} (install xpu_profiler in the same "
+              "environment; if VLLM_PLUGINS is set it must include xpu_profiler)")
+
+
+class HookError(XpuProfilerError):
+    """A step hook did not install in one of the engine's processes (vLLM changed under us)."""
+
+
+def _client(llm):
+    try:
+        return compat.engine_client(llm)
+    except AttributeError:
+        raise XpuProfilerError("profile() needs a vllm.LLM (V1 engine)") from None
+
+
+def call_engine(llm, cmd: str, arg: dict | None = None):
+    client = _client(llm)
+    core = compat.inproc_engine_core(client)
+    if core is not None:
+        return commands.engine_control(core, cmd, arg)
+    try:
+        return compat.call_utility(client, cmd, arg)
+    except Exception as e:  # vLLM wraps the remote error in its own exception types
+        if compat.CONTROL_METHOD in str(e) or isinstance(e, AttributeError):
+            raise XpuProfilerError(NOT_LOADED.format(where="engine process")) from None
+        raise
+
+
+def call_workers(llm, cmd: str, arg: dict | None = None) -> list:
+    commands.attach()  # workers in this process (one-process layout)
+    try:
+        return compat.collective_rpc(llm, (cmd, arg))
+    except Exception as e:  # vLLM wraps the remote error in its own exception types
+        if compat.CONTROL_METHOD in str(e):
+            raise XpuProfilerError(NOT_LOADED.format(where="worker processes")) from None
+        raise
+
+
+def check_started(answers: list[dict]) -> None:
+    """Every process must have all its hooks: else one line naming the first missing
+    symbol, where, and the vLLM version (exit 2) — never an empty profile."""
+    for a in answers:
+        missing = a.get("missing") if isinstance(a, dict) else None
+        if missing:
+            more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
+            raise HookError(f"vLLM {a.get('vllm', '?')}: the step hook on {missing[0]}{more} did not install in "
+                            f"{a.get('process', '?')} (pid {a.get('pid', '?')}): this vLLM no longer has it where "
+                            f"xpu_profiler expects it (xpu_profiler/live/vllm/compat.py)")

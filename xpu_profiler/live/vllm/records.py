@@ -1,0 +1,112 @@
+"""What the hooks record: the field schemas shared by the recorder (the writer, in the
+engine processes) and the live assembler (the reader, in the caller).
+
+Every process hands over its records as one *batch* (a JSON-ready dict), over RPC or
+as one line of ``<dir>/<process>-<pid>.records.jsonl``:
+
+- ``pid``, ``process``: who recorded it; ``role``: "engine", "worker" or "";
+- ``sched``: scheduler step rows (``SCHED_FIELDS``), ``worker``: worker step rows
+  (``WORKER_FIELDS``), ``requests``: request rows (``REQUEST_FIELDS``),
+  ``counters``: samples (``COUNTER_FIELDS``); times are wall-clock ns;
+- ``hook_ns``: time spent inside the hooks since the last batch (their overhead);
+- ``torch_files`` / ``torch_marks``: torch.profiler traces written since the last batch
+  and the (step, wall-clock ns) at which their ``xpu_step#N`` ranges opened;
+- ``hooks``: {symbol: installed?} as this process found them (import-time patching);
+- ``errors``: {hook: [count, first message]} of failures inside the hooks since the
+  last batch (a hook never raises into vLLM; its failures reach the profile's warnings);
+- ``warnings``: problems found while reading the batches back (a line cut by a crash).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from ...taxonomy import OUR_MODULE_PREFIX
+
+#: one per engine step (scheduler output), made in the EngineCore
+SCHED_FIELDS = ("step", "t_sched", "t_sched_end", "t_end", "prefill_tokens", "decode_tokens",
+                "prefill_reqs", "decode_reqs", "running", "waiting", "kv_usage", "dp_rank", "first_tokens")
+#: one per execute_model call, made in each worker
+WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens")
+#: one per request (arrival / first token / finish ns, -1 when not seen)
+REQUEST_FIELDS = ("req", "arrival", "first_token", "finish", "prompt_len", "output_len")
+#: one per counter sample
+COUNTER_FIELDS = ("rank", "name", "t", "value")
+
+S_IDX = {f: i for i, f in enumerate(SCHED_FIELDS)}
+W_IDX = {f: i for i, f in enumerate(WORKER_FIELDS)}
+R_IDX = {f: i for i, f in enumerate(REQUEST_FIELDS)}
+C_IDX = {f: i for i, f in enumerate(COUNTER_FIELDS)}
+
+#: attribute the scheduler hook sets on a SchedulerOutput: the step id the workers record
+STEP_TAG = "xpu_step"
+#: the torch.profiler range around each profiled step in a worker
+STEP_RANGE_PREFIX = "xpu_step#"
+STEP_RANGE = re.compile(r"^xpu_step#(\d+)$")
+#: the torch.profiler range around each vLLM layer module (the taxonomy reads these)
+MODULE_RANGE_PREFIX = OUR_MODULE_PREFIX
+
+#: counter names of the memory metric (dropped when memory_usage is not asked for)
+MEMORY_COUNTER_PREFIXES = ("host_rss", "device_", "kv_cache")
+
+RECORD_SUFFIX = ".records.jsonl"
+
+# How the caller tells vLLM's processes (which inherit its environment) what to record.
+#: record directory: set, the hooks install at import and every process appends its batches there
+ENV_DIR = "XPU_PROFILER_DIR"
+#: file mode: "standard" / "comprehensive" also run torch.profiler in the workers ...
+ENV_LEVEL = "XPU_PROFILER_LEVEL"
+#: ... over the steps "first:count" (default 4:16)
+ENV_STEPS = "XPU_PROFILER_STEPS"
+#: run directory: each worker's own stdout/stderr go to <dir>/xpu_logs/rank_N.log
+ENV_DEVICE_LOGS = "XPU_PROFILER_DEVICE_LOGS"
+
+
+def step_range_name(step: int) -> str:
+    return f"{STEP_RANGE_PREFIX}{step}"
+
+
+def has_records(batch: dict) -> bool:
+    return bool(batch["sched"] or batch["worker"] or batch["counters"] or batch["requests"]
+                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks"))
+
+
+def append_batch(directory: str, batch: dict) -> None:
+    """One batch as one line of this process's record file."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{batch['process']}-{batch['pid']}{RECORD_SUFFIX}")
+    with open(path, "a") as f:
+        f.write(json.dumps(batch, allow_nan=True) + "\n")
+
+
+def read_record_files(directory: str | Path) -> list[dict]:
+    """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs).
+    A line cut by a crash, or a file that cannot be read, is skipped and said in a
+    ``warnings`` batch."""
+    out: list[dict] = []
+    d = Path(directory)
+    if not d.is_dir():
+        return out
+    problems = []
+    for f in sorted(d.glob("*" + RECORD_SUFFIX)):
+        try:
+            text = f.read_text()
+        except OSError as e:
+            problems.append(f"{f.name}: cannot be read ({e.strerror})")
+            continue
+        cut = 0
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    cut += 1
+        if cut:
+            problems.append(f"{f.name}: {cut} record line(s) cut short (a process killed while writing), skipped")
+    if problems:
+        out.append({"pid": 0, "process": "", "sched": [], "worker": [], "counters": [], "requests": [],
+                    "warnings": problems})
+    return out

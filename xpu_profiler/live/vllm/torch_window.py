@@ -1,0 +1,129 @@
+"""torch.profiler inside a worker over a window of steps, with module ranges.
+
+The window skips ``first`` executed steps after it is armed, then profiles ``count``
+steps (0: until stopped). While it runs, each step is wrapped in an ``xpu_step#N``
+range (its wall-clock start is noted, to align the trace's clock later) and every vLLM
+layer module named in ``compat.LAYER_CLASSES`` in an ``xpu_module:<Class>`` range, so
+that the ops of native, decomposed layer implementations are attributed to their
+fused op. Traces are written outside engine steps, when the records are taken.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import compat, records
+from .recorder import now
+
+
+class TorchWindow:
+    def __init__(self, worker, out_dir: str, first: int, count: int, level: str):
+        self.worker = worker
+        self.out_dir = out_dir
+        self.first = first          # executed steps to skip after arming
+        self.count = count          # steps to profile (0 = until stopped)
+        self.level = level
+        self.seen = 0
+        self.done = 0
+        self.prof = None
+        self.hooks: list = []
+        self.files: list[str] = []
+        self.marks: list[tuple] = []   # (step, t_ns of our range start) for clock alignment
+        self.finished = False
+        self.stopped: list = []        # stopped profilers whose trace is not written yet
+
+    # -- per step -------------------------------------------------------------------------
+    def open_step(self, step: int):
+        """Before a step: start the profiler when its window begins; the step's range
+        handle while it runs (None outside the window)."""
+        if not self.finished:
+            if self.prof is None and self.seen >= self.first:
+                self._start()
+            self.seen += 1
+        if self.prof is None:
+            return None
+        import torch
+
+        return torch.ops.profiler._record_function_enter_new(records.step_range_name(step), None)
+
+    def close_step(self, handle) -> None:
+        if handle is not None:
+            import torch
+
+            torch.ops.profiler._record_function_exit(handle)
+        if self.prof is not None:
+            self.done += 1
+            if self.count and self.done >= self.count:
+                self.stop()
+
+    # -- profiler -------------------------------------------------------------------------
+    def _start(self) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            acts.append(ProfilerActivity.CUDA)
+        comp = self.level == "comprehensive"
+        self.prof = profile(activities=acts, record_shapes=comp, profile_memory=comp,
+                            with_flops=comp, with_stack=False)
+        self.prof.__enter__()
+        self._add_module_ranges()
+
+    def stop(self) -> None:
+        if self.prof is None:
+            return
+        prof, self.prof = self.prof, None
+        self._remove_module_ranges()
+        self.finished = True
+        try:
+            prof.__exit__(None, None, None)
+        except RuntimeError as e:  # keep the engine running whatever the profiler does
+            sys.stderr.write(f"xpu_profiler: torch profiler stop failed: {e}\n")
+            return
+        self.stopped.append(prof)
+
+    def export(self, rank: int) -> None:
+        """Write the traces of stopped profilers (outside any engine step)."""
+        while self.stopped:
+            prof = self.stopped.pop(0)
+            path = os.path.join(self.out_dir, f"rank{rank}.{os.getpid()}.{now()}.pt.trace.json")
+            try:
+                os.makedirs(self.out_dir, exist_ok=True)
+                prof.export_chrome_trace(path)
+            except (OSError, RuntimeError) as e:
+                sys.stderr.write(f"xpu_profiler: torch profiler export failed: {e}\n")
+                continue
+            self.files.append(path)
+
+    # -- module ranges --------------------------------------------------------------------
+    def _add_module_ranges(self) -> None:
+        model = compat.worker_model(self.worker)
+        if model is None:
+            return
+        import torch
+
+        enter = torch.ops.profiler._record_function_enter_new
+        exit_ = torch.ops.profiler._record_function_exit
+        for _, mod in model.named_modules():
+            label = compat.layer_label(type(mod).__name__)
+            if label is None:
+                continue
+            name = records.MODULE_RANGE_PREFIX + label
+            stack: list = []
+
+            def pre(m, args, _name=name, _stack=stack):
+                _stack.append(enter(_name, None))
+
+            def post(m, args, out, _stack=stack):
+                if _stack:
+                    exit_(_stack.pop())
+
+            self.hooks.append(mod.register_forward_pre_hook(pre))
+            self.hooks.append(mod.register_forward_hook(post))
+
+    def _remove_module_ranges(self) -> None:
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
