@@ -345,8 +345,9 @@ def test_header():
 
 def test_report_sections_and_figures_agree():
     r = html.build_report(sample_summary())
-    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") for f in r[key]["figures"]]
+    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks",
+                                           "rank_steps"]
+    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks", "rank_steps") for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
     assert r["warnings"] == ["rank 1: 3 odd events skipped"]
     json.dumps(r, allow_nan=False)  # strictly JSON: no NaN, no numpy
@@ -447,7 +448,8 @@ def test_real_trace_sections(trace):
     assert [row["time_ns"] for row in fo["rows"]] == sorted((row["time_ns"] for row in fo["rows"]), reverse=True)
     assert math.isclose(fo["total_ns"], summary.totals.op_time_ns)
     assert r["kernels"]["rows"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") if r[key] for f in r[key]["figures"]]
+    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks", "rank_steps") if r[key]
+              for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
 
 

@@ -68,7 +68,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         fused_ops=br.fused_ops(),
         phases=br.phases(profile),
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(profile),
+        steps=steps_table(profile, span),
         engine_steps=engine_steps_table(profile, align, view, coll.offsets if clock_known else None),
         alignment=alignment_section(align, coll.clock, coll.offsets, CLOCK_TOLERANCE_NS, coll.match),
         ranks=ranks,

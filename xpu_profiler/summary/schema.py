@@ -119,6 +119,7 @@ class Steps(_Struct):
     wall_ns: list[int] = []
     busy_ns: list[int] = []        # op time (union) inside the step's window
     idle_ns: list[int] = []        # wall − busy
+    span_ns: list[int] = []        # first to last of the work the row launched; its wall without any
     prefill_tokens: list[int] = []
     decode_tokens: list[int] = []
     prefill_reqs: list[int] = []

@@ -113,6 +113,8 @@ def read(path: Path, options: ReadOptions) -> Profile:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
+    if trace is not None and trace.host_name:
+        info["host"] = trace.host_name[:256]
     prof.run["sources"] = [info]
     prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
     prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}

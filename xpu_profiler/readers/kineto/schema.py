@@ -107,6 +107,7 @@ class Trace(msgspec.Struct, gc=False):
     deviceProperties: Optional[list[dict]] = None
     schemaVersion: Optional[int] = None
     displayTimeUnit: Optional[str] = None
+    host_name: Optional[str] = None  # newer Kineto: the host that wrote the trace
 
 
 TRACE_DECODER = msgspec.json.Decoder(Trace)
