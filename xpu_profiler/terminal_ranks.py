@@ -43,7 +43,7 @@ def render_ranks(summary: Summary, table) -> list[str]:
     rows = []
     for r in summary.ranks[:MAX_RANK_ROWS]:
         c = comm.get((r.rank, "all"))
-        group = "_".join(f"{d}{i}" for d, i in r.groups.items()) or "-"
+        group = fmt.place(r.groups, summary.parallel.sizes) or "-"
         rows.append([str(r.rank), group, _ns(r.op_time_ns), _ns(r.step_span_ns), str(r.slowest_steps),
                      _ns(c.comm_ns if c else None), _ns(c.exposed_ns if c else None),
                      _pct(c.exposed_share if c else None), _ns(c.wait_ns if c else None),

@@ -70,24 +70,32 @@ def step_spans(profile: Profile, rows: np.ndarray) -> np.ndarray:
 def overlap(profile: Profile, comm_idx: np.ndarray, compute_idx: np.ndarray, ranks: list[int]) -> Overlap:
     """Communication, its overlap with compute, and step time, per (rank, phase)."""
     ev, steps = profile.events, profile.steps
-    pos = {r: i for i, r in enumerate(ranks)}
+    sorted_ranks = np.array(sorted(ranks), np.int64)
+    order = np.argsort(np.array(ranks, np.int64), kind="stable")
     n_p = len(PHASES)
     n_g = len(ranks) * n_p
 
-    def gid_of(rows: np.ndarray) -> np.ndarray:
-        rp = np.array([pos[r] for r in ev["rank"][rows].tolist()], np.int64) if len(rows) else np.zeros(0, np.int64)
-        return rp * n_p + ev["phase"][rows].astype(np.int64)
+    def position(rank: np.ndarray) -> np.ndarray:
+        """Index into ``ranks`` of each rank, -1 for ranks not in it."""
+        if not len(ranks):
+            return np.full(len(rank), -1, np.int64)
+        i = np.minimum(np.searchsorted(sorted_ranks, rank), len(ranks) - 1)
+        return np.where(sorted_ranks[i] == rank, order[i], -1)
+
+    comm_idx = comm_idx[position(ev["rank"][comm_idx].astype(np.int64)) >= 0]
+    compute_idx = compute_idx[position(ev["rank"][compute_idx].astype(np.int64)) >= 0]
 
     def union(rows: np.ndarray) -> np.ndarray:
         s = ev["start"][rows]
-        return union_length(gid_of(rows), s, s + ev["dur"][rows], n_g)
+        gid = position(ev["rank"][rows].astype(np.int64)) * n_p + ev["phase"][rows].astype(np.int64)
+        return union_length(gid, s, s + ev["dur"][rows], n_g)
 
     both = np.concatenate([comm_idx, compute_idx])
     comm = union(comm_idx)
     inter = comm + union(compute_idx) - union(both)
     step = np.zeros(n_g, np.int64)
     if len(steps):
-        sp = np.array([pos.get(r, -1) for r in steps["rank"].tolist()], np.int64)
+        sp = position(steps["rank"].astype(np.int64))
         ok = sp >= 0
         span = step_spans(profile, both)
         np.add.at(step, sp[ok] * n_p + steps["phase"][ok].astype(np.int64), span[ok])

@@ -21,6 +21,7 @@ import msgspec
 import numpy as np
 
 from ..aggregate.intervals import distinct_rows, lanes
+from ..fmt import place
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
@@ -59,7 +60,7 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
     meta: list[dict[str, Any]] = []
     ranks = profile.ranks or [0]
     pid_of = {r: i + 1 for i, r in enumerate(ranks)}
-    places = {row.rank: " ".join(f"{d}{i}" for d, i in row.groups.items()) for row in summary.ranks} \
+    places = {row.rank: place(row.groups, summary.parallel.sizes) for row in summary.ranks} \
         if summary is not None else {}
     for r in ranks:
         pid = pid_of[r]

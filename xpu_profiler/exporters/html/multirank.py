@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...fmt import number
+from ...fmt import number, place
 from ...summary import Summary
 from .figures import axis, bucket, json_ready, layout
 
@@ -29,9 +29,9 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
     """Rank × engine step heat map of each rank's step time, and time by fused op × rank."""
     if len(summary.ranks) < 2:
         return None, {}
-    st = summary.steps
+    st, es = summary.steps, summary.engine_steps
     ranks = [r.rank for r in summary.ranks]
-    n_steps = len(summary.engine_steps.span_ns)
+    n_steps = len(es.span_ns)
     figs: dict[str, Any] = {}
     section: dict[str, Any] = {"ranks": len(ranks), "steps": n_steps, "binned": 1, "figures": [], "slowest": []}
     al = summary.alignment
@@ -39,11 +39,17 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
                             "shifts": {r: s for r, s in al.step_shift_by_rank.items() if s},
                             "offsets_ms": {r: v / 1e6 for r, v in al.clock_offset_ns_by_rank.items() if v}}
     if n_steps >= 2 and len(st.engine_step) == len(st.rank) and min(st.engine_step, default=-1) >= 0:
+        # columns: each engine's own step numbers (data-parallel engines side by side)
         pos = {r: i for i, r in enumerate(ranks)}
-        grid = np.full((len(ranks), n_steps), np.nan)
+        base = min(es.step_id)
+        col = [s - base for s in es.step_id]
+        if max(col) >= 4 * n_steps:  # sparse ids: one column per engine step instead
+            col = list(range(n_steps))
+        cols = max(col) + 1
+        grid = np.full((len(ranks), cols), np.nan)
         for r, e, v in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns):
-            grid[pos[r], e] = v / 1e6
-        x = np.arange(n_steps, dtype=np.float64)
+            grid[pos[r], col[e]] = v / 1e6
+        x = np.arange(cols, dtype=np.float64)
         xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
         section["binned"] = k
         z = [list(r) for r in rows] if k > 1 else [[None if not np.isfinite(v) else float(v) for v in g] for g in grid]
@@ -62,7 +68,7 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
     rows = []
     for r in summary.ranks:
         cells = [float(r.time_ns_by_fused.get(f, 0)) for f in ops]
-        rows.append({"rank": r.rank, "group": "_".join(f"{d}{i}" for d, i in r.groups.items()),
+        rows.append({"rank": r.rank, "group": place(r.groups, summary.parallel.sizes),
                      "cells": cells, "total_ns": float(r.op_time_ns), "step_span_ns": float(r.step_span_ns),
                      "busy_ns": float(r.device_busy_ns) if r.device_busy_ns else None,
                      "busy_share": number(r.busy_share)})
