@@ -105,3 +105,39 @@ def vllm_profiler_trace(tmp_path_factory) -> VllmProfilerTrace:
         steps=expected["steps"],
         expected=expected,
     )
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance for the session (2 CPUs, nothing external); the reading
+    engine uses it instead of starting its own."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (./dev setup installs it)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def vllm_tp2_trace(tmp_path_factory) -> VllmProfilerTrace:
+    """vLLM 0.32's torch profiler on tiny-llama at tensor-parallel size 2 on the CPU (two
+    worker processes, one core each), once per session: one trace per rank, with the
+    shared-memory all-reduce between them (~60 s on 2 cores)."""
+    if not HAVE_VLLM:
+        pytest.skip("vLLM is not installed")
+    out = tmp_path_factory.mktemp("vllm_tp2_trace")
+    cache = tmp_path_factory.mktemp("model_cache_tp2")
+    log = out / "run.log"
+    with open(log, "wb") as f:
+        proc = subprocess.run([sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out), "--tp", "2"],
+                              env=vllm_env(cache), stdout=f, stderr=subprocess.STDOUT, timeout=900)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-4000:]
+        pytest.fail(f"vLLM TP=2 trace workload failed (exit {proc.returncode}):\n{tail}")
+    expected = json.loads((out / "expected.json").read_text())
+    trace_dir = out / "trace"
+    files = sorted(trace_dir.glob("*.pt.trace.json*"))
+    if len(files) != 2:
+        pytest.fail(f"vLLM wrote {len(files)} trace files into {trace_dir}, expected one per rank")
+    return VllmProfilerTrace(trace_dir=trace_dir, trace_files=files, num_steps=expected["num_steps"],
+                             prefill_tokens=expected["prefill_tokens"], decode_tokens=expected["decode_tokens"],
+                             phases=expected["phases"], steps=expected["steps"], expected=expected)

@@ -251,6 +251,15 @@ def match(profile: Profile, same_host: bool = False) -> Collectives:
     return out
 
 
+def step_waits(profile: Profile, c: Collectives) -> np.ndarray:
+    """Each step row's wait at collectives (the sum over its communication events)."""
+    out = np.zeros(len(profile.steps), np.int64)
+    st = profile.events["step"][c.idx].astype(np.int64) if len(c.idx) else np.zeros(0, np.int64)
+    ok = st >= 0
+    np.add.at(out, st[ok], c.wait[ok])
+    return out
+
+
 def _doubtful(c: Collectives) -> list[str]:
     """Matched by count only, collectives that end far apart were likely not the same one."""
     out = []

@@ -171,13 +171,15 @@ class EngineView:
     n_ranks: np.ndarray
 
 
-def engine_view(profile: Profile, span: np.ndarray | None = None) -> EngineView:
-    """``span``: each step row's time (default: its wall); the slowest rank has the longest."""
+def engine_view(profile: Profile, span: np.ndarray | None = None, work: np.ndarray | None = None) -> EngineView:
+    """``span``: each step row's time (default: its wall); ``work``: the part of it that
+    decides the slowest rank (default: the span; span − wait at collectives, when known)."""
     steps = profile.steps
     rows = engine_rows(profile)
     k = len(rows)
     dur = steps["dur"].astype(np.int64)
     span = dur if span is None else span
+    work = span if work is None else work
     es = step_engine(profile)
     if not k or (es < 0).any():
         d, sp = dur[rows], span[rows]
@@ -192,8 +194,9 @@ def engine_view(profile: Profile, span: np.ndarray | None = None) -> EngineView:
     big = np.iinfo(np.int64).max
     wall, wall_min = reduce(np.maximum, dur, 0), reduce(np.minimum, dur, big)
     longest = reduce(np.maximum, span, 0)
-    # slowest: the lowest rank among those with the longest span
-    slowest = reduce(np.minimum, np.where(span == longest[es], rank, big), big)
+    # slowest: the lowest rank among those with the most work
+    most = reduce(np.maximum, work, np.iinfo(np.int64).min)
+    slowest = reduce(np.minimum, np.where(work == most[es], rank, big), big)
     return EngineView(rows, wall, wall_min, longest, slowest, np.bincount(es, minlength=k))
 
 

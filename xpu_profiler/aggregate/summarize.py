@@ -9,7 +9,7 @@ from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
-from .collectives import CLOCK_TOLERANCE_NS, match, one_host
+from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
 from .comm import comm_section
 from .layout import layout
 from .memory import memory
@@ -33,13 +33,14 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     basis = basis_mask(profile)
     b_idx = np.flatnonzero(basis)
     span = step_spans(profile, b_idx)
-    view = engine_view(profile, span)
+    # collectives across ranks, and how much of each rank's communication compute hides
+    coll = match(profile, same_host=one_host(profile.run))
+    wait = step_waits(profile, coll)
+    view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
     ranks, dev_busy = ranks_table(profile, basis)
     side_by_side(ranks, profile, b_idx, lay, view, span)
-    # collectives across ranks, and how much of each rank's communication compute hides
-    coll = match(profile, same_host=one_host(profile.run))
     compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host")
     ov = overlap(profile, coll.idx, compute, profile.ranks)
     timed = ev["start"] >= 0
@@ -68,7 +69,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         fused_ops=br.fused_ops(),
         phases=br.phases(profile),
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(profile, span),
+        steps=steps_table(profile, span, wait),
         engine_steps=engine_steps_table(profile, align, view, coll.offsets if clock_known else None),
         alignment=alignment_section(align, coll.clock, coll.offsets, CLOCK_TOLERANCE_NS, coll.match),
         ranks=ranks,

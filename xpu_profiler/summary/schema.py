@@ -120,6 +120,7 @@ class Steps(_Struct):
     busy_ns: list[int] = []        # op time (union) inside the step's window
     idle_ns: list[int] = []        # wall − busy
     span_ns: list[int] = []        # first to last of the work the row launched; its wall without any
+    wait_ns: list[int] = []        # its wait at collectives (others' late arrival)
     prefill_tokens: list[int] = []
     decode_tokens: list[int] = []
     prefill_reqs: list[int] = []
@@ -141,8 +142,10 @@ class EngineSteps(_Struct):
     wall_ns: list[int] = []        # the longest wall time (host range) of its rows
     wall_min_ns: list[int] = []    # the shortest
     #: the longest span of its rows: first to last of the work a row launched (device work
-    #: runs behind the host), its wall without any; the rank with it is the slowest
+    #: runs behind the host), its wall without any
     span_ns: list[int] = []
+    #: the rank with the most time not waiting at collectives (span − wait): the one the
+    #: others waited for, which sets the step's time
     slowest_rank: list[int] = []
     #: on the aligned clock (``RankAlignment.clock``): latest minus earliest rank start; None
     #: where the ranks' clocks could not be aligned

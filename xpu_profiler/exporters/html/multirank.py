@@ -47,8 +47,9 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
             col = list(range(n_steps))
         cols = max(col) + 1
         grid = np.full((len(ranks), cols), np.nan)
-        for r, e, v in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns):
-            grid[pos[r], col[e]] = v / 1e6
+        waits = st.wait_ns or [0] * len(st.rank)
+        for r, e, v, w in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns, waits):
+            grid[pos[r], col[e]] = (v - w) / 1e6
         x = np.arange(cols, dtype=np.float64)
         xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
         section["binned"] = k
