@@ -68,6 +68,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
     for c in parts:  # chunk rows → profile rows; chunk string ids → profile ids
         if len(c.launch_rows):
             launch[offset + c.launch_rows] = strings.intern_many(c.launch_names)[c.launch_ids]
+        offset += len(c.ts_ns)
+    offset = 0
+    for c in parts:  # the same for the collectives' metadata (strings after the launches': chunking-proof)
         if len(c.comm_rows):
             remap = strings.intern_many(c.comm_strings) if c.comm_strings else np.zeros(0, np.int32)
             comm[offset + c.comm_rows] = n_comm + np.arange(len(c.comm_rows))

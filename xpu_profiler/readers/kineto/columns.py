@@ -206,16 +206,26 @@ def comm_columns(argss: list[Args]) -> dict:
     seqd = np.fromiter(map(len, map(attrgetter("seq"), argss)), dtype=np.int64, count=n)
     rows = np.flatnonzero((named > 0) | (seqd > 0))
     table = StringTable()
-    cols: dict[str, list] = {k: [] for k in ("coll", "pg", "pg_ranks", "dtype", "seq", "in_nelems", "out_nelems",
-                                              "group_size")}
-    for i in rows.tolist():
-        a = argss[i]
-        for k in ("coll", "pg", "pg_ranks", "dtype"):
-            v = _text(_raw(getattr(a, _COMM_FIELDS[k])))
-            cols[k].append(table.intern(v) if v is not None else -1)
-        for k in ("seq", "in_nelems", "out_nelems", "group_size"):
-            cols[k].append(_count(_raw(getattr(a, _COMM_FIELDS[k]))))
-    return {"rows": rows, "strings": table.strings, **{k: np.array(v, dtype=np.int64) for k, v in cols.items()}}
+    picked = [argss[i] for i in rows.tolist()]
+    out: dict = {"rows": rows}
+    names = ("coll", "pg", "pg_ranks", "dtype")
+    texts = [[v[:_MAX_TEXT] if type(v) is str else _text(v) for v in _values(picked, _COMM_FIELDS[k])] for k in names]
+    # interned row by row: the same first-seen order however the events are chunked
+    flat = [t for row in zip(*texts) for t in row]
+    ids = np.full(len(flat), -1, np.int64)
+    present = np.fromiter((t is not None for t in flat), dtype=bool, count=len(flat))
+    ids[present] = table.intern_many([t for t in flat if t is not None])
+    ids = ids.reshape(-1, len(names))
+    out.update({k: ids[:, j].copy() for j, k in enumerate(names)})
+    for k in ("seq", "in_nelems", "out_nelems", "group_size"):
+        vals = _values(picked, _COMM_FIELDS[k])
+        try:  # the usual case: plain numbers
+            a = np.array(vals, dtype=np.int64)
+            out[k] = np.where(a < 0, -1, a)
+        except (TypeError, ValueError, OverflowError):
+            out[k] = np.array(list(map(_count, vals)), dtype=np.int64)
+    out["strings"] = table.strings
+    return out
 
 
 _COMM_FIELDS = {"coll": "collective_name", "pg": "pg_name", "pg_ranks": "pg_ranks", "dtype": "dtype", "seq": "seq",
@@ -223,9 +233,18 @@ _COMM_FIELDS = {"coll": "collective_name", "pg": "pg_name", "pg_ranks": "pg_rank
 _MAX_TEXT = 512  # a group's rank list can be long; nothing needs more
 
 
-def _raw(raw: msgspec.Raw):
-    if not len(raw):
-        return None
+def _values(argss: list[Args], field: str) -> list:
+    """The raw JSON values of one field of many events, decoded at once (None: absent)."""
+    raws = list(map(attrgetter(field), argss))
+    if not all(map(len, raws)):
+        raws = [r if len(r) else b"null" for r in raws]
+    try:
+        return msgspec.json.decode(b"[" + b",".join(raws) + b"]")
+    except msgspec.DecodeError:  # cannot happen for values the decoder accepted; be safe
+        return [_raw(r) for r in raws]
+
+
+def _raw(raw: bytes):
     try:
         return msgspec.json.decode(raw)
     except msgspec.DecodeError:
