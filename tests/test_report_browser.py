@@ -57,9 +57,9 @@ def test_sample_report(browser, tmp_path):
     summary = sample_summary()
     # WHEN it is rendered and opened
     res = render(browser, tmp_path, "sample", summary)
-    # THEN all six figures are drawn, cleanly
+    # THEN all seven figures (the rank x step heat map with them) are drawn, cleanly
     assert_clean(res, len(html.build_report(summary)["figures"]))
-    assert res.figures_in_data == 6
+    assert res.figures_in_data == 7
     assert "Time by fused op" in res.text and "Top kernels" in res.text
 
 
