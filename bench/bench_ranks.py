@@ -25,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -146,7 +145,8 @@ def main(argv=None) -> int:
         over = med["ray"]["read_s"] - med["process"]["read_s"]
         print(f"Ray overhead: start {med['ray']['ray_start_s']:.2f} s once, then {over:+.2f} s per read against the "
               "process pool")
-    print(f"summary.json: {'identical bytes from every engine' if same else 'DIFFERS: ' + json.dumps({e: sorted(h) for e, h in hashes.items()})}")
+    differs = json.dumps({e: sorted(h) for e, h in hashes.items()})
+    print(f"summary.json: {'identical bytes from every engine' if same else 'DIFFERS: ' + differs}")
     return 0 if same else 1
 
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 from xpu_profiler import analysis
 from xpu_profiler.aggregate import layout
-from xpu_profiler.aggregate.collectives import KIND_NAMES, kind_of
+from xpu_profiler.aggregate.collective_kinds import KIND_NAMES, kind_of
 from xpu_profiler.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
 from xpu_profiler.taxonomy import FUSED_OPS
 

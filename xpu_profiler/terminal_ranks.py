@@ -30,7 +30,7 @@ def render_ranks(summary: Summary, table) -> list[str]:
         return []
     t, al = summary.totals, summary.alignment
     out = ["", f"Ranks: {t.ranks}, {t.steps} engine steps ({t.step_rows} rows"
-               + (f", {t.engines} engines" if t.engines > 1 else "") + f"); steps aligned "
+               + (f", {t.engines} engines" if t.engines > 1 else "") + "); steps aligned "
                + STEP_ALIGNMENT.get(al.steps, al.steps) + "; clock " + CLOCKS.get(al.clock, al.clock)]
     shifts = {r: s for r, s in al.step_shift_by_rank.items() if s}
     if shifts:

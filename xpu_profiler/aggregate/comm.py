@@ -9,7 +9,8 @@ import numpy as np
 
 from ..profile import PHASES, Profile
 from ..summary import Collective, Comm, RankComm
-from .collectives import BUS_FACTOR, KIND_NAMES, Collectives
+from .collective_kinds import BUS_FACTOR, KIND_NAMES
+from .collectives import Collectives
 from .overlap import Overlap
 
 ALL = "all"

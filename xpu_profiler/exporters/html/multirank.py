@@ -108,7 +108,8 @@ def build_comm(summary: Summary) -> dict | None:
     al = summary.alignment
     return json_ready({"basis": "device kernels" if c.basis == "device" else "host ops",
                        "events": c.events, "matched": c.matched_events,
-                       "match": MATCH_HOW.get(al.collectives, al.collectives), "clock": CLOCK_HOW.get(al.clock, al.clock),
+                       "match": MATCH_HOW.get(al.collectives, al.collectives),
+                       "clock": CLOCK_HOW.get(al.clock, al.clock),
                        "collectives": coll, "ranks": ranks, "groups": groups, "stages": stages,
                        "layout_source": par.source, "sizes": par.sizes})
 
