@@ -232,3 +232,16 @@ def test_pipeline_stage_bubbles():
     st = {x.stage: x for x in s.parallel.stages}
     assert st[0].bubble_ns == 3 * 2_000_000 and st[1].bubble_ns == 3 * 6_000_000
     assert st[1].bubble_share == pytest.approx(0.6)
+
+
+def test_a_rank_that_repeats_step_ids_keeps_every_step():
+    # hook step ids that repeat on a rank (two engines writing as one rank): each row stays a step
+    prof = Profile()
+    steps = {"rank": [0, 0, 0, 1, 1, 1], "step_id": [5, 5, 6, 5, 6, 7], "start": [0, 10, 20, 0, 10, 20],
+             "dur": [5] * 6, "phase": [P_DECODE] * 6, "decode_tokens": [2] * 6, "decode_reqs": [2] * 6}
+    prof.steps = Table(STEP_SCHEMA, steps)
+    prof.run["step_source"] = "xpu_profiler_hooks"
+    s = analysis.summarize(prof)
+    assert any("rank 0 repeats step ids" in w for w in s.warnings) and s.alignment.steps == "content"
+    assert s.totals.step_rows == 6 and s.totals.steps == 3 and set(s.engine_steps.ranks) == {2}
+    assert s.totals.decode_tokens == 2 * 3

@@ -59,15 +59,24 @@ def align_steps(profile: Profile, lay: Layout) -> StepAlignment:
     engine = np.array([lay.engine(r) for r in rank.tolist()], np.int64)
     aligned = steps["step_id"].astype(np.int64).copy()
     ranks = np.unique(rank).tolist()
+    by_id = profile.run.get("step_source") in STEP_ID_SOURCES
     if len(ranks) > 1:
-        by_id = profile.run.get("step_source") in STEP_ID_SOURCES
         out.method = "step_id" if by_id else "content"
-        if not by_id:
-            matched = overlap = 0
-            for e in np.unique(engine).tolist():
-                m, o = _align_engine(steps, np.flatnonzero(engine == e), aligned, out)
-                matched, overlap = matched + m, overlap + o
-            out.match_share = matched / overlap if overlap else None
+    matched = overlap = 0
+    for e in np.unique(engine).tolist():
+        rows = np.flatnonzero(engine == e)
+        repeats = [r for r in np.unique(rank[rows]).tolist()
+                   if len(np.unique(aligned[rows[rank[rows] == r]])) < int(np.count_nonzero(rank[rows] == r))]
+        if repeats:  # one row per engine step and rank: ids that repeat say nothing, match by content
+            out.warnings.append(f"rank {', '.join(map(str, repeats))} repeats step ids; "
+                                "steps aligned by content instead")
+            if len(ranks) > 1:
+                out.method = "content"
+        if repeats or (len(ranks) > 1 and not by_id):
+            m, o = _align_engine(steps, rows, aligned, out)
+            matched, overlap = matched + m, overlap + o
+    if overlap:
+        out.match_share = matched / overlap
     uniq, inv = distinct_rows(engine, aligned)
     profile.step_engine = inv.astype(np.int32)
     out.engines, out.step_ids = uniq[:, 0].copy(), uniq[:, 1].copy()
@@ -226,14 +235,18 @@ def engine_steps_table(profile: Profile, align: StepAlignment, view: EngineView,
         wall_min_ns=view.wall_min.tolist(), start_skew_ns=skew)
 
 
+def _positions(ranks: list[int], values: np.ndarray) -> np.ndarray:
+    """Index into the sorted list ``ranks`` of each value (every value is in it)."""
+    return np.searchsorted(np.asarray(ranks, np.int64), values.astype(np.int64))
+
+
 def by_rank_fused(profile: Profile, b_idx: np.ndarray, ranks: list[int]) -> dict[int, dict[str, int]]:
-    """Op time by fused op, per rank."""
+    """Op time by fused op, per rank (``ranks``: every rank of the events, sorted)."""
     ev = profile.events
-    r_of = {r: i for i, r in enumerate(ranks)}
-    ri = np.array([r_of[r] for r in ev["rank"][b_idx].tolist()], np.int64) if len(b_idx) else np.zeros(0, np.int64)
     t = np.zeros((len(ranks), len(FUSED_OPS)), np.int64)
-    np.add.at(t, (ri, ev["fused"][b_idx].astype(np.int64)), ev["dur"][b_idx])
-    return {r: {FUSED_OPS[f]: int(t[i, f]) for f in np.flatnonzero(t[i]).tolist()} for r, i in r_of.items()}
+    if len(b_idx):
+        np.add.at(t, (_positions(ranks, ev["rank"][b_idx]), ev["fused"][b_idx].astype(np.int64)), ev["dur"][b_idx])
+    return {r: {FUSED_OPS[f]: int(t[i, f]) for f in np.flatnonzero(t[i]).tolist()} for i, r in enumerate(ranks)}
 
 
 def per_token(profile: Profile, b_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -243,16 +256,14 @@ def per_token(profile: Profile, b_idx: np.ndarray) -> tuple[np.ndarray, np.ndarr
     ev, steps = profile.events, profile.steps
     ranks = sorted(set(ev["rank"][b_idx].tolist()) | set(steps["rank"].tolist()))
     nf, npz = len(FUSED_OPS), len(PHASES)
-    r_of = {r: i for i, r in enumerate(ranks)}
     t = np.zeros((len(ranks), nf, npz), np.float64)
     if len(b_idx):
-        ri = np.array([r_of[r] for r in ev["rank"][b_idx].tolist()], np.int64)
-        np.add.at(t, (ri, ev["fused"][b_idx].astype(np.int64), ev["phase"][b_idx].astype(np.int64)),
-                  ev["dur"][b_idx])
+        np.add.at(t, (_positions(ranks, ev["rank"][b_idx]), ev["fused"][b_idx].astype(np.int64),
+                      ev["phase"][b_idx].astype(np.int64)), ev["dur"][b_idx])
     tok = np.zeros((len(ranks), npz), np.float64)
     if len(steps):
-        si = np.array([r_of[r] for r in steps["rank"].tolist()], np.int64)
-        np.add.at(tok, (si, steps["phase"].astype(np.int64)), steps["prefill_tokens"] + steps["decode_tokens"])
+        np.add.at(tok, (_positions(ranks, steps["rank"]), steps["phase"].astype(np.int64)),
+                  steps["prefill_tokens"] + steps["decode_tokens"])
     with np.errstate(invalid="ignore", divide="ignore"):
         f_cost = np.where(tok[:, None, :] > 0, t / tok[:, None, :], np.nan)
         p_cost = np.where(tok > 0, t.sum(axis=1) / tok, np.nan)
