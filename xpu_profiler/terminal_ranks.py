@@ -44,13 +44,14 @@ def render_ranks(summary: Summary, table) -> list[str]:
     for r in summary.ranks[:MAX_RANK_ROWS]:
         c = comm.get((r.rank, "all"))
         group = fmt.place(r.groups, summary.parallel.sizes) or "-"
-        rows.append([str(r.rank), group, _ns(r.op_time_ns), _ns(r.step_span_ns), str(r.slowest_steps),
+        rows.append([str(r.rank), group, _ns(r.op_time_ns), _pct(r.busy_share), _ns(r.step_span_ns),
+                     str(r.slowest_steps),
                      _ns(c.comm_ns if c else None), _ns(c.exposed_ns if c else None),
                      _pct(c.exposed_share if c else None), _ns(c.wait_ns if c else None),
                      _pct(c.arrived_last_share if c else None), _pct(c.arrived_first_share if c else None)])
     out += ["", "Per rank (comm: communication; exposed: not hidden by compute; last/first: arrival at collectives)"]
-    out += table(["rank", "group", "op time", "step time", "slowest", "comm", "exposed", "of step", "wait",
-                  "last", "first"], rows, "llrrrrrrrrr")
+    out += table(["rank", "group", "op time", "busy", "step time", "slowest", "comm", "exposed", "of step", "wait",
+                  "last", "first"], rows, "llrrrrrrrrrr")
     more = len(summary.ranks) - MAX_RANK_ROWS
     rows = [[str(r.rank)] + [_ns(r.time_ns_by_fused.get(f, 0)) for f in fused] for r in summary.ranks[:MAX_RANK_ROWS]]
     out += ["", "Time by fused op per rank"] + table(["rank"] + fused, rows, "r" * (len(fused) + 1))

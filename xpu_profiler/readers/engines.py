@@ -98,9 +98,8 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
                 out[i] = f.result()
                 if progress:
                     progress(tasks[i].size)
-        except BaseException:
-            for f in futures:
-                f.cancel()
+        except BaseException:  # Ctrl-C or a worker that died: do not wait for the other files
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
     return [_unwrap(r) for r in out]
 
