@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from xpu_profiler import analysis
 from xpu_profiler.errors import TraceError, XpuProfilerError
-from xpu_profiler.readers import engines, expand
+from xpu_profiler.readers import ReadOptions, engines, expand
 from xpu_profiler.summary import encode
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -89,3 +89,18 @@ def test_a_broken_file_read_in_the_pool_is_named(rank_files, tmp_path):
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith(f"xpu_profiler: error: {bad}: ") and "truncated" in line
     assert not (tmp_path / "out").exists()
+
+
+def _die(path, reader, options, nested=True):
+    import os
+
+    os._exit(9)  # as the kernel's OOM killer would end it
+
+
+def test_a_worker_that_dies_is_one_error_naming_its_file(rank_files, monkeypatch):
+    if not engines.fork_is_safe():
+        pytest.skip("needs fork (the pool's workers must see the replaced reader)")
+    monkeypatch.setattr(engines, "read_one", _die)
+    tasks = [engines.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
+    with pytest.raises(TraceError, match="the worker process reading it died"):
+        engines.process_pool(tasks, ReadOptions(), 2, None)

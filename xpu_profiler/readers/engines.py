@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -95,7 +96,11 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
         try:
             for f in as_completed(futures):
                 i = futures[f]
-                out[i] = f.result()
+                try:
+                    out[i] = f.result()
+                except BrokenProcessPool:
+                    raise TraceError(tasks[i].path, "the worker process reading it died "
+                                                    "(out of memory? try --jobs 1)") from None
                 if progress:
                     progress(tasks[i].size)
         except BaseException:  # Ctrl-C or a worker that died: do not wait for the other files
@@ -139,8 +144,11 @@ def ray_tasks(paths: list[str]) -> list[FileTask]:
 
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
     remote = ray.remote(num_cpus=0)(probe)
-    seen = ray.get([remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(paths)
-                    for n in nodes])
+    try:
+        seen = ray.get([remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False))
+                        .remote(paths) for n in nodes])
+    except ray.exceptions.RayError as e:
+        raise XpuProfilerError(f"asking the Ray nodes for the files failed ({type(e).__name__})") from None
     found: dict[tuple[int, str], dict[str, tuple]] = {}
     problems: dict[int, str] = {}
     for node, rows in zip(nodes, seen):
@@ -184,7 +192,12 @@ def ray_engine(tasks: Sequence[FileTask], options, jobs: int, address: str | Non
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:
             i = refs.index(ref)
-            out[i] = ray.get(ref)
+            try:
+                out[i] = ray.get(ref)
+            except ray.exceptions.RayError as e:  # the task's worker died (Ray's memory monitor, a lost node)
+                reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+                raise TraceError(tasks[i].path, f"the Ray task reading it failed ({type(e).__name__}"
+                                                + (f": {reason}" if reason else "") + ")") from None
             if progress:
                 progress(tasks[i].size)
     return [_unwrap(out[i]) for i in range(len(tasks))]
