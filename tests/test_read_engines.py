@@ -41,6 +41,22 @@ def test_pool_and_serial_give_the_same_summary(rank_files):
     assert b'"collective_ends"' in serial  # a real multi-rank summary, not an empty one
 
 
+# before the Ray tests: once Ray runs in this process (threads), the pool no longer forks
+def _die(path, reader, options, nested=True):
+    import os
+
+    os._exit(9)  # as the kernel's OOM killer would end it
+
+
+def test_a_worker_that_dies_is_one_error_naming_its_file(rank_files, monkeypatch):
+    if not engines.fork_is_safe():
+        pytest.skip("needs fork (the pool's workers must see the replaced reader)")
+    monkeypatch.setattr(engines, "read_one", _die)
+    tasks = [engines.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
+    with pytest.raises(TraceError, match="the worker process reading it died"):
+        engines.process_pool(tasks, ReadOptions(), 2, None)
+
+
 def test_ray_gives_the_same_summary(rank_files, ray_local):
     assert summary_bytes([rank_files], "ray") == summary_bytes([rank_files], "serial")
 
@@ -90,17 +106,3 @@ def test_a_broken_file_read_in_the_pool_is_named(rank_files, tmp_path):
     assert line.startswith(f"xpu_profiler: error: {bad}: ") and "truncated" in line
     assert not (tmp_path / "out").exists()
 
-
-def _die(path, reader, options, nested=True):
-    import os
-
-    os._exit(9)  # as the kernel's OOM killer would end it
-
-
-def test_a_worker_that_dies_is_one_error_naming_its_file(rank_files, monkeypatch):
-    if not engines.fork_is_safe():
-        pytest.skip("needs fork (the pool's workers must see the replaced reader)")
-    monkeypatch.setattr(engines, "read_one", _die)
-    tasks = [engines.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
-    with pytest.raises(TraceError, match="the worker process reading it died"):
-        engines.process_pool(tasks, ReadOptions(), 2, None)
