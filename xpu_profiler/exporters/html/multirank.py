@@ -61,10 +61,14 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
             "layout": layout(height=max(220, 60 + 26 * len(ranks)), xaxis=axis("engine step"),
                              yaxis={"autorange": "reversed", "automargin": True})}
         section["figures"].append("rank_steps")
-        slowest = summary.engine_steps.slowest_rank
-        multi = [s for s, n in zip(slowest, summary.engine_steps.ranks) if n > 1]
+        # of the engine steps a rank shares with others, how many it was the slowest in
+        shared = {r: 0 for r in ranks}
+        for r, e in zip(st.rank, st.engine_step):
+            if es.ranks[e] > 1:
+                shared[r] += 1
         section["slowest"] = [{"rank": r.rank, "steps": r.slowest_steps,
-                               "share": (r.slowest_steps / len(multi)) if multi else None} for r in summary.ranks]
+                               "share": (r.slowest_steps / shared[r.rank]) if shared[r.rank] else None}
+                              for r in summary.ranks]
     ops = [f.fused_op for f in summary.fused_ops[:MAX_FUSED_COLUMNS]]
     rows = []
     for r in summary.ranks:
