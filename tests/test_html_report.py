@@ -84,7 +84,10 @@ def test_fused_ops_section_is_sorted_and_shares_add_up():
     assert sec["phases"] == ["prefill", "decode"]  # every kernel ran inside a step
     assert sec["per_token_phases"] == ["prefill", "decode"]  # no mixed steps: no mixed column
     assert sec["rows"][-1]["color"] == style.OTHER_COLOR
-    assert sec["rows"][0]["per_token_ns"]["decode"] == pytest.approx(exp["gemm"]["decode"] / DECODE_TOK)
+    # per token: each rank's time over its own tokens, the mean over ranks (rank 0 is the slower)
+    assert sec["rows"][0]["per_token_ns"]["decode"] == pytest.approx(exp["gemm"]["decode"] / 2 / DECODE_TOK)
+    gemm = next(f for f in s.fused_ops if f.fused_op == "gemm")
+    assert gemm.per_token_max_ns_by_phase["decode"] == pytest.approx(expected_ns((0,))["gemm"]["decode"] / DECODE_TOK)
     # the figure stacks one trace per phase, in ms, ops in the table's order
     fig = figs["fused_ops"]
     assert [t["name"] for t in fig["data"]] == ["prefill", "decode"]
@@ -124,8 +127,9 @@ def test_phases_section_order_and_mix():
     # prefill before decode whatever the input order
     assert [r["phase"] for r in sec["rows"]] == ["prefill", "decode"]
     prefill_ns = sum(v["prefill"] for v in exp.values())
-    assert sec["rows"][0]["per_token_ns"] == pytest.approx(prefill_ns / PREFILL_TOK)
-    assert sec["rows"][0]["steps"] == 2 * PREFILL_STEPS and sec["rows"][1]["steps"] == 2 * DECODE_STEPS
+    assert sec["rows"][0]["per_token_ns"] == pytest.approx(prefill_ns / 2 / PREFILL_TOK)  # mean over 2 ranks
+    # engine steps, once each: both ranks ran every one
+    assert sec["rows"][0]["steps"] == PREFILL_STEPS and sec["rows"][1]["steps"] == DECODE_STEPS
     assert sec["known"] is True
     # each phase's op time splits over fused ops; shares add up to 1
     for phase, parts in sec["mix"].items():
@@ -133,7 +137,7 @@ def test_phases_section_order_and_mix():
     assert {p["fused_op"]: p["time_ns"] for p in sec["mix"]["decode"]} == {f: v["decode"] for f, v in exp.items()}
     assert sorted(figs) == sorted(sec["figures"]) == ["per_token", "phase_mix"]
     per_token = {t["name"]: t["y"] for t in figs["per_token"]["data"]}
-    assert per_token["prefill"][0] == pytest.approx(exp["gemm"]["prefill"] / PREFILL_TOK / 1e3)  # µs per token
+    assert per_token["prefill"][0] == pytest.approx(exp["gemm"]["prefill"] / 2 / PREFILL_TOK / 1e3)  # µs per token
 
 
 def test_phases_section_needs_steps_or_a_known_phase():
@@ -149,7 +153,7 @@ def test_phases_section_needs_steps_or_a_known_phase():
     prof.steps["prefill_tokens"] = prof.steps["decode_tokens"] = np.zeros(len(prof.steps))
     sec, _ = breakdown.build_phases(summarize(prof), {})
     assert sec["known"] is False and [r["phase"] for r in sec["rows"]] == ["unknown"]
-    assert sec["rows"][0]["steps"] == 2 * (PREFILL_STEPS + DECODE_STEPS)
+    assert sec["rows"][0]["steps"] == PREFILL_STEPS + DECODE_STEPS  # engine steps, once each
 
 
 def test_headline_cards():
@@ -341,8 +345,9 @@ def test_header():
 
 def test_report_sections_and_figures_agree():
     r = html.build_report(sample_summary())
-    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") for f in r[key]["figures"]]
+    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks",
+                                           "rank_steps"]
+    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks", "rank_steps") for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
     assert r["warnings"] == ["rank 1: 3 odd events skipped"]
     json.dumps(r, allow_nan=False)  # strictly JSON: no NaN, no numpy
@@ -443,7 +448,8 @@ def test_real_trace_sections(trace):
     assert [row["time_ns"] for row in fo["rows"]] == sorted((row["time_ns"] for row in fo["rows"]), reverse=True)
     assert math.isclose(fo["total_ns"], summary.totals.op_time_ns)
     assert r["kernels"]["rows"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") if r[key] for f in r[key]["figures"]]
+    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks", "rank_steps") if r[key]
+              for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
 
 

@@ -24,9 +24,13 @@ FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused
 
 
 def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
-            options: ReadOptions | None = None, top: int = 50) -> tuple[Profile, Summary]:
-    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary."""
-    profile = load(paths, options)
+            options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
+            jobs: int | None = None) -> tuple[Profile, Summary]:
+    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary.
+
+    ``engine``/``jobs``: how the files are read (``readers.engines``: a local process pool
+    for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``)."""
+    profile = load(paths, options, engine=engine, jobs=jobs)
     aggregate.attribute(profile, taxonomy)
     return profile, aggregate.summarize(profile, top=top)
 

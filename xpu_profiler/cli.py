@@ -102,8 +102,13 @@ def main(ctx: click.Context, **options) -> None:
 @click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
 @click.option("--xpu-gen", type=click.Choice(["1", "2", "3"]), default=None,
               help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.")
+@click.option("--engine", default=None, metavar="ENGINE",
+              help="How files are read: auto (a local process pool for several files), serial, process, "
+                   "ray (RAY_ADDRESS, else a local Ray), or ray://HOST:PORT.  [default: auto]")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Files read at a time (default: the CPU count).")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None:
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, engine, jobs, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -116,12 +121,13 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None
         analysis.output_paths(output, fmts)  # reject bad formats before the long work
         total = sum(_size(p) for p in paths)
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None)
+        how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update
-                profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+                profile, summary = analysis.analyze(paths, **how)
         else:
-            profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+            profile, summary = analysis.analyze(paths, **how)
         written = analysis.export(profile, summary, output, fmts)
     except XpuProfilerError as e:
         _fail(e)

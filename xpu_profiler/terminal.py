@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import fmt
 from .summary import Summary
+from .terminal_ranks import render_ranks
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
 NAME_WIDTH = 70
@@ -35,7 +36,7 @@ def render(summary: Summary, top: int = 10) -> str:
     out: list[str] = []
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
-    out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} steps, "
+    out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
                f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
     if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
@@ -69,7 +70,5 @@ def render(summary: Summary, top: int = 10) -> str:
         if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:
             parts.append(f"TPOT p50 {fmt_ns(tp.tpot_ns.p50)}")
         out += ["", "Throughput: " + ", ".join(parts)]
-    if len(summary.ranks) > 1:
-        rows = [[str(r.rank), fmt_ns(r.op_time_ns), fmt_ns(r.wall_ns), str(r.steps)] for r in summary.ranks]
-        out += ["", "Per rank"] + _table(["rank", "op time", "wall", "steps"], rows, "rrrr")
+    out += render_ranks(summary, _table)
     return "\n".join(out)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from .ranks import engine_rows
 
 # context_N(...)_generation_M(...), with an optional total in front
 _EXECUTE = re.compile(r"^execute_(?:(\d+)_)?context_(\d+)\(([^()]*)\)_generation_(\d+)\(([^()]*)\)$")
@@ -113,9 +114,7 @@ def _number_per_rank(ranks: np.ndarray) -> np.ndarray:
     return step_id
 
 
-def token_steps(steps: Table) -> np.ndarray:
-    """Rows of `steps` that count tokens: one rank's. Every tensor-parallel rank runs the
-    same batch, so summing over ranks would multiply the tokens by the TP size."""
-    if not len(steps):
-        return np.zeros(0, np.int64)
-    return np.flatnonzero(steps["rank"] == steps["rank"].min())
+def token_steps(profile: Profile) -> np.ndarray:
+    """Rows of the steps that count tokens: one per engine step. Every tensor-parallel rank
+    runs the same batch, so summing over ranks would multiply the tokens by the TP size."""
+    return engine_rows(profile)

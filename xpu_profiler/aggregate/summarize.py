@@ -9,7 +9,13 @@ from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
+from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
+from .comm import comm_section
+from .layout import layout
 from .memory import memory
+from .overlap import compute_events, overlap, step_spans
+from .parallel import parallel_section
+from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -21,13 +27,25 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         attribute(profile, taxonomy)
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
+    # engine steps once, ranks as rows under them
+    lay = layout(profile.run, profile.ranks)
+    align = align_steps(profile, lay)
     basis = basis_mask(profile)
     b_idx = np.flatnonzero(basis)
+    span = step_spans(profile, b_idx)
+    # collectives across ranks, and how much of each rank's communication compute hides
+    coll = match(profile, same_host=one_host(profile.run))
+    wait = step_waits(profile, coll)
+    view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
     ranks, dev_busy = ranks_table(profile, basis)
+    side_by_side(ranks, profile, b_idx, lay, view, span)
+    compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host")
+    ov = overlap(profile, coll.idx, compute, profile.ranks)
     timed = ev["start"] >= 0
-    ts = token_steps(steps)
+    ts = token_steps(profile)
+    clock_known = coll.clock in ("shared", "collective_ends")
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
@@ -39,7 +57,9 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
             wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
             events=int(len(ev)),
-            steps=int(len(steps)),
+            steps=int(len(view.rows)),
+            step_rows=int(len(steps)),
+            engines=int(len(np.unique(align.engines))) if len(align.engines) else 0,
             ranks=len(profile.ranks),
             other_share=(int(br.time[OTHER].sum()) / op_time) if op_time else 0.0,
             unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
@@ -49,12 +69,16 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         fused_ops=br.fused_ops(),
         phases=br.phases(profile),
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(steps),
+        steps=steps_table(profile, span, wait),
+        engine_steps=engine_steps_table(profile, align, view, coll.offsets if clock_known else None),
+        alignment=alignment_section(align, coll.clock, coll.offsets, CLOCK_TOLERANCE_NS, coll.match),
         ranks=ranks,
+        comm=comm_section(profile, coll, ov),
+        parallel=parallel_section(profile, lay, coll, compute, view),
         memory=memory(profile),
         throughput=throughput(profile),
         device=device_spec(profile.run.get("device_spec")),
-        warnings=warnings(profile),
+        warnings=warnings(profile) + align.warnings + coll.warnings,
     )
 
 

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_KERNEL, PHASES, Profile, Table
+from ..profile import DEVICE_KINDS, K_KERNEL, PHASES, Profile
 from ..summary import Rank, Steps
 from .attribution import events_busy
+from .ranks import step_engine
 
 
-def steps_table(steps: Table) -> Steps:
-    """The steps table, columnar, with each step's idle time (wall − busy)."""
+def steps_table(profile: Profile, span: np.ndarray, wait: np.ndarray) -> Steps:
+    """The steps table, columnar, with each step's idle time (wall − busy), span and wait."""
+    steps = profile.steps
     if not len(steps):
         return Steps()
     wall, busy = steps["dur"], steps["busy"]
     kv = steps["kv_usage"].astype(np.float64)
     return Steps(
-        rank=steps["rank"].tolist(), step_id=steps["step_id"].tolist(),
+        rank=steps["rank"].tolist(), step_id=steps["step_id"].tolist(), engine_step=step_engine(profile).tolist(),
         phase=[PHASES[p] for p in steps["phase"].tolist()],
         start_ns=steps["start"].tolist(), wall_ns=wall.tolist(), busy_ns=busy.tolist(),
-        idle_ns=np.maximum(wall - busy, 0).tolist(),
+        idle_ns=np.maximum(wall - busy, 0).tolist(), span_ns=span.tolist(), wait_ns=wait.tolist(),
         prefill_tokens=steps["prefill_tokens"].tolist(), decode_tokens=steps["decode_tokens"].tolist(),
         prefill_reqs=steps["prefill_reqs"].tolist(), decode_reqs=steps["decode_reqs"].tolist(),
         running=steps["running"].tolist(), waiting=steps["waiting"].tolist(),

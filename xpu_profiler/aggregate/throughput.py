@@ -22,7 +22,7 @@ def throughput(profile: Profile) -> Throughput:
     steps, req = profile.steps, profile.requests
     out = Throughput()
     if len(steps):
-        ts = token_steps(steps)
+        ts = token_steps(profile)
         span = int((steps["start"][ts] + steps["dur"][ts]).max() - steps["start"][ts].min())
         pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
         out.prefill_tokens, out.decode_tokens, out.duration_ns = pt, dt, span

@@ -204,27 +204,42 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
     return out
 
 
-def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Profile:
-    """Read every input and merge them into one Profile (ranks side by side)."""
+def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine: str | None = "serial",
+         jobs: int | None = None) -> Profile:
+    """Read every input and merge them into one Profile (ranks side by side).
+
+    ``engine`` says how the files are read (``engines.ENGINES``: serial, process, ray,
+    ``ray://HOST:PORT``; ``auto``: a process pool for several files where that is safe);
+    ``jobs`` how many at a time. Every engine gives the same Profile.
+    """
+    from . import engines
+
     options = options or ReadOptions()
-    files = expand(paths)
-    profiles = []
+    name, address = engines.parse_engine(engine)
+    if name == "ray":
+        with engines.RaySession(address, jobs or engines.default_jobs(os.cpu_count() or 1)):
+            tasks = engines.ray_tasks([str(p) for p in paths])
+            profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
+    else:
+        tasks = [engines.FileTask(str(path), mod.NAME, _file_size(path)) for path, mod in expand(paths)]
+        jobs = jobs or engines.default_jobs(len(tasks))
+        if name == "auto":
+            name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
+        profiles = engines.ENGINES[name](tasks, options, jobs, address)
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
-    for path, mod in files:
-        try:
-            prof = mod.read(path, options)
-        except (TraceError, KeyboardInterrupt, MemoryError):
-            raise
-        except RecursionError:
-            raise TraceError(path, "nested too deeply to be a trace") from None
-        except Exception as e:  # never a traceback for a file we could not make sense of
-            raise TraceError(path, f"unreadable ({type(e).__name__}: {e})") from None
+    for t, prof in zip(tasks, profiles):
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
-            prof.run["sources"].append({"path": str(path), "format": mod.NAME})
-        _separate_ranks(prof, path, seen.setdefault(mod.NAME, set()))
-        profiles.append(prof)
+            prof.run["sources"].append({"path": t.path, "format": t.reader})
+        _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
     return Profile.merge(profiles)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:

@@ -12,8 +12,7 @@ infinities as null. ``load_summary`` reads it back (schema version 2, and the
 untyped version 1 files of xpu_profiler 0.1).
 
 The sections named "reserved" are empty until the analysis that fills them
-exists (device-side step timeline and idle breakdown, collectives, findings,
-diffs); they are typed now so that every exporter can rely on their shape.
+exists (device-side step timeline and idle breakdown, findings, diffs); they are typed now so that every exporter can rely on their shape.
 
 ``schema`` holds the structs, ``metadata`` turns a profile's free-form run
 metadata into the typed ``Run``, ``codec`` is ``summary.json``.
@@ -26,6 +25,11 @@ from .schema import (
     Comm,
     DeviceSpec,
     DeviceSteps,
+    Parallel,
+    PipelineStage,
+    ParallelGroup,
+    RankAlignment,
+    EngineSteps,
     Diff,
     DiffRow,
     Distribution,
@@ -54,6 +58,11 @@ __all__ = [
     "Comm",
     "DeviceSpec",
     "DeviceSteps",
+    "Parallel",
+    "PipelineStage",
+    "ParallelGroup",
+    "RankAlignment",
+    "EngineSteps",
     "Diff",
     "DiffRow",
     "Distribution",

@@ -13,6 +13,7 @@ from .counters import build_memory, build_rates
 from .figures import json_ready
 from .header import build_header
 from .headline import build_headline
+from .multirank import build_comm, build_rank_steps
 from .page import plotly_version
 from .style import PHASE_COLORS, fused_colors
 from .tables import build_kernels, build_ranks
@@ -23,7 +24,7 @@ PlotlyMode = Literal["inline", "cdn"]
 SECTION_TITLES = {
     "headline": "Key figures", "fused_ops": "Time by fused op", "phases": "Prefill vs decode",
     "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
-    "ranks": "Ranks",
+    "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
 }
 
 
@@ -47,6 +48,9 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
     report["kernels"] = build_kernels(summary, colors)
     report["ranks"], figs = build_ranks(summary)
     figures.update(figs)
+    report["rank_steps"], figs = build_rank_steps(summary)
+    figures.update(figs)
+    report["comm"] = build_comm(summary)
     report["figures"] = figures
     report["colors"] = {"phases": PHASE_COLORS, "fused_ops": colors}
     report["warnings"] = list(summary.warnings)
