@@ -10,6 +10,7 @@ from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .memory import memory
+from .requests import requests
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -53,6 +54,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         ranks=ranks,
         memory=memory(profile),
         throughput=throughput(profile),
+        requests=requests(profile),
         device=device_spec(profile.run.get("device_spec")),
         warnings=warnings(profile),
     )
