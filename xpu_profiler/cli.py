@@ -166,15 +166,22 @@ def _size(p: Path) -> int:
               default="standard", show_default=True, help="comprehensive: + shapes, memory events, FLOPs.")
 @click.option("--timeout", type=float, default=300.0, show_default=True,
               help="Seconds to wait for the window before cancelling it.")
+@click.option("--via", type=click.Choice(["auto", "plugin", "vllm"]), default="auto", show_default=True,
+              help="plugin: the xpu_profiler plugin's windows (XPU_PROFILER_DIR); vllm: the server's own "
+                   "/start_profile (--profiler-config); auto: the plugin when the server records with it.")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="--via vllm: the server's torch_profiler_dir (default: read from its command line).")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def record(url, steps, seconds, record_dir, output, formats, detail_level, timeout, quiet) -> None:
-    """Trace a window of steps of a running `vllm serve` (started with XPU_PROFILER_DIR set)
-    with torch.profiler, without restarting it, and write the report."""
+def record(url, steps, seconds, record_dir, output, formats, detail_level, timeout, via, trace_dir, quiet) -> None:
+    """Trace a window of steps of a running `vllm serve` (started with XPU_PROFILER_DIR set,
+    or with vLLM's --profiler-config) with torch.profiler, without restarting it, and
+    write the report."""
     from .live.record import record_from_cli
 
     try:
         code = record_from_cli(url, steps=steps, seconds=seconds, record_dir=record_dir, output=output,
-                               detail_level=detail_level, timeout=timeout, formats=_csv(formats), quiet=quiet)
+                               detail_level=detail_level, timeout=timeout, formats=_csv(formats), quiet=quiet,
+                               via=via, trace_dir=trace_dir)
     except XpuProfilerError as e:
         _fail(e)
     except KeyboardInterrupt:

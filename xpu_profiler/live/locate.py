@@ -1,20 +1,22 @@
 """Which process serves a URL, and where it records (``xpu_profiler record --url``).
 
 For a server on this machine the listening socket names its process (``/proc/net/tcp``
-and the process's fds, Linux, processes of the same user), and that process's
-environment names its record directory (``XPU_PROFILER_DIR``) and vLLM's profiler
-directory; ``--dir`` and the caller's own ``XPU_PROFILER_DIR`` are the fall-backs
-(another user's server, a container).
+and the process's fds, Linux, processes of the same user); that process's environment
+names its record directory (``XPU_PROFILER_DIR``) and its command line vLLM's profiler
+directory (``--profiler-config``). ``--dir`` and the caller's own ``XPU_PROFILER_DIR``
+are the fall-backs (another user's server, a container).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import XpuProfilerError
+from .vllm import compat
 from .vllm.records import ENV_DIR
 
 
@@ -26,6 +28,7 @@ class Server:
     pid: int | None = None          # the process listening on the port, when found
     record_dir: Path | None = None
     how: str = ""                   # how the record directory was found
+    vllm_trace_dir: Path | None = None  # where the server's own profiler writes (--profiler-config)
 
 
 def parse_url(url: str) -> tuple[str, str, int]:
@@ -88,7 +91,44 @@ def process_env(pid: int) -> dict[str, str]:
     return out
 
 
+def process_args(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def profiler_dir_from_args(args: list[str]) -> str | None:
+    """torch_profiler_dir of a ``--profiler-config`` (JSON, or the dotted form) on a command line."""
+    opt, key = compat.PROFILER_CONFIG_ARG, compat.PROFILER_DIR_KEY
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if a == opt or a.startswith(opt + "="):
+            try:
+                cfg = json.loads(a.split("=", 1)[1] if "=" in a else nxt)
+            except ValueError:
+                continue
+            if isinstance(cfg, dict) and cfg.get(key):
+                return str(cfg[key])
+        elif a.startswith(f"{opt}.{key}"):
+            return a.split("=", 1)[1] if "=" in a else nxt
+    return None
+
+
+def _absolute(path: str, pid: int | None) -> Path:
+    p = Path(path)
+    if not p.is_absolute() and pid:
+        try:
+            return Path(os.readlink(f"/proc/{pid}/cwd")) / p
+        except OSError:
+            pass
+    return p
+
+
 def find_server(url: str, record_dir: str | None = None) -> Server:
+    """The server at ``url``: its process, where the plugin records (``record_dir`` None:
+    unknown) and where vLLM's own profiler writes (a local server's command line)."""
     base, host, port = parse_url(url)
     srv = Server(url=base, host=host, port=port)
     local = host in ("127.0.0.1", "localhost", "::1", "0.0.0.0") or host == os.uname().nodename
@@ -96,19 +136,22 @@ def find_server(url: str, record_dir: str | None = None) -> Server:
         srv.pid = listening_pid(port)
         env = process_env(srv.pid) if srv.pid else {}
         if record_dir is None and env.get(ENV_DIR):
-            srv.record_dir, srv.how = Path(env[ENV_DIR]), f"the environment of the server process {srv.pid}"
+            srv.record_dir = _absolute(env[ENV_DIR], srv.pid)
+            srv.how = f"the environment of the server process {srv.pid}"
+        trace_dir = profiler_dir_from_args(process_args(srv.pid)) if srv.pid else None
+        if trace_dir:
+            srv.vllm_trace_dir = _absolute(trace_dir, srv.pid)
     if record_dir is not None:
         srv.record_dir, srv.how = Path(record_dir), "--dir"
     elif srv.record_dir is None and os.environ.get(ENV_DIR):
         srv.record_dir, srv.how = Path(os.environ[ENV_DIR]), f"{ENV_DIR} here"
-    if srv.record_dir is None:
-        who = f" (pid {srv.pid})" if srv.pid else ""
-        raise XpuProfilerError(
-            f"cannot tell where the server at {base}{who} records: start it with {ENV_DIR}=/some/dir in its "
-            f"environment (the xpu_profiler plugin then takes profile windows), or pass --dir /some/dir")
-    if not srv.record_dir.is_absolute() and srv.pid and srv.how.startswith("the environment"):
-        try:
-            srv.record_dir = Path(os.readlink(f"/proc/{srv.pid}/cwd")) / srv.record_dir
-        except OSError:
-            pass
     return srv
+
+
+def no_way_to_record(srv: Server) -> XpuProfilerError:
+    who = f" (pid {srv.pid})" if srv.pid else ""
+    return XpuProfilerError(
+        f"cannot tell where the server at {srv.url}{who} records: start it with {ENV_DIR}=/some/dir in its "
+        f"environment (the xpu_profiler plugin then takes profile windows) and pass --dir /some/dir if this "
+        f"machine cannot see its processes, or start it with {compat.PROFILER_CONFIG_ARG} and use --via vllm "
+        f"--trace-dir DIR")

@@ -1,5 +1,6 @@
 """``xpu_profiler record --url URL --steps N | --seconds S``: a torch.profiler window on a
-running server, without restarting it.
+running server, without restarting it (through the plugin; through vLLM's own
+profiler: ``record_vllm``).
 
 The server runs with ``XPU_PROFILER_DIR`` (the plugin records its steps there in file
 mode). This command finds that directory (``locate``), drops a window request into its
@@ -109,10 +110,18 @@ class Window:
         return f"{tagged} steps"
 
 
+VIAS = ("auto", "plugin", "vllm")
+
+
 def record_from_cli(url: str, steps: int | None = None, seconds: float | None = None, record_dir: str | None = None,
                     output: str | Path = "xpu_profiler_out", detail_level: str = "standard", timeout: float = 300.0,
-                    formats: Sequence[str] | None = None, quiet: bool = False) -> int:
-    """The record command; returns the exit code (0 ok, 1 the window did not complete)."""
+                    formats: Sequence[str] | None = None, quiet: bool = False, via: str = "auto",
+                    trace_dir: str | None = None) -> int:
+    """The record command; returns the exit code (0: the report is written).
+
+    ``via``: "plugin" (the plugin's control files in the server's XPU_PROFILER_DIR),
+    "vllm" (the server's own /start_profile, see ``record_vllm``), "auto": the plugin
+    when the server records with it, else vLLM's profiler when the server has one."""
     from .. import analysis
 
     if (steps is None) == (seconds is None):
@@ -121,11 +130,32 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
         raise XpuProfilerError("--steps must be at least 1")
     if seconds is not None and not seconds > 0:
         raise XpuProfilerError("--seconds must be more than 0")
+    if via not in VIAS:
+        raise XpuProfilerError(f"--via {via!r}: choose from {', '.join(VIAS)}")
     fmts = list(formats or analysis.DEFAULT_FORMATS)
     analysis.output_paths(output, fmts)  # bad formats or output before any waiting
     srv = locate.find_server(url, record_dir)
     model = check_server(srv.url)
     con = Console(quiet=quiet)
+    vllm_dir = Path(trace_dir) if trace_dir else srv.vllm_trace_dir
+    if via == "vllm" or (via == "auto" and srv.record_dir is None and vllm_dir is not None):
+        if vllm_dir is None:
+            raise XpuProfilerError(f"cannot tell where the server at {srv.url} writes its profiler's traces: "
+                                   f"pass --trace-dir (its --profiler-config torch_profiler_dir)")
+        from .record_vllm import vllm_window
+
+        con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {vllm_dir}")
+        files = vllm_window(srv, vllm_dir, steps, seconds, timeout, con)
+        with con.stage("export"):
+            prof, summary = analysis.analyze(files)
+            prof.run.update({"model": model, "server": srv.url})
+            if steps and summary.totals.steps != steps:
+                summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
+                                        f"of the {steps} iterations asked for (it counts empty ones too)")
+            written = analysis.export(prof, summary, output, fmts)
+        return _show(con, summary, written, quiet)
+    if srv.record_dir is None:
+        raise locate.no_way_to_record(srv)
     win = Window(srv, steps, seconds, detail_level, timeout)
     what = f"the next {steps} steps" if steps else f"{seconds:g} s of steps"
     con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", records in {srv.record_dir}")
@@ -156,6 +186,10 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
         summary = analysis.summarize(prof)
         written = analysis.export(prof, summary, output, fmts)
     control_files.remove_window(win.dir, win.id)
+    return _show(con, summary, written, quiet)
+
+
+def _show(con: Console, summary, written: dict, quiet: bool) -> int:
     from .. import fmt, terminal
 
     if not quiet:

@@ -6,7 +6,8 @@ process of every server lifetime that wrote there, the workers' torch.profiler t
 (``torch/``, each named in the records with the marks that align its clock), and any
 trace vLLM's own profiler wrote below it (``--profiler-config`` /
 ``VLLM_TORCH_PROFILER_DIR`` pointed inside): those carry no marks of ours and are placed
-by the wall clock Kineto wrote, in the lifetime whose steps they overlap.
+by the wall clock Kineto wrote, in the lifetime whose steps they overlap. The API
+server's own trace (its host work, no engine step) is left out.
 
 Several lifetimes (restarts) are never mixed into one step sequence: the report is of
 one of them, the latest unless ``lifetime`` (1 = the oldest) says otherwise, and a
@@ -22,6 +23,7 @@ from pathlib import Path
 from ..errors import TraceError
 from ..profile import Profile
 from . import assemble, lifetimes
+from .vllm import compat
 from .vllm.records import RECORD_SUFFIX, read_record_files, record_files
 
 
@@ -61,7 +63,9 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
         raise TraceError(d, f"holds {len(lts)} server lifetime(s); --lifetime {lifetime} is not one of them")
     chosen = lts[-1] if lifetime is None else lts[lifetime - 1]
     ours = {str(Path(f).resolve()) for b in batches for f in b.get("torch_files") or ()}
-    placed = _place_traces([f for f in torch_profiler_traces(d) if str(f.resolve()) not in ours], lts)
+    others = [f for f in torch_profiler_traces(d) if str(f.resolve()) not in ours]
+    frontend = [f for f in others if compat.FRONTEND_TRACE_MARK in f.name]  # the API server's host work
+    placed = _place_traces([f for f in others if f not in frontend], lts)
     meta = next((b["meta"] for b in chosen.batches if isinstance(b.get("meta"), dict)), {})
     engine = meta.get("engine") or {}
     run = {"lifetime": {"key": chosen.key, "index": lts.index(chosen) + 1, "of": len(lts), "pids": chosen.pids},
@@ -70,6 +74,8 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
         run["model"] = engine["model"]
     prof = assemble.build_profile(chosen.batches + common, run=run, wallclock_traces=placed.get(chosen.key, []))
     prof.run["sources"] = [{"path": str(d), "format": "xpu_profiler records"}]
+    if frontend:
+        prof.run["frontend_traces_left_out"] = [str(f) for f in frontend]
     if len(lts) > 1:
         others = "; ".join(f"{i}: {lt.describe()}" for i, lt in enumerate(lts, 1) if lt is not chosen)
         prof.warn(f"{d} holds the records of {len(lts)} server lifetimes; this report is lifetime "

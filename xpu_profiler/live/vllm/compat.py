@@ -117,6 +117,13 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("VLLM_ENABLE_V1_MULTIPROCESSING", "vllm.envs", "env",
            "'0' puts EngineCore and worker into the caller's process"),
     Symbol("VLLM_CPU_KVCACHE_SPACE", "vllm.envs", "env", "KV-cache GiB of the CPU build (the live command sets it)"),
+    # -- a running server's own profiler (xpu_profiler record without our plugin's directory) --
+    Symbol("/start_profile, /stop_profile", "vllm.entrypoints.serve.profile.api_router", "call",
+           "HTTP routes of a server started with --profiler-config; start_profile takes max_iterations"),
+    Symbol("--profiler-config", "vllm.config.profiler", "read",
+           "the server's command line: its torch_profiler_dir is where the traces go"),
+    Symbol("AsyncLLM._frontend_profiler_worker_name", "vllm.v1.engine.async_llm", "read",
+           "'<host>_<pid>.async_llm': the API server's own trace, of its host work, not of engine steps"),
     # -- layer classes that get a module range (xpu_module:<Class>) -----------------------
     Symbol("RMSNorm, GemmaRMSNorm, LayerNorm, *RMSNorm", "vllm.model_executor.layers.layernorm", "layer", "norm"),
     Symbol("SiluAndMul, GeluAndMul, MulAndSilu, FatreluAndMul", "vllm.model_executor.layers.activation",
@@ -396,6 +403,12 @@ def _config_summary(cfg) -> dict:
     except (AttributeError, TypeError, ValueError):
         return {}
 
+
+#: a server's own profiler: its HTTP routes, the window's length, its command-line option
+START_PROFILE, STOP_PROFILE, MAX_ITERATIONS = "/start_profile", "/stop_profile", "max_iterations"
+PROFILER_CONFIG_ARG, PROFILER_DIR_KEY = "--profiler-config", "torch_profiler_dir"
+#: in the name of the trace the API server's own profiler writes at /stop_profile (its host work only)
+FRONTEND_TRACE_MARK = ".async_llm"
 
 #: '0' runs EngineCore and workers in the caller's process
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
