@@ -31,6 +31,7 @@ from .. import fmt
 LOG_NAME = "vllm.log"
 TICK_S = 0.25
 BAR_WIDTH = 28
+LABEL_WIDTH = 22  # stage labels padded to it, so that their times line up
 
 #: a vLLM log line: "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] message"
 _LOG_LINE = re.compile(r"^(?P<proc>\([\w:-]+ pid=\d+\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
@@ -235,7 +236,7 @@ class Console:
 
     def _stage_text(self, running: bool = True) -> str:
         label, t0 = self._stage
-        parts = [f"  {self._number(label)}{label}"]
+        parts = [f"  {self._number(label)}{label:<{LABEL_WIDTH}}"]
         if self._bar is not None:
             parts.append(self._bar.render())
         if self._status is not None and running:  # (a live count, not a result)

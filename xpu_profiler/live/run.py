@@ -162,7 +162,7 @@ def _profiled_workload(llm, prof: Profiler, workload, num_prompts, input_len, ou
     tally.reset()
     prof.start()
     try:
-        with con.stage(f"profiling {len(plist)} requests at level {level}", status=lambda: f"{tally()} steps"):
+        with con.stage(f"profiling {len(plist)} requests", status=lambda: f"{tally()} steps"):
             outs = compat.generate(llm, plist, params, progress=con.progress())
     except KeyboardInterrupt:
         reason, code = "interrupted (Ctrl-C)", 130
