@@ -63,7 +63,8 @@ class Server:
         self.rng = random.Random(5)
         env = vllm_env(self.cache)
         self.model = subprocess.run(
-            [sys.executable, "-c", "from xpu_profiler.models import resolve_model; print(resolve_model('tiny-llama')[0])"],
+            [sys.executable, "-c",
+             "from xpu_profiler.models import resolve_model; print(resolve_model('tiny-llama')[0])"],
             env=env, capture_output=True, text=True, check=True).stdout.strip()
 
     def start(self) -> None:
@@ -228,7 +229,8 @@ def test_analyze_reads_every_step_and_request_of_the_server(server, tmp_path):
     assert worker_steps == sorted(row[S_IDX["step"]] for b in records for row in b["sched"])
     (env_trace,) = [f for b in records for f in b.get("torch_files") or ()]
     assert _raw_step_ranges(env_trace) == list(range(ENV_WINDOW[0], ENV_WINDOW[0] + ENV_WINDOW[1]))
-    prof = build_profile(records, trim_to_steps=False, wallclock_traces=list(server.vllm_dir.glob("rank*.pt.trace.json*")))
+    vllm_traces = list(server.vllm_dir.glob("rank*.pt.trace.json*"))
+    prof = build_profile(records, trim_to_steps=False, wallclock_traces=vllm_traces)
     aggregate.attribute(prof)
     ops, inside = ops_inside_worker_steps(prof, min_ranges=ENV_WINDOW[1])
     assert inside.sum() > 500

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import fmt
+from .vllm.log_capture import put_back_fds
 
 LOG_NAME = "vllm.log"
 TICK_S = 0.25
@@ -171,12 +172,7 @@ class Console:
         if not self._saved:
             return
         _flush_std()
-        for fd, saved in self._saved.items():
-            try:
-                os.dup2(saved, fd)
-            finally:
-                os.close(saved)
-        self._saved.clear()
+        put_back_fds(self._saved)
         if self._tee is not None:
             self._tee.join(timeout=1.0)  # children still holding the pipe keep the copy running
         for s in (self._out, self._err):
@@ -198,6 +194,18 @@ class Console:
             self._clear()
             self._out.write(text + "\n")
             self._out.flush()
+
+    def results(self, summary, written: dict) -> None:
+        """The terminal summary, its warnings and the paths written (``-q``: the paths only)."""
+        from .. import terminal
+
+        if not self.quiet:
+            self.echo(terminal.render(summary, top=10))
+            for w in summary.warnings:
+                self.warn(fmt.plain(w))
+            self.echo()
+        for kind, path in written.items():
+            self.echo(f"wrote {kind:8s} {path}")
 
     def _line(self, text: str) -> None:
         with self._lock:

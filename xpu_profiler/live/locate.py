@@ -28,7 +28,7 @@ class Server:
     pid: int | None = None          # the process listening on the port, when found
     record_dir: Path | None = None
     how: str = ""                   # how the record directory was found
-    vllm_trace_dir: Path | None = None  # where the server's own profiler writes (--profiler-config)
+    profiler_dir: Path | None = None  # where the server's own profiler writes (--profiler-config)
 
 
 def parse_url(url: str) -> tuple[str, str, int]:
@@ -140,7 +140,7 @@ def find_server(url: str, record_dir: str | None = None) -> Server:
             srv.how = f"the environment of the server process {srv.pid}"
         trace_dir = profiler_dir_from_args(process_args(srv.pid)) if srv.pid else None
         if trace_dir:
-            srv.vllm_trace_dir = _absolute(trace_dir, srv.pid)
+            srv.profiler_dir = _absolute(trace_dir, srv.pid)
     if record_dir is not None:
         srv.record_dir, srv.how = Path(record_dir), "--dir"
     elif srv.record_dir is None and os.environ.get(ENV_DIR):

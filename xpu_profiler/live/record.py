@@ -137,15 +137,15 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     srv = locate.find_server(url, record_dir)
     model = check_server(srv.url)
     con = Console(quiet=quiet)
-    vllm_dir = Path(trace_dir) if trace_dir else srv.vllm_trace_dir
-    if via == "vllm" or (via == "auto" and srv.record_dir is None and vllm_dir is not None):
-        if vllm_dir is None:
+    profiler_dir = Path(trace_dir) if trace_dir else srv.profiler_dir
+    if via == "vllm" or (via == "auto" and srv.record_dir is None and profiler_dir is not None):
+        if profiler_dir is None:
             raise XpuProfilerError(f"cannot tell where the server at {srv.url} writes its profiler's traces: "
                                    f"pass --trace-dir (its --profiler-config torch_profiler_dir)")
-        from .record_vllm import vllm_window
+        from .record_vllm import server_profiler_window
 
-        con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {vllm_dir}")
-        files = vllm_window(srv, vllm_dir, steps, seconds, timeout, con)
+        con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {profiler_dir}")
+        files = server_profiler_window(srv, profiler_dir, steps, seconds, timeout, con)
         with con.stage("export"):
             prof, summary = analysis.analyze(files)
             prof.run.update({"model": model, "server": srv.url})
@@ -153,7 +153,8 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
                 summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
                                         f"of the {steps} iterations asked for (it counts empty ones too)")
             written = analysis.export(prof, summary, output, fmts)
-        return _show(con, summary, written, quiet)
+        con.results(summary, written)
+        return 0
     if srv.record_dir is None:
         raise locate.no_way_to_record(srv)
     win = Window(srv, steps, seconds, detail_level, timeout)
@@ -186,19 +187,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
         summary = analysis.summarize(prof)
         written = analysis.export(prof, summary, output, fmts)
     control_files.remove_window(win.dir, win.id)
-    return _show(con, summary, written, quiet)
-
-
-def _show(con: Console, summary, written: dict, quiet: bool) -> int:
-    from .. import fmt, terminal
-
-    if not quiet:
-        con.echo(terminal.render(summary, top=10))
-        for w in summary.warnings:
-            con.warn(fmt.plain(w))
-        con.echo()
-    for kind, path in written.items():
-        con.echo(f"wrote {kind:8s} {path}")
+    con.results(summary, written)
     return 0
 
 

@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.request import Request as HttpRequest  # (not vLLM's Request)
 
 from ..errors import XpuProfilerError
 from .console import Console
@@ -28,7 +29,7 @@ TRACE_GLOB = "*.pt.trace.json*"
 
 
 def _post(url: str, body: dict | None = None) -> None:
-    req = urllib.request.Request(url, data=json.dumps(body or {}).encode(), method="POST",
+    req = HttpRequest(url, data=json.dumps(body or {}).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -54,7 +55,7 @@ def _traces(d: Path) -> dict[Path, int]:
     return out
 
 
-def vllm_window(srv: Server, trace_dir: Path, steps: int | None, seconds: float | None, timeout: float,
+def server_profiler_window(srv: Server, trace_dir: Path, steps: int | None, seconds: float | None, timeout: float,
                 con: Console) -> list[Path]:
     """Run the window; the trace files vLLM wrote for it."""
     before = _traces(trace_dir)

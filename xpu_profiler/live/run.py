@@ -183,16 +183,7 @@ def _export(prof: Profiler, profile_obj: Profile, out: Path):
 
 
 def _show_results(summary, written: dict, profile_obj: Profile, con: Console) -> int:
-    from .. import fmt, terminal
-
-    if not con.quiet:
-        con.echo(terminal.render(summary, top=10))
-        for w in summary.warnings:
-            con.warn(fmt.plain(w))
-        con.echo()
-    for kind, path in written.items():
-        con.echo(f"wrote {kind:8s} {path}")
-    con.echo(f"wrote {'vllm log':8s} {con.log_path}")
+    con.results(summary, {**written, "vllm log": con.log_path})
     if profile_obj.run.get("incomplete"):
         con.say(f"the profile is incomplete: {profile_obj.run.get('incomplete_reason')}")
     return 0

@@ -3,9 +3,10 @@
 The window skips ``first`` executed steps after it is armed, then profiles ``count``
 steps (0: until stopped, or until a step ends past ``deadline``). While it runs, each
 step is wrapped in an ``xpu_step#N`` range (its wall-clock start is noted, to align the
-trace's clock later) and every vLLM layer module named in ``compat.LAYER_CLASSES`` in an ``xpu_module:<Class>`` range, so
-that the ops of native, decomposed layer implementations are attributed to their
-fused op. Traces are written outside engine steps, when the records are taken.
+trace's clock later) and every vLLM layer module named in ``compat.LAYER_CLASSES`` in
+an ``xpu_module:<Class>`` range, so that the ops of native, decomposed layer
+implementations are attributed to their fused op. Traces are written outside engine
+steps, when the records are taken.
 """
 
 from __future__ import annotations
