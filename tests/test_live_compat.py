@@ -22,7 +22,7 @@ LIVE = ROOT / "xpu_profiler" / "live"
 # (the Profile's tables, a record's fields, parameter names): the check cannot tell
 # those uses apart, so these are reviewed by hand.
 OUR_WORDS = {"outputs", "requests", "running", "waiting", "usage", "worker", "rank", "local_rank", "model",
-             "scheduler", "__version__", "vllm"}
+             "scheduler", "__version__", "vllm", "profile"}
 
 
 def _vllm_names() -> set[str]:
@@ -61,6 +61,10 @@ def _attr_strings(tree: ast.AST) -> set[int]:
     return out
 
 
+#: a string like "vllm.log" is a file name, not a vllm.* module path
+FILE_SUFFIXES = (".log", ".json", ".jsonl", ".txt")
+
+
 def _named(path: Path, forbidden: set[str]) -> list[str]:
     """Where ``path`` names a vLLM symbol: as an identifier, an attribute, an attribute name
     in a string (getattr), an import, or a vllm.* module path in a string."""
@@ -83,7 +87,8 @@ def _named(path: Path, forbidden: set[str]) -> list[str]:
             found = next((a.name for a in node.names if a.name.split(".")[0] == "vllm"), None)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             v = node.value
-            found = v if ((id(node) in attr_strings and v in forbidden) or v.startswith("vllm.")) else None
+            module_path = v.startswith("vllm.") and not v.endswith(FILE_SUFFIXES)
+            found = v if ((id(node) in attr_strings and v in forbidden) or module_path) else None
         if found and (found in forbidden or found.startswith("vllm")):
             hits.append(f"{path.relative_to(ROOT)}:{node.lineno}: {found}")
     return hits

@@ -70,5 +70,13 @@ def render(summary: Summary, top: int = 10) -> str:
         if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:
             parts.append(f"TPOT p50 {fmt_ns(tp.tpot_ns.p50)}")
         out += ["", "Throughput: " + ", ".join(parts)]
+    rq = summary.requests
+    if rq.req:
+        done = sum(e is not None for e in rq.e2e_ns)
+        parts = [f"{len(rq.req)} seen, {done} finished"]
+        for label, d in (("TTFT", tp.ttft_ns), ("TPOT", tp.tpot_ns), ("end to end", tp.e2e_ns)):
+            if d is not None and d.p50 is not None:
+                parts.append(f"{label} p50 {fmt_ns(d.p50)} p99 {fmt_ns(d.p99)}")
+        out.append("Requests: " + ", ".join(parts) + " (each one in summary.json)")
     out += render_ranks(summary, _table)
     return "\n".join(out)

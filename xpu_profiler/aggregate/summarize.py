@@ -15,6 +15,7 @@ from .layout import layout
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
 from .parallel import parallel_section
+from .requests import requests
 from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
 from .steps import token_steps
 from .tables import ranks_table, steps_table
@@ -77,6 +78,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         parallel=parallel_section(profile, lay, coll, compute, view),
         memory=memory(profile),
         throughput=throughput(profile),
+        requests=requests(profile),
         device=device_spec(profile.run.get("device_spec")),
         warnings=warnings(profile) + align.warnings + coll.warnings,
     )

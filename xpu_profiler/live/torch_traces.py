@@ -40,8 +40,9 @@ def align(prof: Profile, marks: list) -> int | None:
     return shift
 
 
-def load_traces(files: list[tuple[str, list]], default_rank: int = 0) -> Profile | None:
-    """[(trace path, marks)] → one Profile (ranks side by side), clocks aligned."""
+def load_traces(files: list[tuple[str, list | None]], default_rank: int = 0) -> Profile | None:
+    """[(trace path, marks)] → one Profile (ranks side by side), clocks aligned; marks None:
+    a trace without our step ranges (vLLM's own profiler), on the wall clock Kineto wrote."""
     from ..readers import kineto
 
     profiles = []
@@ -50,7 +51,7 @@ def load_traces(files: list[tuple[str, list]], default_rank: int = 0) -> Profile
         if not p.exists():
             continue
         prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
-        if align(prof, marks) is None:
+        if marks is not None and align(prof, marks) is None:
             prof.warn(f"{p.name}: no step ranges to align its clock; assumed to be wall-clock")
         profiles.append(prof)
     if not profiles:

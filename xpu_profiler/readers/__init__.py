@@ -8,8 +8,15 @@ Each reader module exposes:
 - ``read(path, options) -> Profile``: load the file; raise ``TraceError`` for a
   file that is broken, and ``profile.warn()`` for events that are merely odd.
 
-``READERS`` is the ordered registry: the first reader whose ``sniff`` says yes
-reads the file, so more specific formats come first.
+A reader of inputs that are a whole directory (a server's record directory) also has
+
+- ``claim(directory) -> list[Path] | None``: the files below ``directory`` it reads
+  together, or None; ``read(directory, options)`` then reads them as one input, and
+  no reader sniffs those files one by one.
+
+``registry()`` is the ordered registry: a directory is first offered to each reader
+with a ``claim``; the first reader whose ``sniff`` says yes reads a file, so more
+specific formats come first.
 """
 
 from __future__ import annotations
@@ -146,9 +153,10 @@ def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
 
 def registry() -> list[ModuleType]:
     """The ordered readers. Imported lazily so that `import xpu_profiler` stays cheap."""
-    from . import bundle, kineto, xprofiler, xpurt_log
+    from . import bundle, kineto, vllm_records, xprofiler, xpurt_log
 
-    return [bundle, xprofiler, kineto, xpurt_log]  # XProfiler before Kineto: both are Chrome JSON
+    # XProfiler before Kineto: both are Chrome JSON
+    return [vllm_records, bundle, xprofiler, kineto, xpurt_log]
 
 
 def find_reader(path: Path) -> ModuleType | None:
@@ -162,12 +170,25 @@ def find_reader(path: Path) -> ModuleType | None:
     return None
 
 
+def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
+    """The directory-level readers that claim ``directory``, and the files they read."""
+    units, claimed = [], set()
+    for mod in registry():
+        claim = getattr(mod, "claim", None)
+        files = claim(directory) if claim is not None else None
+        if files:
+            units.append((directory, mod))
+            claimed.update(files)
+    return units, claimed
+
+
 def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
     """Resolve files and directories into (file, reader) pairs.
 
-    A directory contributes every file below it that some reader claims (a vLLM
-    profiler directory, a directory of per-rank logs); files nobody claims are
-    skipped there. A file named on the command line must be readable.
+    A directory contributes itself as one input when a directory-level reader claims
+    it (a server's record directory), and every other file below it that some reader
+    sniffs (a vLLM profiler directory, a directory of per-rank logs); files nobody
+    claims are skipped there. A file named on the command line must be readable.
     """
     out: list[tuple[Path, ModuleType]] = []
     for raw in paths:
@@ -175,9 +196,9 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
         if not p.exists():
             raise TraceError(p, "no such file or directory")
         if p.is_dir():
-            found = []
+            found, claimed = _claims(p)
             for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                if f.name.startswith("."):
+                if f.name.startswith(".") or f in claimed:
                     continue
                 mod = find_reader(f)
                 if mod is not None:

@@ -234,6 +234,20 @@ class Throughput(_Struct):
     window_output_tok_s: Optional[float] = None
 
 
+class Requests(_Struct):
+    """Every request the profile saw, columnar (one entry per request). Latencies are None
+    where a request had not reached that point when the records end."""
+
+    req: list[str] = []
+    rank: list[int] = []
+    arrival_ns: list[Optional[int]] = []
+    prompt_len: list[int] = []
+    output_len: list[int] = []
+    ttft_ns: list[Optional[int]] = []      # arrival to first token
+    tpot_ns: list[Optional[float]] = []    # first token to finish, per further output token
+    e2e_ns: list[Optional[int]] = []       # arrival to finish
+
+
 class Series(_Struct):
     """One counter series of one rank (downsampled; the peak is always kept)."""
 
@@ -414,6 +428,7 @@ class Summary(_Struct):
     alignment: RankAlignment = msgspec.field(default_factory=RankAlignment)
     ranks: list[Rank] = []
     throughput: Throughput = msgspec.field(default_factory=Throughput)
+    requests: Requests = msgspec.field(default_factory=Requests)
     memory: Memory = msgspec.field(default_factory=Memory)
     top_kernels: list[Kernel] = []
     device: Optional[DeviceSpec] = None

@@ -48,6 +48,9 @@ SYMBOLS: tuple[Symbol, ...] = (
            "which inherit it); returns None when sample_tokens follows"),
     Symbol("Worker.sample_tokens", GPU_WORKER_MODULE, "patch",
            "the sampling half of a step, a second RPC (vLLM >= 0.12; absent before)"),
+    Symbol("Worker.profile", GPU_WORKER_MODULE, "patch",
+           "vLLM's own profiler starting in a worker (start_profile): a torch.profiler window of ours stops "
+           "first, two at once crash the process"),
     Symbol("Worker.init_device", GPU_WORKER_MODULE, "patch",
            "first call in a worker that starts the device runtime: device logs are redirected before it"),
     Symbol("CPUWorker.init_device", CPU_WORKER_MODULE, "patch", "the same for the CPU worker"),
@@ -88,6 +91,9 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("Scheduler.waiting", SCHEDULER_MODULE, "read", "waiting queue (its length per step)"),
     Symbol("Scheduler.kv_cache_manager.usage", SCHEDULER_MODULE, "read", "KV-cache usage 0..1"),
     Symbol("Scheduler.has_requests", SCHEDULER_MODULE, "call", "an idle engine flushes its records at once"),
+    Symbol("Scheduler.vllm_config", SCHEDULER_MODULE, "read",
+           "a server's engine settings for its records (the fields LLM.llm_engine.vllm_config gives), and "
+           "parallel_config.world_size: the workers that answer for a profile window"),
     Symbol("Request.num_computed_tokens", "vllm.v1.request", "read",
            "already advanced by schedule(): pre-step progress is this minus the scheduled count"),
     Symbol("Request.num_prompt_tokens", "vllm.v1.request", "read", "tokens below it are prefill"),
@@ -111,6 +117,13 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("VLLM_ENABLE_V1_MULTIPROCESSING", "vllm.envs", "env",
            "'0' puts EngineCore and worker into the caller's process"),
     Symbol("VLLM_CPU_KVCACHE_SPACE", "vllm.envs", "env", "KV-cache GiB of the CPU build (the live command sets it)"),
+    # -- a running server's own profiler (xpu_profiler record without our plugin's directory) --
+    Symbol("/start_profile, /stop_profile", "vllm.entrypoints.serve.profile.api_router", "call",
+           "HTTP routes of a server started with --profiler-config; start_profile takes max_iterations"),
+    Symbol("--profiler-config", "vllm.config.profiler", "read",
+           "the server's command line: its torch_profiler_dir is where the traces go"),
+    Symbol("AsyncLLM._frontend_profiler_worker_name", "vllm.v1.engine.async_llm", "read",
+           "'<host>_<pid>.async_llm': the API server's own trace, of its host work, not of engine steps"),
     # -- layer classes that get a module range (xpu_module:<Class>) -----------------------
     Symbol("RMSNorm, GemmaRMSNorm, LayerNorm, *RMSNorm", "vllm.model_executor.layers.layernorm", "layer", "norm"),
     Symbol("SiluAndMul, GeluAndMul, MulAndSilu, FatreluAndMul", "vllm.model_executor.layers.activation",
@@ -136,8 +149,10 @@ SYMBOLS: tuple[Symbol, ...] = (
 SCHEDULER_HOOKS = (("Scheduler.schedule", "schedule", True),
                    ("Scheduler.update_from_output", "update_from_output", True))
 WORKER_HOOKS = (("Worker.execute_model", "execute_model", True),
-                ("Worker.sample_tokens", "sample_tokens", False))
+                ("Worker.sample_tokens", "sample_tokens", False),
+                ("Worker.profile", "profile", False))
 SCHEDULE, UPDATE, EXECUTE, SAMPLE = "schedule", "update_from_output", "execute_model", "sample_tokens"
+PROFILE = "profile"
 INIT_DEVICE = "init_device"
 #: (module, class) patched at import in file mode
 SCHEDULER_CLASS = (SCHEDULER_MODULE, "Scheduler")
@@ -358,8 +373,24 @@ def vocab_size(llm, default: int = 32000) -> int:
 
 def engine_config(llm) -> dict:
     """The engine settings a report shows (empty when they cannot be read)."""
+    return _config_summary(getattr(getattr(llm, "llm_engine", None), "vllm_config", None))
+
+
+def scheduler_engine_config(sched) -> dict:
+    """The same, from inside the EngineCore (a server's records)."""
+    return _config_summary(getattr(sched, "vllm_config", None))
+
+
+def sched_world_size(sched) -> int:
+    """Workers (TP x PP) behind this EngineCore: each answers for a profile window."""
     try:
-        cfg = llm.llm_engine.vllm_config
+        return max(1, int(sched.vllm_config.parallel_config.world_size))
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
+def _config_summary(cfg) -> dict:
+    try:
         sc, pc, mc = cfg.scheduler_config, cfg.parallel_config, cfg.model_config
         return {
             "model": str(mc.model), "dtype": str(mc.dtype).replace("torch.", ""),
@@ -372,6 +403,12 @@ def engine_config(llm) -> dict:
     except (AttributeError, TypeError, ValueError):
         return {}
 
+
+#: a server's own profiler: its HTTP routes, the window's length, its command-line option
+START_PROFILE, STOP_PROFILE, MAX_ITERATIONS = "/start_profile", "/stop_profile", "max_iterations"
+PROFILER_CONFIG_ARG, PROFILER_DIR_KEY = "--profiler-config", "torch_profiler_dir"
+#: in the name of the trace the API server's own profiler writes at /stop_profile (its host work only)
+FRONTEND_TRACE_MARK = ".async_llm"
 
 #: '0' runs EngineCore and workers in the caller's process
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"

@@ -36,6 +36,9 @@ class Recorder:
         self.lock = threading.Lock()        # take() against itself (RPC, flusher thread, atexit)
         self.flush_lock = threading.Lock()  # one writer of the record file at a time
         self.file_dir: str | None = None    # file mode: where batches are appended
+        self.run_id: str | None = None      # file mode: the server lifetime (records.ENV_RUN)
+        self.started_ns = now()
+        self.meta: dict = {}                # what this process knows of the engine, sent once
         self.last_flush = 0
         self.flusher_pid: int | None = None
         self.active = False
@@ -81,7 +84,10 @@ class Recorder:
         with self.lock:
             batch = {
                 "pid": os.getpid(),
+                "ppid": os.getppid(),
                 "process": proc_name(),
+                "run": self.run_id,
+                "started_ns": self.started_ns,
                 "sched": self.sched,
                 "worker": self.worker,
                 "counters": self.counters,
@@ -93,13 +99,12 @@ class Recorder:
                 batch["errors"], self.errors = self.errors, {}
             if self.hooks:
                 batch["hooks"], self.hooks = self.hooks, {}
+            if self.meta:
+                batch["meta"], self.meta = self.meta, {}
             self.hook_ns = 0
-            tw = self.torch
-            if tw is not None:
-                tw.export(self.rank)
-                if tw.files:  # the marks travel with the trace they align (not with a periodic flush)
-                    batch["torch_files"], tw.files = tw.files, []
-                    batch["torch_marks"], tw.marks = tw.marks, []
+            from .windows import WINDOWS
+
+            WINDOWS.hand_over(batch, final)  # the traces of stopped torch.profiler windows
             self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
             if final:
                 self.open_requests = {}
@@ -140,8 +145,16 @@ class Recorder:
                 records.append_batch(self.file_dir, batch)
             except OSError as e:  # a full or vanished directory: say so on the console, once per flush
                 os.write(2, f"xpu_profiler: cannot write records to {self.file_dir}: {e.strerror}\n".encode())
+                return
+            from .windows import WINDOWS
+
+            try:
+                WINDOWS.after_flush(self.file_dir, batch)  # answer the profile windows this batch completes
+            except OSError as e:
+                self.failed("profile window answer", e)
 
     def after_fork(self) -> None:
+        self.started_ns = now()
         self.lock = threading.Lock()
         self.flush_lock = threading.Lock()
         self.mem.after_fork()
