@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from . import aggregate, exporters
+from .capture import load_run
 from .errors import XpuProfilerError
 from .profile import Profile
-from .readers import ReadOptions, load
+from .readers import ReadOptions
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
 from .taxonomy import Taxonomy
 
@@ -24,10 +25,14 @@ FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused
 
 
 def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
-            options: ReadOptions | None = None, top: int = 50) -> tuple[Profile, Summary]:
-    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary."""
-    profile = load(paths, options)
-    aggregate.attribute(profile, taxonomy)
+            options: ReadOptions | None = None, top: int = 50,
+            capture: Iterable[str | Path] = ()) -> tuple[Profile, Summary]:
+    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary.
+
+    ``capture``: graph-capture traces (files or directories) of the run; those inside an
+    input directory (vLLM's ``capture_traces/``) are picked up without it."""
+    profile, capture_profile = load_run(list(paths), list(capture), options)
+    aggregate.attribute(profile, taxonomy, capture=capture_profile)
     return profile, aggregate.summarize(profile, top=top)
 
 

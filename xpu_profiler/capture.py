@@ -252,3 +252,24 @@ def capture_details(path: Path) -> dict[str, tuple[int, str]]:
                 for r in rows if isinstance(r, dict) and "file" in r and "batch_size" in r}
     except (OSError, ValueError, TypeError, KeyError):
         return {}
+
+
+def load_run(paths, capture_paths=(), options=None) -> tuple[Profile, Profile | None]:
+    """(the run, its graph-capture traces as one Profile or None) from the input paths and
+    the ``--capture`` paths (files or directories). Capture traces among the inputs (a
+    vLLM profiler directory's ``capture_traces/``) are read as captures, not as ranks."""
+    from .readers import expand, load
+
+    caps: list[Path] = []
+    profile = load(paths, options, captures=caps)
+    caps += [f for f, _ in expand(capture_paths)] if capture_paths else []
+    caps = [c for c in caps if not c.name.endswith(DETAILS_FILE)]
+    if not caps:
+        return profile, None
+    capture = load(caps)
+    details = {k: v for d in {c.parent for c in caps} for g in d.glob(f"*{DETAILS_FILE}")
+               for k, v in capture_details(g).items()}
+    named = [details[c.name] for c in caps if c.name in details]
+    if len(caps) == 1 and named:  # SGLang: the size and mode of a file without capture ranges
+        capture.run["capture_details"] = {"size": named[0][0], "mode": named[0][1]}
+    return profile, capture

@@ -102,8 +102,12 @@ def main(ctx: click.Context, **options) -> None:
 @click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
 @click.option("--xpu-gen", type=click.Choice(["1", "2", "3"]), default=None,
               help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.")
+@click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
+              help="Graph-capture trace(s) of the run, a file or a directory (repeatable): replayed kernels are "
+                   "attributed through the captured launches. A vLLM profiler directory's capture_traces/ is "
+                   "picked up without it.")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None:
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -119,9 +123,11 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update
-                profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+                profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50),
+                                                    capture=captures)
         else:
-            profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+            profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50),
+                                                capture=captures)
         written = analysis.export(profile, summary, output, fmts)
     except XpuProfilerError as e:
         _fail(e)

@@ -46,6 +46,7 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
     "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
     "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
+    "source": np.dtype(np.int8),    # derived: how the fused op was decided (attribution_source codes)
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {

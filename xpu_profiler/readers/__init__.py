@@ -204,10 +204,24 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
     return out
 
 
-def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Profile:
-    """Read every input and merge them into one Profile (ranks side by side)."""
+def load(paths: Iterable[str | Path], options: ReadOptions | None = None,
+         captures: list[Path] | None = None) -> Profile:
+    """Read every input and merge them into one Profile (ranks side by side).
+
+    ``captures``: when a list, graph-capture traces among the inputs are no ranks of the
+    run: their paths are appended to it instead (``capture.split_capture_files``: by
+    their place; among several inputs, also a trace whose content says so)."""
     options = options or ReadOptions()
     files = expand(paths)
+    aside: list[tuple[Path, Profile]] = []
+    if captures is not None:
+        from ..capture import is_capture_profile, split_capture_files
+
+        run_files, by_place = split_capture_files([f for f, _ in files])
+        captures.extend(by_place)
+        files = [x for x in files if x[0] in set(run_files)]
+        if not files:
+            raise TraceError(by_place[0], "only graph-capture traces: pass the run's trace too")
     profiles = []
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     for path, mod in files:
@@ -222,8 +236,15 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Pro
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
             prof.run["sources"].append({"path": str(path), "format": mod.NAME})
+        if captures is not None and len(files) > 1 and is_capture_profile(prof):
+            aside.append((path, prof))
+            continue
         _separate_ranks(prof, path, seen.setdefault(mod.NAME, set()))
         profiles.append(prof)
+    if aside and not profiles:  # only capture traces by content: the first one is the run
+        profiles.append(aside.pop(0)[1])
+    if captures is not None:
+        captures.extend(p for p, _ in aside)
     return Profile.merge(profiles)
 
 
