@@ -37,6 +37,7 @@ def render(summary: Summary, top: int = 10) -> str:
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
     out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} steps, "
                f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
+    out += attribution_lines(summary)
     if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
     phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
@@ -57,10 +58,11 @@ def render(summary: Summary, top: int = 10) -> str:
         out += ["", "Steps by phase"] + _table(["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"],
                                                rows, "lrrrrr")
         st = summary.steps
-        if st.wall_ns:
+        if st.wall_ns and not summary.device_steps.rank:
             wall, busy = sum(st.wall_ns), sum(st.busy_ns)
             out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
                        f"host overhead/idle {fmt_ns(max(wall - busy, 0))}")
+    out += device_lines(summary)
     tp = summary.throughput
     if tp.duration_ns:
         parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
@@ -73,3 +75,57 @@ def render(summary: Summary, top: int = 10) -> str:
         rows = [[str(r.rank), fmt_ns(r.op_time_ns), fmt_ns(r.wall_ns), str(r.steps)] for r in summary.ranks]
         out += ["", "Per rank"] + _table(["rank", "op time", "wall", "steps"], rows, "rrrr")
     return "\n".join(out)
+
+
+SOURCE_LABELS = {"op_chain": "launching op", "module": "layer module", "capture": "capture trace",
+                 "name": "kernel name only", "none": "none"}
+
+
+def attribution_lines(summary: Summary) -> list[str]:
+    """How op time was attributed, and what graph replays hold."""
+    out = []
+    a, g = summary.attribution, summary.graphs
+    if a.share_by_source:
+        parts = [f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in
+                 sorted(a.share_by_source.items(), key=lambda kv: -kv[1])]
+        out.append(f"Attributed by: {', '.join(parts)} (inferred from names only: {_pct(a.name_share)})")
+    if g.replays:
+        line = (f"Graph replays: {g.replays:,} ({g.launches:,} graph launches in the trace), {g.replayed_events:,} "
+                f"kernels, {_pct(g.share)} of device time")
+        if g.matched_share is not None:
+            line += (f"; capture traces: {g.captured_graphs} graph(s), {g.matched_events:,} of {g.replayed_events:,} "
+                     f"replayed kernels matched ({_pct(g.matched_share)}), {g.attributed_events:,} attributed "
+                     "through the captured launch")
+        else:
+            line += "; no capture trace: replayed kernels attributed by name (--capture to match them)"
+        out.append(line)
+    return out
+
+
+def device_lines(summary: Summary) -> list[str]:
+    """Per phase on the device's clock: busy, idle by cause, the verdict and its evidence;
+    the idle breakdown per stream."""
+    phases = [p for p in summary.phases if p.device is not None]
+    if not phases:
+        return []
+    rows = []
+    for p in phases:
+        d = p.device
+        rows.append([p.phase, str(p.steps), fmt_ns(d.period_ns), fmt_ns(d.busy_ns), fmt_ns(d.idle_ns + d.starved_ns),
+                     fmt_ns(d.host_wait_ns), fmt_ns(d.kernel_wait_ns), fmt_ns(d.other_ns), f"{p.bound}-bound"])
+    out = ["", "Device time by phase (each step's own device work, on the device's clock)"]
+    out += _table(["phase", "steps", "device time", "busy", "idle", "host wait", "kernel wait", "other", "verdict"],
+                  rows, "lrrrrrrrl")
+    out += [f"  {fmt.plain(p.bound_evidence or '')}" for p in phases]
+    tw = summary.device_steps.twins
+    if tw.get("steps"):
+        out.append(f"  gpu_user_annotation twins: {tw['agree']} of {tw['steps']} steps agree with the "
+                   f"correlation-id spans (max difference {fmt_ns(tw.get('max_diff_ns'))})")
+    if summary.idle:
+        rows = [[str(i.rank), str(i.stream), i.phase, fmt_ns(i.busy_ns), f"{i.gaps:,}", fmt_ns(i.host_wait_ns),
+                 fmt_ns(i.kernel_wait_ns), fmt_ns(i.other_ns)] for i in summary.idle]
+        out += ["", f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
+                    f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)"]
+        out += _table(["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows,
+                      "rrlrrrrr")
+    return out

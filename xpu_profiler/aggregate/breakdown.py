@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attribution_source import KEYS as SOURCE_KEYS
 from ..profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
 from ..summary import FusedOp, FusedTime, Kernel, Phase
 from ..taxonomy import FUSED_OPS
@@ -29,6 +30,8 @@ class Breakdown:
         self.count = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
         np.add.at(self.time, (fused, phase), self.b_dur)
         np.add.at(self.count, (fused, phase), 1)
+        self.by_source = np.zeros((len(FUSED_OPS), len(SOURCE_KEYS)), np.int64)
+        np.add.at(self.by_source, (fused, ev["source"][b_idx].astype(np.int64)), self.b_dur)
         ts = token_steps(steps)
         self.tokens = {}
         for p, name in enumerate(PHASES):
@@ -46,6 +49,7 @@ class Breakdown:
             rows.append(FusedOp(fused_op=FUSED_OPS[f], time_ns=t, count=c,
                                 share=(t / self.op_time) if self.op_time else 0.0,
                                 time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
+                                time_ns_by_source={k: int(v) for k, v in zip(SOURCE_KEYS, self.by_source[f]) if v},
                                 count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))}))
         return rows
 

@@ -9,7 +9,11 @@ from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
+from .device_steps import add_phase_bounds, device_steps_section, device_timeline
+from .idle import per_stream_rows
+from .launches import launch_rows
 from .memory import memory
+from .sources import attribution_section, graphs_section
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -25,7 +29,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     b_idx = np.flatnonzero(basis)
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
-    ranks, dev_busy = ranks_table(profile, basis)
+    tl = device_timeline(profile, launch_rows(profile))
+    phases = br.phases(profile)
+    add_phase_bounds(phases, profile, tl)
+    ranks, dev_busy = ranks_table(profile, basis, tl)
     timed = ev["start"] >= 0
     ts = token_steps(steps)
     return Summary(
@@ -47,9 +54,13 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             decode_tokens=int(steps["decode_tokens"][ts].sum()),
         ),
         fused_ops=br.fused_ops(),
-        phases=br.phases(profile),
+        phases=phases,
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(steps),
+        steps=steps_table(steps, tl),
+        attribution=attribution_section(profile, b_idx),
+        graphs=graphs_section(profile),
+        device_steps=device_steps_section(profile, tl),
+        idle=per_stream_rows(profile, tl.stream_gaps, tl.device_rows) if tl is not None else [],
         ranks=ranks,
         memory=memory(profile),
         throughput=throughput(profile),

@@ -12,8 +12,8 @@ infinities as null. ``load_summary`` reads it back (schema version 2, and the
 untyped version 1 files of xpu_profiler 0.1).
 
 The sections named "reserved" are empty until the analysis that fills them
-exists (device-side step timeline and idle breakdown, collectives, findings,
-diffs); they are typed now so that every exporter can rely on their shape.
+exists (collectives, findings, diffs); they are typed now so that every exporter
+can rely on their shape.
 
 ``schema`` holds the structs, ``metadata`` turns a profile's free-form run
 metadata into the typed ``Run``, ``codec`` is ``summary.json``.
@@ -22,16 +22,19 @@ metadata into the typed ``Run``, ``codec`` is ``summary.json``.
 from .codec import encode, load_summary, to_builtins
 from .metadata import device_spec, run_from_metadata
 from .schema import (
+    Attribution,
     Collective,
     Comm,
     DeviceSpec,
     DeviceSteps,
+    DeviceTime,
     Diff,
     DiffRow,
     Distribution,
     Finding,
     FusedOp,
     FusedTime,
+    Graphs,
     Idle,
     Kernel,
     Memory,
@@ -50,16 +53,19 @@ from .schema import (
 )
 
 __all__ = [
+    "Attribution",
     "Collective",
     "Comm",
     "DeviceSpec",
     "DeviceSteps",
+    "DeviceTime",
     "Diff",
     "DiffRow",
     "Distribution",
     "Finding",
     "FusedOp",
     "FusedTime",
+    "Graphs",
     "Idle",
     "Kernel",
     "Memory",
