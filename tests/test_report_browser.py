@@ -57,10 +57,10 @@ def test_sample_report(browser, tmp_path):
     summary = sample_summary()
     # WHEN it is rendered and opened
     res = render(browser, tmp_path, "sample", summary)
-    # THEN all six figures are drawn, cleanly
+    # THEN all eight figures are drawn, cleanly
     assert_clean(res, len(html.build_report(summary)["figures"]))
-    assert res.figures_in_data == 6
-    assert "Time by fused op" in res.text and "Top kernels" in res.text
+    assert res.figures_in_data == 8
+    assert "Time by fused op" in res.text and "Top kernels" in res.text and "Device time" in res.text
 
 
 def test_live_cpu_run_report(browser, tmp_path):
