@@ -21,7 +21,7 @@ def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align))
+        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
 
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
@@ -44,9 +44,9 @@ def render(summary: Summary, top: int = 10) -> str:
     rows = []
     for f in summary.fused_ops:
         rows.append([f.fused_op, fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
-                    + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases])
-    out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases, rows,
-                                              "lrrr" + "r" * len(phases))
+                    + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases] + [_sources(f.time_ns_by_source)])
+    out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases + ["attributed by"],
+                                              rows, "lrrr" + "r" * len(phases) + "l")
     if summary.top_kernels:
         rows = [[_name(k.name), k.fused_op, fmt_ns(k.time_ns), _pct(k.share),
                  f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
@@ -79,6 +79,16 @@ def render(summary: Summary, top: int = 10) -> str:
 
 SOURCE_LABELS = {"op_chain": "launching op", "module": "layer module", "capture": "capture trace",
                  "name": "kernel name only", "none": "none"}
+
+
+SHORT_SOURCES = {"op_chain": "op chain", "module": "module", "capture": "capture", "name": "name", "none": "none"}
+
+
+def _sources(by_source: dict[str, int]) -> str:
+    """A fused-op row's time by attribution source: the two largest, as shares."""
+    total = sum(by_source.values())
+    top = sorted(by_source.items(), key=lambda kv: -kv[1])[:2]
+    return ", ".join(f"{SHORT_SOURCES.get(k, k)} {_pct(v / total)}" for k, v in top) if total else ""
 
 
 def attribution_lines(summary: Summary) -> list[str]:
