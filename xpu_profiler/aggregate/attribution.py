@@ -25,7 +25,7 @@ from ..taxonomy import FUSED_OPS, OTHER, Taxonomy
 from .device_steps import step_busy
 from .intervals import containing, covered_in_windows, group_ids, top_level
 from .launches import launch_rows
-from .replays import attribute_replays
+from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
 MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")
@@ -45,9 +45,7 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     ev["depth"] = _depth(profile, host_op)
     rows = launch_rows(profile)
     launch = _launch_points(profile, rows)
-    from ..graphs import find_replays  # graphs and capture build on aggregate.intervals
-
-    replays = find_replays(profile)
+    replays = find_replays(profile, rows)
     replayed = np.zeros(len(ev), bool)
     replayed[replays.rows] = True
     fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)

@@ -14,9 +14,24 @@ import numpy as np
 from ..profile import DEVICE_KINDS, K_RUNTIME, Profile
 
 
+_CACHE = "_launch_rows"  # attribution and the summary both ask; the columns say when it is stale
+
+
 def launch_rows(profile: Profile) -> np.ndarray:
     """Per event row, the row of the runtime call that launched it (same rank and
-    correlation id), -1 for host events and device work without one in the trace."""
+    correlation id), -1 for host events and device work without one in the trace.
+    Kept on the profile for as long as the columns it was computed from are the same."""
+    ev = profile.events
+    cols = tuple(ev[c] for c in ("rank", "corr", "start", "kind"))
+    cached = profile.__dict__.get(_CACHE)
+    if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
+        return cached[1]
+    out = _launch_rows(profile)
+    profile.__dict__[_CACHE] = (cols, out)
+    return out
+
+
+def _launch_rows(profile: Profile) -> np.ndarray:
     ev = profile.events
     rank, corr, start = ev["rank"].astype(np.int64), ev["corr"], ev["start"]
     out = np.full(len(ev), -1, np.int64)

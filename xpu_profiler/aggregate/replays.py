@@ -15,11 +15,26 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from ..attribution_source import AttributionSource as Src
-from ..profile import Profile
+from ..profile import DEVICE_KINDS, K_RUNTIME, Profile
 from ..taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from ..graphs import Replays
+
+
+def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
+    """``graphs.find_replays``, skipped when the trace can hold no replay: no graph launch
+    among its runtime calls, and every correlated device event has its runtime call
+    (``rows``: ``launches.launch_rows``)."""
+    from ..graphs import GRAPH_LAUNCH, Replays, find_replays as find
+
+    ev = profile.events
+    rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
+    dev = np.isin(ev["kind"], DEVICE_KINDS) & (ev["corr"] >= 0) & (ev["start"] >= 0)
+    if (rows[dev] >= 0).all() and not any(GRAPH_LAUNCH.search(profile.strings[int(i)]) for i in rt.tolist()):
+        z = np.zeros(0, np.int64)
+        return Replays(launch=z, rank=np.zeros(0, np.int32), corr=z, rows=z, offsets=np.zeros(1, np.int64))
+    return find(profile)
 
 
 def attribute_replays(profile: Profile, replays: "Replays", capture: Profile | None, taxonomy: Taxonomy,
