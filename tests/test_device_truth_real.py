@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_device_steps import union
 from xpu_profiler.analysis import analyze
 from xpu_profiler.taxonomy import FUSED_OPS
 
@@ -39,16 +40,6 @@ def raw_step(path: Path) -> dict:
     dev = [(round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000), e["args"].get("correlation"))
            for e in ev if e.get("cat") in DEVICE_CATS]
     own = [(s, t) for s, t, c in dev if c in corr]
-
-    def union(iv):
-        runs = []
-        for s, t in sorted(iv):
-            if runs and s <= runs[-1][1]:
-                runs[-1][1] = max(runs[-1][1], t)
-            else:
-                runs.append([s, t])
-        return runs
-
     s0, s1 = min(s for s, _ in own), max(t for _, t in own)
     every = union([(s, t) for s, t, _ in dev])
     covered = sum(max(0, min(t, s1) - max(s, s0)) for s, t in every)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource as Src
-from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
 from ..taxonomy import FUSED_OPS, OTHER, Taxonomy
 from .device_steps import step_busy
 from .intervals import containing, covered_in_windows, group_ids, top_level
-from .launches import launch_rows
+from .launches import device_mask, launch_rows
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
@@ -158,7 +158,7 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
         c_fused = name_fused[ev["name"][custom_of[c_ok]]]
         good = c_fused >= 0
         put(q[c_ok][good], c_fused[good], Src.OP_CHAIN)
-    strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & np.isin(kind, DEVICE_KINDS))
+    strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & device_mask(kind))
     put(strong, own[strong], Src.NAME)
     unknown = fused < 0
     fused[unknown] = OTHER
@@ -197,7 +197,7 @@ def basis_mask(profile: Profile) -> np.ndarray:
     """The events whose time is "op time": device work when the trace has any, else
     top-level host ops (CPU-only runs)."""
     ev = profile.events
-    dev = np.isin(ev["kind"], DEVICE_KINDS)
+    dev = device_mask(ev["kind"])
     if dev.any():
         return dev
     return (ev["kind"] == K_CPU_OP) & (ev["depth"] <= 0)

@@ -30,8 +30,9 @@ class Breakdown:
         self.count = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
         np.add.at(self.time, (fused, phase), self.b_dur)
         np.add.at(self.count, (fused, phase), 1)
-        self.by_source = np.zeros((len(FUSED_OPS), len(SOURCE_KEYS)), np.int64)
-        np.add.at(self.by_source, (fused, ev["source"][b_idx].astype(np.int64)), self.b_dur)
+        flat = fused * len(SOURCE_KEYS) + ev["source"][b_idx].astype(np.int64)
+        self.by_source = np.bincount(flat, weights=self.b_dur, minlength=len(FUSED_OPS) * len(SOURCE_KEYS)) \
+            .astype(np.int64).reshape(len(FUSED_OPS), len(SOURCE_KEYS))
         ts = token_steps(steps)
         self.tokens = {}
         for p, name in enumerate(PHASES):

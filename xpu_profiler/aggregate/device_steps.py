@@ -39,11 +39,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..fmt import ns
-from ..profile import DEVICE_KINDS, K_ANNOTATION, PHASES, Profile
+from ..profile import K_ANNOTATION, PHASES, Profile
 from ..summary import DeviceSteps, DeviceTime
 from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
 from .intervals import covered_in_windows, group_ids, innermost, union_length
-from .launches import launch_start
+from .launches import device_mask, launch_start
 
 #: a step (or phase) is host-bound when the device waited on the host for at least this
 #: share of its device period
@@ -56,7 +56,7 @@ MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")  # layer-module ranges: no twin
 
 
 def has_device_work(profile: Profile) -> bool:
-    return bool(np.isin(profile.events["kind"], DEVICE_KINDS).any())
+    return bool(device_mask(profile.events["kind"]).any())
 
 
 def step_busy(profile: Profile, basis: np.ndarray) -> np.ndarray:
@@ -66,7 +66,7 @@ def step_busy(profile: Profile, basis: np.ndarray) -> np.ndarray:
     ev, steps = profile.events, profile.steps
     start, end = ev["start"], ev["start"] + ev["dur"]
     if has_device_work(profile):
-        m = np.isin(ev["kind"], DEVICE_KINDS) & (start >= 0) & (ev["step"] >= 0)
+        m = device_mask(ev["kind"]) & (start >= 0) & (ev["step"] >= 0)
         return union_length(ev["step"][m].astype(np.int64), start[m], end[m], len(steps))
     m = basis & (start >= 0)
     return covered_in_windows(ev["rank"][m].astype(np.int64), start[m], end[m], steps["rank"].astype(np.int64),
@@ -87,7 +87,9 @@ class DeviceTimeline(NamedTuple):
     waiting_on_host: np.ndarray
     bound: np.ndarray         # 0 host, 1 device, -1 no device work
     twin_diff: np.ndarray     # ns, -1 without a twin or without correlated work
-    queue_delay: np.ndarray   # median start − launch of the step's device work, -1 unknown
+    queue_delay: np.ndarray   # mean start − launch of the step's device work, -1 unknown
+    delay: np.ndarray         # start − launch of each launched piece of the steps' work
+    delay_step: np.ndarray    # ... and its step row
     stream_gaps: Gaps         # per-stream gaps of every device event (HTA's breakdown)
     device_rows: np.ndarray   # the rows those gaps are over
 
@@ -129,11 +131,11 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
         sums[name] = np.bincount(g_step[ok], weights=getattr(dgaps, name)[ok], minlength=n).astype(np.int64)[:n]
     period = np.where(has, starved + d_end - d_start, 0)
     bound = np.where(~has | (period <= 0), -1, np.where(sums["waiting_on_host"] >= HOST_BOUND_SHARE * period, 0, 1))
-    queue = _queue_delay(profile, own, st, launch_t, n)
+    delay, delay_step, queue = _queue_delays(profile, own, st, launch_t, n)
     return DeviceTimeline(start=d_start, end=d_end, busy=np.where(has, busy, 0), idle=idle, starved=starved,
                           host_wait=sums["host_wait"], kernel_wait=sums["kernel_wait"], other=sums["other"],
                           waiting_on_host=sums["waiting_on_host"], bound=bound.astype(np.int8), twin_diff=twin_diff,
-                          queue_delay=queue, stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
+                          queue_delay=queue, delay=delay, delay_step=delay_step, stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
                           device_rows=rows)
 
 
@@ -207,23 +209,18 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
     return out
 
 
-def _queue_delay(profile: Profile, own: np.ndarray, st: np.ndarray, launch_t: np.ndarray, n: int) -> np.ndarray:
-    """Per step: the median time its device work waited between its launch and its start."""
-    out = np.full(n, -1, np.int64)
+def _queue_delays(profile: Profile, own: np.ndarray, st: np.ndarray, launch_t: np.ndarray,
+                  n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How long the steps' device work waited between its launch and its start: per event
+    (with its step), and per step the mean (-1 without launches)."""
     la = launch_t[own]
     k = la >= 0
-    if not k.any():
-        return out
     delay = np.maximum(profile.events["start"][own][k] - la[k], 0)
     s = st[k]
-    order = np.lexsort((delay, s))
-    s, delay = s[order], delay[order]
-    lo = np.searchsorted(s, np.arange(n))
-    hi = np.searchsorted(s, np.arange(n), side="right")
-    m = hi > lo
-    mid = (lo + hi - 1) // 2
-    out[m] = delay[np.minimum(mid[m], len(delay) - 1)]
-    return out
+    cnt = np.bincount(s, minlength=n)[:n]
+    tot = np.bincount(s, weights=delay, minlength=n)[:n]
+    mean = np.where(cnt > 0, tot / np.maximum(cnt, 1), -1).astype(np.int64)
+    return delay, s, mean
 
 
 # -- phases -------------------------------------------------------------------------------
@@ -240,9 +237,8 @@ def phase_bound(tl: DeviceTimeline, phase: np.ndarray, p: int) -> dict | None:
     sums = {k: int(getattr(tl, k)[m].sum()) for k in ("busy", "idle", "starved", "host_wait", "kernel_wait",
                                                        "other", "waiting_on_host")}
     host = sums["waiting_on_host"] >= HOST_BOUND_SHARE * period
-    q = tl.queue_delay[m]
-    q = q[q >= 0]
-    delay = float(np.median(q)) if len(q) else None
+    q = tl.delay[phase[tl.delay_step] == p]
+    delay = float(np.median(q)) if len(q) else None  # O(n) selection, no sort
     return {"bound": "host" if host else "device", "period": period, "queue_delay": delay, **sums,
             "evidence": evidence(PHASES[p], host, period, sums, delay)}
 

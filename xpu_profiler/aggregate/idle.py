@@ -33,9 +33,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, PHASES, Profile
+from ..profile import PHASES, Profile
 from ..summary import Idle
 from .intervals import distinct_rows
+from .launches import device_mask
 
 #: the longest wait between a launch (or the previous kernel) and the kernel's start
 #: still counted as launch latency; measured launch-to-start latency on an idle device
@@ -64,7 +65,7 @@ class Gaps(NamedTuple):
 def device_rows(profile: Profile) -> np.ndarray:
     """Rows of timed device work (kernels, copies, fills, collectives)."""
     ev = profile.events
-    return np.flatnonzero(np.isin(ev["kind"], DEVICE_KINDS) & (ev["start"] >= 0))
+    return np.flatnonzero(device_mask(ev["kind"]) & (ev["start"] >= 0))
 
 
 def find_gaps(profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stream: bool,
@@ -116,15 +117,15 @@ def per_stream_rows(profile: Profile, gaps: Gaps, rows: np.ndarray) -> list[Idle
     keys = gaps.keys.tolist()
     ev_group = gaps.event_group
     shape = (len(keys), n_ph)
-    busy = np.zeros(shape, np.int64)
-    np.add.at(busy, (ev_group, phase_of[rows]), ev["dur"][rows])
-    sums = {}
-    for name in ("host_wait", "kernel_wait", "other"):
-        a = np.zeros(shape, np.int64)
-        np.add.at(a, (gaps.group, phase_of[gaps.row]), getattr(gaps, name))
-        sums[name] = a
-    count = np.zeros(shape, np.int64)
-    np.add.at(count, (gaps.group, phase_of[gaps.row]), 1)
+
+    def table(group: np.ndarray, phase: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        flat = np.bincount(group * n_ph + phase, weights=weights, minlength=shape[0] * n_ph)
+        return flat.astype(np.int64).reshape(shape)
+
+    busy = table(ev_group, phase_of[rows], ev["dur"][rows])
+    g_phase = phase_of[gaps.row]
+    sums = {name: table(gaps.group, g_phase, getattr(gaps, name)) for name in ("host_wait", "kernel_wait", "other")}
+    count = table(gaps.group, g_phase)
     out = []
     for k, (rank, device, stream) in enumerate(keys):
         for p in range(n_ph):

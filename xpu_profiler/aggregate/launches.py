@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_RUNTIME, Profile
+from ..profile import DEVICE_KINDS, K_RUNTIME, KINDS, Profile
+
+_DEVICE_KIND = np.zeros(len(KINDS), bool)
+_DEVICE_KIND[list(DEVICE_KINDS)] = True
+
+
+def device_mask(kind: np.ndarray) -> np.ndarray:
+    """Which events occupy a device stream (kernels, copies, fills, collectives): a table
+    lookup, several times cheaper than ``np.isin`` over millions of events."""
+    return _DEVICE_KIND[kind]
 
 
 _CACHE = "_launch_rows"  # attribution and the summary both ask; the columns say when it is stale
@@ -36,7 +45,7 @@ def _launch_rows(profile: Profile) -> np.ndarray:
     rank, corr, start = ev["rank"].astype(np.int64), ev["corr"], ev["start"]
     out = np.full(len(ev), -1, np.int64)
     timed = start >= 0
-    dev_idx = np.flatnonzero(np.isin(ev["kind"], DEVICE_KINDS) & (corr >= 0) & timed)
+    dev_idx = np.flatnonzero(device_mask(ev["kind"]) & (corr >= 0) & timed)
     rt_idx = np.flatnonzero((ev["kind"] == K_RUNTIME) & (corr >= 0) & timed)
     if not len(dev_idx) or not len(rt_idx):
         return out

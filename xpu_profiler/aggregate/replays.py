@@ -15,7 +15,8 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from ..attribution_source import AttributionSource as Src
-from ..profile import DEVICE_KINDS, K_RUNTIME, Profile
+from ..profile import K_RUNTIME, Profile
+from .launches import device_mask
 from ..taxonomy import Taxonomy
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
 
     ev = profile.events
     rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
-    dev = np.isin(ev["kind"], DEVICE_KINDS) & (ev["corr"] >= 0) & (ev["start"] >= 0)
+    dev = device_mask(ev["kind"]) & (ev["corr"] >= 0) & (ev["start"] >= 0)
     if (rows[dev] >= 0).all() and not any(GRAPH_LAUNCH.search(profile.strings[int(i)]) for i in rt.tolist()):
         z = np.zeros(0, np.int64)
         return Replays(launch=z, rank=np.zeros(0, np.int32), corr=z, rows=z, offsets=np.zeros(1, np.int64))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_CPU_OP, K_KERNEL, Profile
+from ..profile import K_CPU_OP, K_KERNEL, Profile
 from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .device_steps import add_phase_bounds, device_steps_section, device_timeline
 from .idle import per_stream_rows
-from .launches import launch_rows
+from .launches import device_mask, launch_rows
 from .memory import memory
 from .sources import attribution_section, graphs_section
 from .steps import token_steps
@@ -38,7 +38,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
-        basis="device" if np.isin(kind, DEVICE_KINDS).any() else "host",
+        basis="device" if device_mask(kind).any() else "host",
         totals=Totals(
             op_time_ns=op_time,
             device_kernel_ns=int(dur[kind == K_KERNEL].sum()),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_KERNEL, PHASES, Profile, Table
+from ..profile import K_KERNEL, PHASES, Profile, Table
 from ..summary import Rank, Steps
 from .attribution import events_busy
+from .launches import device_mask
 from .device_steps import DeviceTimeline
 
 
@@ -49,7 +50,7 @@ def ranks_table(profile: Profile, basis: np.ndarray, tl: DeviceTimeline | None =
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
     ranks, lo, hi = rank_spans(profile)
-    dev_busy = events_busy(profile, np.isin(kind, DEVICE_KINDS), ranks, lo, hi)
+    dev_busy = events_busy(profile, device_mask(kind), ranks, lo, hi)
     basis_busy = events_busy(profile, basis, ranks, lo, hi)
     rows = []
     for k, r in enumerate(ranks.tolist()):

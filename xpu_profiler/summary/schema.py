@@ -102,7 +102,7 @@ class DeviceTime(_Struct):
     kernel_wait_ns: int = 0
     other_ns: int = 0
     waiting_on_host_ns: int = 0
-    queue_delay_ns: Optional[float] = None  # median launch → start of its device work
+    queue_delay_ns: Optional[float] = None  # median launch → start over its device work
 
 
 class Phase(_Struct):
@@ -240,7 +240,7 @@ class DeviceSteps(_Struct):
     kernel_wait_ns: list[int] = []
     other_ns: list[int] = []
     waiting_on_host_ns: list[int] = []
-    queue_delay_ns: list[int] = []  # median launch → start of the step's work, -1 unknown
+    queue_delay_ns: list[int] = []  # mean launch → start of the step's work, -1 unknown
     bound: list[Optional[str]] = []  # "host" or "device"; None without device work
     #: gpu_user_annotation twin vs the span found through correlation ids: max end
     #: difference, None without a twin
