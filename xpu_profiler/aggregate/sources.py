@@ -8,6 +8,7 @@ import numpy as np
 from ..attribution_source import KEYS, AttributionSource
 from ..profile import Profile
 from ..summary import Attribution, Graphs
+from ..taxonomy import OTHER
 
 
 def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
@@ -15,6 +16,8 @@ def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
     ev = profile.events
     dur = ev["dur"][b_idx].astype(np.int64)
     src = ev["source"][b_idx].astype(np.int64)
+    if len(b_idx) and not src.any() and (ev["fused"][b_idx] != OTHER).any():
+        return Attribution()  # attributed before sources were recorded (an older bundle): not known
     t = np.bincount(src, weights=dur, minlength=len(KEYS)).astype(np.int64) if len(b_idx) else np.zeros(len(KEYS))
     total = int(t.sum())
     by = {KEYS[i]: int(t[i]) for i in range(len(KEYS)) if t[i] > 0}
