@@ -21,14 +21,14 @@ import numpy as np
 
 from ..attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource as Src
 from ..profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
-from ..taxonomy import FUSED_OPS, OTHER, Taxonomy
+from ..taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
 from .device_steps import step_busy
 from .intervals import containing, covered_in_windows, group_ids, top_level
 from .launches import device_mask, launch_rows
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
-MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")
+MODULE_PREFIXES = MODULE_RANGE_PREFIXES
 #: fused ops that device work keeps from its own name whatever launched it
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
 

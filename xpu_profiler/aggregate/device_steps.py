@@ -41,6 +41,7 @@ import numpy as np
 from ..fmt import ns
 from ..profile import K_ANNOTATION, PHASES, Profile
 from ..summary import DeviceSteps, DeviceTime
+from ..taxonomy import MODULE_RANGE_PREFIXES
 from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
 from .intervals import covered_in_windows, group_ids, innermost, union_length
 from .launches import device_mask, launch_start
@@ -52,7 +53,6 @@ HOST_BOUND_SHARE = 0.2
 #: both ends are within this (Kineto writes µs with three decimals; rounding is < 1 ns)
 TWIN_TOLERANCE_NS = 1_000
 BOUND = ("host", "device")
-MODULE_PREFIXES = ("nn.Module: ", "xpu_module:")  # layer-module ranges: no twins
 
 
 def has_device_work(profile: Profile) -> bool:
@@ -166,7 +166,7 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
         return out
     host = np.flatnonzero((kind == K_ANNOTATION) & (ev["device"] < 0) & (start >= 0))
     names = profile.strings.strings
-    host = host[[not names[i].startswith(MODULE_PREFIXES) for i in ev["name"][host].tolist()]]
+    host = host[[not names[i].startswith(MODULE_RANGE_PREFIXES) for i in ev["name"][host].tolist()]]
     # the host annotation row of each step (same rank, name and start)
     row_of = {(r, nm, t): i for i, r, nm, t in zip(host.tolist(), ev["rank"][host].tolist(),
                                                     ev["name"][host].tolist(), start[host].tolist())}
