@@ -57,10 +57,10 @@ def test_sample_report(browser, tmp_path):
     summary = sample_summary()
     # WHEN it is rendered and opened
     res = render(browser, tmp_path, "sample", summary)
-    # THEN all seven figures (the rank x step heat map with them) are drawn, cleanly
+    # THEN all nine figures (the device time and the rank x step heat map with them) are drawn, cleanly
     assert_clean(res, len(html.build_report(summary)["figures"]))
-    assert res.figures_in_data == 7
-    assert "Time by fused op" in res.text and "Top kernels" in res.text
+    assert res.figures_in_data == 9
+    assert "Time by fused op" in res.text and "Top kernels" in res.text and "Device time" in res.text
 
 
 def test_live_cpu_run_report(browser, tmp_path):
@@ -99,6 +99,39 @@ def test_vllm_cpu_run_report(browser, tmp_path, vllm_profiler_trace):
     assert_clean(res, len(report["figures"]))
     assert "steps" in report["figures"] and report["phases"]["known"]
     assert "Prefill vs decode" in res.text
+
+
+TRACELENS = REPO / "tests" / "data" / "tracelens"
+
+
+def test_device_time_and_attribution_sections(browser, tmp_path):
+    # GIVEN vLLM gpt-oss decode under a FULL graph replay, with its capture trace
+    profile, summary = summarize_files(TRACELENS / "vllm_decode_full")
+    report = html.build_report(summary)
+    assert "device_phases" in report["figures"] and report["device"]["rows"][0]["bound"] == "device"
+    # WHEN it is rendered
+    res = render(browser, tmp_path, "gptoss-device", summary, profile)
+    # THEN the verdict, its evidence, the attribution sources and the replays are on the page
+    assert_clean(res, len(report["figures"]))
+    assert "Device time" in res.text and "device-bound" in res.text
+    assert summary.phases[0].bound_evidence in res.text
+    assert "inferred from kernel names only" in res.text and "capture trace" in res.text
+    assert "421 of 421 replayed kernels matched" in res.text
+    assert "Idle per stream" in res.text
+
+
+def test_host_bound_steps_per_step_line(browser, tmp_path):
+    # GIVEN steps whose device drains between them: host-bound, one line point per step
+    from test_device_steps import analysed
+
+    profile, summary, _ = analysed(tmp_path, "starved", 8, 2000, 30)
+    report = html.build_report(summary)
+    assert set(report["figures"]) >= {"device_phases", "device_steps"}
+    lines = {t["name"]: t for t in report["figures"]["device_steps"]["data"]}
+    assert lines["host wait"]["y"] == [v / 1e6 for v in summary.device_steps.host_wait_ns]
+    res = render(browser, tmp_path, "host-bound", summary, profile)
+    assert_clean(res, len(report["figures"]))
+    assert "host-bound" in res.text and "launches arrived after the device had drained" in res.text
 
 
 def test_kernel_names_from_a_trace_cannot_run_code(browser, tmp_path):

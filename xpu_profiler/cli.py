@@ -105,6 +105,10 @@ def main(ctx: click.Context, **options) -> None:
 @click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
 @click.option("--xpu-gen", type=click.Choice(["1", "2", "3"]), default=None,
               help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.")
+@click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
+              help="Graph-capture trace(s) of the run, a file or a directory (repeatable): replayed kernels are "
+                   "attributed through the captured launches. A vLLM profiler directory's capture_traces/ is "
+                   "picked up without it.")
 @click.option("--engine", default=None, metavar="ENGINE",
               help="How files are read: auto (a local process pool for several files), serial, process, "
                    "ray (RAY_ADDRESS, else a local Ray), or ray://HOST:PORT.  [default: auto]")
@@ -114,7 +118,7 @@ def main(ctx: click.Context, **options) -> None:
               help="A server's record directory holding several server lifetimes (restarts): read lifetime N "
                    "(1 = the oldest; default: the latest).")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, engine, jobs, lifetime, quiet) -> None:
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -128,7 +132,8 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, engine, jobs, 
         total = sum(_size(p) for p in paths)
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
-        how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs}
+        how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs,
+               "capture": captures}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update

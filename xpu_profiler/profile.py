@@ -47,6 +47,7 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
     "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
     "comm": np.dtype(np.int32),     # row in `comms`: the collective's metadata the source wrote, -1
+    "source": np.dtype(np.int8),    # derived: how the fused op was decided (attribution_source codes)
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {

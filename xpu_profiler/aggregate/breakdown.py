@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attribution_source import KEYS as SOURCE_KEYS
 from ..profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
 from ..summary import FusedOp, FusedTime, Kernel, Phase
 from ..taxonomy import FUSED_OPS
@@ -35,6 +36,9 @@ class Breakdown:
         self.count = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
         np.add.at(self.time, (fused, phase), self.b_dur)
         np.add.at(self.count, (fused, phase), 1)
+        flat = fused * len(SOURCE_KEYS) + ev["source"][b_idx].astype(np.int64)
+        self.by_source = np.bincount(flat, weights=self.b_dur, minlength=len(FUSED_OPS) * len(SOURCE_KEYS)) \
+            .astype(np.int64).reshape(len(FUSED_OPS), len(SOURCE_KEYS))
         ts = token_steps(profile)
         self.tokens = {}
         for p, name in enumerate(PHASES):
@@ -56,6 +60,7 @@ class Breakdown:
                                 share=(t / self.op_time) if self.op_time else 0.0,
                                 time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
                                 per_token_max_ns_by_phase=per_tok_max,
+                                time_ns_by_source={k: int(v) for k, v in zip(SOURCE_KEYS, self.by_source[f]) if v},
                                 count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))}))
         return rows
 

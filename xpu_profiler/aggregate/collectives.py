@@ -30,9 +30,10 @@ import numpy as np
 
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
 from ..taxonomy import FUSED_OPS
-from .attribution import _launch_points
+from .attribution import launch_points
 from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from .intervals import containing, distinct_rows, group_ids, top_level
+from .launches import launch_rows
 from .ranks import step_engine
 
 COMM = FUSED_OPS.index("communication")
@@ -107,7 +108,7 @@ def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray
     out = np.full(len(idx), -1, np.int64)
     if not len(cands) or not len(idx):
         return out
-    lt, le, ltr, _ = _launch_points(profile)
+    lt, le, ltr, _ = launch_points(profile, launch_rows(profile))
     rank = ev["rank"].astype(np.int64)
     end = ev["start"] + ev["dur"]
     gid = group_ids(np.concatenate([rank[cands], rank[idx]]), np.concatenate([ev["track"][cands], ltr[idx]]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_CPU_OP, K_KERNEL, Profile
+from ..profile import K_CPU_OP, K_KERNEL, Profile
 from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
@@ -12,11 +12,15 @@ from .breakdown import Breakdown
 from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
 from .comm import comm_section
 from .layout import layout
+from .device_steps import add_phase_bounds, device_steps_section, device_timeline
+from .idle import per_stream_rows
+from .launches import device_mask, launch_rows
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
 from .parallel import parallel_section
-from .requests import requests
 from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
+from .requests import requests
+from .sources import attribution_section, graphs_section
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -40,7 +44,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
-    ranks, dev_busy = ranks_table(profile, basis)
+    tl = device_timeline(profile, launch_rows(profile))
+    phases = br.phases(profile)
+    add_phase_bounds(phases, profile, tl)
+    ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
     compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host")
     ov = overlap(profile, coll.idx, compute, profile.ranks)
@@ -50,7 +57,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
-        basis="device" if np.isin(kind, DEVICE_KINDS).any() else "host",
+        basis="device" if device_mask(kind).any() else "host",
         totals=Totals(
             op_time_ns=op_time,
             device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
@@ -68,16 +75,20 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             decode_tokens=int(steps["decode_tokens"][ts].sum()),
         ),
         fused_ops=br.fused_ops(),
-        phases=br.phases(profile),
+        phases=phases,
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(profile, span, wait),
+        steps=steps_table(profile, span, wait, tl),
         engine_steps=engine_steps_table(profile, align, view, coll.offsets if clock_known else None),
         alignment=alignment_section(align, coll.clock, coll.offsets, CLOCK_TOLERANCE_NS, coll.match),
+        attribution=attribution_section(profile, b_idx),
+        graphs=graphs_section(profile),
+        device_steps=device_steps_section(profile, tl),
+        idle=per_stream_rows(profile, tl.stream_gaps, tl.device_rows) if tl is not None else [],
         ranks=ranks,
         comm=comm_section(profile, coll, ov),
         parallel=parallel_section(profile, lay, coll, compute, view),
         memory=memory(profile),
-        throughput=throughput(profile),
+        throughput=throughput(profile, (tl.start, tl.end) if tl is not None else None),
         requests=requests(profile),
         device=device_spec(profile.run.get("device_spec")),
         warnings=warnings(profile) + align.warnings + coll.warnings,

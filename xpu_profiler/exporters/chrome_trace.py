@@ -1,9 +1,10 @@
 """Chrome / Perfetto trace JSON (`.json`, `.json.gz`) that imports with zero errors.
 
 Layout: one process per rank; in it one track for engine steps (slices named by
-phase, tokens in args), one per host thread, one per device stream (with extra
-"lane" tracks where kernels on a stream overlap), and counter tracks for memory,
-KV-cache usage and throughput. The rules followed are those of Perfetto's JSON
+phase, tokens in args), one for the steps' device spans, one per host thread, one
+per device stream (with extra "lane" tracks where kernels on a stream overlap),
+counter tracks for memory, KV-cache usage, throughput and each step's device idle
+by cause, and flow arrows from each launch to its device work (``chrome_device``). The rules followed are those of Perfetto's JSON
 importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
 events sorted by (ts, -dur), exactly one name per process and thread, no
 partially overlapping slices on a track, no NaN.
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..aggregate.intervals import distinct_rows, lanes
 from ..fmt import place
+from .chrome_device import device_step_tracks, flows
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
@@ -124,6 +126,15 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
         append(f'{{"ph":"X","name":{name_json[nid]},"pid":{p},"tid":{t},'
                f'"ts":{s // 1000}.{s % 1000:03d},"dur":{d // 1000}.{d % 1000:03d},"args":{{{a}}}}}')
     ts_all, dur_all = [start], [dur]
+    flow_texts, flow_ts = flows(profile, idx, tid, pid_col)  # launch → device work arrows
+    texts += flow_texts
+    ts_all.append(flow_ts)
+    dur_all.append(np.zeros(len(flow_ts), np.int64))
+    d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, enc)  # steps on the device's clock
+    meta += d_meta
+    texts += d_texts
+    ts_all.append(d_ts)
+    dur_all.append(d_dur)
 
     # engine steps
     engine_of = profile.step_engine if len(profile.step_engine) == len(steps) else None

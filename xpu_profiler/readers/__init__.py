@@ -226,34 +226,60 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
 
 
 def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine: str | None = "serial",
-         jobs: int | None = None) -> Profile:
+         jobs: int | None = None, captures: list[Path] | None = None) -> Profile:
     """Read every input and merge them into one Profile (ranks side by side).
 
     ``engine`` says how the files are read (``engines.ENGINES``: serial, process, ray,
     ``ray://HOST:PORT``; ``auto``: a process pool for several files where that is safe);
     ``jobs`` how many at a time. Every engine gives the same Profile.
+
+    ``captures``: when a list, graph-capture traces among the inputs are no ranks of the
+    run: their paths are appended to it instead (``capture.split_capture_files``: by
+    their place; among several inputs, also a trace whose content says so).
     """
     from . import engines
+    from ..capture import is_capture_profile, split_capture_files
 
     options = options or ReadOptions()
     name, address = engines.parse_engine(engine)
+
+    def runs_only(tasks: list) -> list:
+        if captures is None:
+            return tasks
+        run_files, by_place = split_capture_files([Path(t.path) for t in tasks])
+        captures.extend(by_place)
+        kept = set(run_files)
+        if not kept:
+            raise TraceError(by_place[0], "only graph-capture traces: pass the run's trace too")
+        return [t for t in tasks if Path(t.path) in kept]
+
     if name == "ray":
         with engines.RaySession(address, jobs or engines.default_jobs(os.cpu_count() or 1)):
-            tasks = engines.ray_tasks([str(p) for p in paths])
+            tasks = runs_only(engines.ray_tasks([str(p) for p in paths]))
             profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
     else:
-        tasks = [engines.FileTask(str(path), mod.NAME, _file_size(path)) for path, mod in expand(paths)]
+        tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path)) for path, mod in expand(paths)])
         jobs = jobs or engines.default_jobs(len(tasks))
         if name == "auto":
             name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
         profiles = engines.ENGINES[name](tasks, options, jobs, address)
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
+    kept_profiles: list[Profile] = []
+    aside: list[tuple[Path, Profile]] = []
     for t, prof in zip(tasks, profiles):
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
             prof.run["sources"].append({"path": t.path, "format": t.reader})
+        if captures is not None and len(tasks) > 1 and is_capture_profile(prof):
+            aside.append((Path(t.path), prof))
+            continue
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
-    return Profile.merge(profiles)
+        kept_profiles.append(prof)
+    if aside and not kept_profiles:  # only capture traces by content: the first one is the run
+        kept_profiles.append(aside.pop(0)[1])
+    if captures is not None:
+        captures.extend(p for p, _ in aside)
+    return Profile.merge(kept_profiles)
 
 
 def _file_size(path: Path) -> int:

@@ -85,13 +85,28 @@ class FusedOp(_Struct):
     #: tokens of its own steps, the mean over ranks (max: the largest rank's); None without tokens
     per_token_ns_by_phase: dict[str, Optional[float]] = {}
     per_token_max_ns_by_phase: dict[str, Optional[float]] = {}
-    #: reserved: op time by how it was attributed (launching op, module, capture, name)
+    #: op time by how it was attributed (keys: ``attribution_source.KEYS``: launching op,
+    #: layer module, capture trace, kernel name, none)
     time_ns_by_source: dict[str, int] = {}
 
 
 class FusedTime(_Struct):
     fused_op: str
     time_ns: int = 0
+
+
+class DeviceTime(_Struct):
+    """A phase's device time, summed over its steps (see ``DeviceSteps``)."""
+
+    period_ns: int = 0             # starved + device span, summed
+    busy_ns: int = 0
+    idle_ns: int = 0               # inside the device spans
+    starved_ns: int = 0
+    host_wait_ns: int = 0
+    kernel_wait_ns: int = 0
+    other_ns: int = 0
+    waiting_on_host_ns: int = 0
+    queue_delay_ns: Optional[float] = None  # median launch → start over its device work
 
 
 class Phase(_Struct):
@@ -105,7 +120,9 @@ class Phase(_Struct):
     step_p50_ns: Optional[float] = None       # over engine steps (the slowest rank's wall)
     step_p99_ns: Optional[float] = None
     top_fused: list[FusedTime] = []
-    bound: Optional[str] = None    # reserved: "host" or "device", with the evidence in findings
+    bound: Optional[str] = None    # "host" or "device"; None without device work
+    bound_evidence: Optional[str] = None  # the numbers behind the verdict, in one sentence
+    device: Optional[DeviceTime] = None
 
 
 class Steps(_Struct):
@@ -117,8 +134,11 @@ class Steps(_Struct):
     phase: list[str] = []
     start_ns: list[int] = []
     wall_ns: list[int] = []
-    busy_ns: list[int] = []        # op time (union) inside the step's window
-    idle_ns: list[int] = []        # wall − busy
+    #: with device work: the union of the step's own device work, and the device idle
+    #: inside its device span (``DeviceSteps``); on the host basis (CPU runs): the union
+    #: of top-level host ops inside the step's window, and wall − busy
+    busy_ns: list[int] = []
+    idle_ns: list[int] = []
     span_ns: list[int] = []        # first to last of the work the row launched; its wall without any
     wait_ns: list[int] = []        # its wait at collectives (others' late arrival)
     prefill_tokens: list[int] = []
@@ -270,31 +290,83 @@ class DeviceSpec(_Struct):
     source: str = ""
 
 
-# -- reserved sections ------------------------------------------------------------------
+# -- device time and attribution --------------------------------------------------------
 
 class DeviceSteps(_Struct):
-    """Reserved: each step's device-side span (what it launched), columnar like ``Steps``."""
+    """Each step's device-side span (the work it launched), columnar like ``Steps`` and in
+    the same row order; rows without device work have ``device_start_ns`` -1. Idle gaps
+    are device-level (no stream busy) and belong to the step whose work ended them:
+    host wait, kernel wait (at most ``kernel_wait_max_ns``), other; ``waiting_on_host``
+    decides the verdict: host-bound when it is at least ``host_bound_share`` of the
+    device period (starved + span)."""
 
     rank: list[int] = []
     step_id: list[int] = []
+    phase: list[str] = []
     device_start_ns: list[int] = []
     device_end_ns: list[int] = []
     device_busy_ns: list[int] = []
     device_idle_ns: list[int] = []
     starved_ns: list[int] = []     # gap after the previous step's last device work
-    bound: list[str] = []          # "host" or "device"
+    host_wait_ns: list[int] = []
+    kernel_wait_ns: list[int] = []
+    other_ns: list[int] = []
+    waiting_on_host_ns: list[int] = []
+    queue_delay_ns: list[int] = []  # mean launch → start of the step's work, -1 unknown
+    bound: list[Optional[str]] = []  # "host" or "device"; None without device work
+    #: gpu_user_annotation twin vs the span found through correlation ids: max end
+    #: difference, None without a twin
+    twin_diff_ns: list[Optional[int]] = []
+    host_bound_share: float = 0.0
+    kernel_wait_max_ns: int = 0
+    #: {"steps": with a twin, "agree": within tolerance, "max_diff_ns", "tolerance_ns"}
+    twins: dict[str, int] = {}
 
 
 class Idle(_Struct):
-    """Reserved: idle time between consecutive kernels of one stream, by cause."""
+    """Idle time between consecutive work of one device stream, by cause (HTA's view: a
+    stream idle while another runs counts), per phase of the work after each gap."""
 
     rank: int
     stream: int
+    device: int = -1
     phase: str = "unknown"
+    busy_ns: int = 0               # the stream's work in that phase (sum of durations)
+    gaps: int = 0
     host_wait_ns: int = 0
     kernel_wait_ns: int = 0
     other_ns: int = 0
 
+
+class Graphs(_Struct):
+    """Graph replays (CUDA/HIP/XPU graphs) and how their kernels were attributed."""
+
+    replays: int = 0
+    launches: int = 0              # replays whose graph launch is in the trace
+    replayed_events: int = 0
+    replayed_ns: int = 0           # device time under replays (sum of durations)
+    device_ns: int = 0
+    share: float = 0.0             # replayed_ns / device_ns
+    capture_files: list[str] = []
+    captured_graphs: int = 0
+    matched_events: int = 0        # replayed events matched to a captured launch
+    attributed_events: int = 0     # ... whose fused op the capture decided
+    matched_share: Optional[float] = None  # None without capture traces
+    by_name: int = 0               # replays matched by kernel names / by position
+    by_position: int = 0
+    unmatched: int = 0
+
+
+class Attribution(_Struct):
+    """How op time was attributed (keys: ``attribution_source.KEYS``)."""
+
+    time_ns_by_source: dict[str, int] = {}
+    share_by_source: dict[str, float] = {}
+    name_share: float = 0.0        # inferred from the kernel name alone
+    unattributed_share: float = 0.0  # no source at all ("other")
+
+
+# -- communication and parallel groups ---------------------------------------------------
 
 class Collective(_Struct):
     """One kind of collective in one process group and phase, matched across its ranks.
@@ -383,6 +455,8 @@ class Parallel(_Struct):
     source: str = ""               # where the layout was read: file names, process names, run
 
 
+# -- reserved sections ------------------------------------------------------------------
+
 class Finding(_Struct):
     """Reserved: one finding of the rule table: what, how much time, what to change."""
 
@@ -433,10 +507,12 @@ class Summary(_Struct):
     top_kernels: list[Kernel] = []
     device: Optional[DeviceSpec] = None
     warnings: list[str] = []
-    # reserved
+    attribution: Attribution = msgspec.field(default_factory=Attribution)
+    graphs: Graphs = msgspec.field(default_factory=Graphs)
     device_steps: DeviceSteps = msgspec.field(default_factory=DeviceSteps)
     idle: list[Idle] = []
     comm: Comm = msgspec.field(default_factory=Comm)
     parallel: Parallel = msgspec.field(default_factory=Parallel)
+    # reserved
     findings: list[Finding] = []
     diff: Optional[Diff] = None

@@ -10,6 +10,7 @@ from ... import __version__
 from ...summary import Summary
 from .breakdown import build_fused_ops, build_phases
 from .counters import build_memory, build_rates
+from .device import build_device
 from .figures import json_ready
 from .header import build_header
 from .headline import build_headline
@@ -23,8 +24,8 @@ PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
     "headline": "Key figures", "fused_ops": "Time by fused op", "phases": "Prefill vs decode",
-    "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
-    "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
+    "device": "Device time", "steps": "Step timeline", "rates": "Throughput", "memory": "Memory",
+    "kernels": "Top kernels", "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
 }
 
 
@@ -39,6 +40,7 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
                               "header": build_header(summary), "headline": build_headline(summary)}
     for key, builder in (("fused_ops", lambda: build_fused_ops(summary, colors)),
                          ("phases", lambda: build_phases(summary, colors)),
+                         ("device", lambda: build_device(summary)),
                          ("steps", lambda: build_steps(summary)),
                          ("rates", lambda: build_rates(summary)),
                          ("memory", lambda: build_memory(summary))):
