@@ -22,7 +22,8 @@ LIVE = ROOT / "xpu_profiler" / "live"
 # (the Profile's tables, a record's fields, parameter names): the check cannot tell
 # those uses apart, so these are reviewed by hand.
 OUR_WORDS = {"outputs", "requests", "running", "waiting", "usage", "worker", "rank", "local_rank", "model",
-             "scheduler", "__version__", "vllm"}
+             "scheduler", "__version__", "vllm",
+             "tensor_parallel_size"}  # the live command's own -tp option
 
 
 def _vllm_names() -> set[str]:

@@ -15,7 +15,7 @@ from ..errors import XpuProfilerError
 from ..profile import Profile
 from . import options
 from .device_logs import attach_device_logs
-from .env import EnvScope
+from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
 from .vllm import compat, hooks_init_device
 from .vllm.log_capture import CAPTURE_ENV
@@ -77,6 +77,9 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
             env.setdefault(compat.ENV_CPU_KV_CACHE, "1" if is_builtin else "4")
             if not compat.multiprocessing_layout():
                 env.setdefault("OMP_NUM_THREADS", "1")  # one process: unbound OMP threads crawl
+            binding = cpu_thread_binding(options.local_workers(kw))
+            if binding:  # vLLM's automatic binding wants a NUMA node per worker
+                env.setdefault(compat.ENV_CPU_THREADS_BIND, binding)
         env.set(ENV_DIR, str(rec_dir))
         if capture_logs:
             # Kunlun prints one [XPURT_PROF] line per kernel on each worker's stdout: the plugin

@@ -77,8 +77,11 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("vllm.__version__", "vllm", "read", "named in the run metadata and in start-up failures"),
     # -- read inside the EngineCore --------------------------------------------------------
     Symbol("EngineCore.scheduler", ENGINE_CORE_MODULE, "read", "the scheduler object actually in use"),
-    Symbol("EngineCore.vllm_config.parallel_config.data_parallel_rank", ENGINE_CORE_MODULE, "read",
-           "the DP rank of this EngineCore (steps are keyed by it)"),
+    Symbol("Scheduler.parallel_config.data_parallel_index", SCHEDULER_MODULE, "read",
+           "the DP index of this EngineCore (its steps are keyed by it); data_parallel_rank is reset to 0 "
+           "for independent (dense) DP engines, data_parallel_index is not (data_parallel_rank before it existed)"),
+    Symbol("Scheduler.parallel_config.world_size", SCHEDULER_MODULE, "read",
+           "workers per engine (TP x PP): an engine's first global rank is dp index x world size"),
     Symbol("SchedulerOutput.total_num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
            "zero for the engine's empty clean-up steps (not recorded)"),
     Symbol("SchedulerOutput.num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
@@ -100,6 +103,10 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("WorkerWrapperBase.worker", WORKER_WRAPPER_MODULE, "read", "the platform's worker object"),
     Symbol("Worker.rank", GPU_WORKER_MODULE, "read", "global rank of the worker"),
     Symbol("Worker.local_rank", GPU_WORKER_MODULE, "read", "device index on its node (device logs)"),
+    Symbol("Worker.parallel_config.data_parallel_index", "vllm.v1.worker.worker_base", "read",
+           "the worker's engine's DP index (global rank = dp index x world_size + rank)"),
+    Symbol("Worker.parallel_config.tensor_parallel_size", "vllm.v1.worker.worker_base", "read",
+           "tp rank = rank % tp size, pp rank = rank // tp size (vLLM orders ranks [DP, PP, TP])"),
     Symbol("Worker.model_runner.model", GPU_WORKER_MODULE, "read",
            "the nn.Module whose layers get module ranges (get_model() where model is absent)"),
     Symbol("Worker.model_runner.get_model", GPU_WORKER_MODULE, "call", "the same, on runners without .model"),
@@ -111,6 +118,9 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("VLLM_ENABLE_V1_MULTIPROCESSING", "vllm.envs", "env",
            "'0' puts EngineCore and worker into the caller's process"),
     Symbol("VLLM_CPU_KVCACHE_SPACE", "vllm.envs", "env", "KV-cache GiB of the CPU build (the live command sets it)"),
+    Symbol("VLLM_CPU_OMP_THREADS_BIND", "vllm.envs", "env",
+           "CPU build: one core list per local worker ('0|1'); its default 'auto' needs a NUMA node per "
+           "worker and kills TP/DP > 1 on one-node machines, so the live command sets it unless the user did"),
     # -- layer classes that get a module range (xpu_module:<Class>) -----------------------
     Symbol("RMSNorm, GemmaRMSNorm, LayerNorm, *RMSNorm", "vllm.model_executor.layers.layernorm", "layer", "norm"),
     Symbol("SiluAndMul, GeluAndMul, MulAndSilu, FatreluAndMul", "vllm.model_executor.layers.activation",
@@ -202,11 +212,18 @@ def engine_scheduler(core):
     return getattr(core, "scheduler", None)
 
 
-def engine_dp_rank(core) -> int:
+def _dp_index(pc) -> int:
+    dp = getattr(pc, "data_parallel_index", None)
+    return int(getattr(pc, "data_parallel_rank", 0) or 0) if dp is None else int(dp)
+
+
+def engine_place(sched) -> tuple[int, int]:
+    """(DP index, workers per engine) of the engine that owns ``sched``; (0, 1) unknown."""
     try:
-        return int(core.vllm_config.parallel_config.data_parallel_rank)
+        pc = sched.parallel_config
+        return _dp_index(pc), max(1, int(pc.world_size))
     except (AttributeError, TypeError, ValueError):
-        return 0
+        return 0, 1
 
 
 def so_total_tokens(so) -> int:
@@ -262,6 +279,15 @@ def worker_rank(worker) -> int:
         return int(getattr(worker, "rank", 0) or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def worker_place(worker) -> tuple[int, int, int]:
+    """(DP index, workers per engine, TP size) of a worker; (0, 1, 1) unknown."""
+    try:
+        pc = worker.parallel_config
+        return _dp_index(pc), max(1, int(pc.world_size)), max(1, int(pc.tensor_parallel_size))
+    except (AttributeError, TypeError, ValueError):
+        return 0, 1, 1
 
 
 def worker_local_rank(worker) -> int:
@@ -377,6 +403,8 @@ def engine_config(llm) -> dict:
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: the CPU build's KV-cache size in GiB (it refuses to guess one)
 ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
+#: the CPU build's per-worker OpenMP core lists
+ENV_CPU_THREADS_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 
 
 def multiprocessing_layout() -> bool:

@@ -54,8 +54,10 @@ class Recorder:
         self.pending: dict[int, tuple] = {}  # id(SchedulerOutput) -> what schedule() saw
         self.next_step = 0
         self.local_step = 0
-        self.dp_rank = 0
-        self.rank = 0
+        self.dp_rank = 0                    # data-parallel index of this process's engine
+        self.rank = 0                       # worker: its rank inside its engine
+        self.global_rank = 0                # worker: its rank across DP engines; EngineCore: its first worker's
+        self.place: dict | None = None      # the batch's "place" (see records), once known
         self.worker_ready = False           # rank (and env-mode torch window) taken from the worker
         self.last_worker: list | None = None
         self.open_range = None              # the open xpu_step#N range handle of this worker
@@ -93,13 +95,16 @@ class Recorder:
                 batch["errors"], self.errors = self.errors, {}
             if self.hooks:
                 batch["hooks"], self.hooks = self.hooks, {}
+            if self.place is not None:
+                batch["place"] = self.place
             self.hook_ns = 0
             tw = self.torch
             if tw is not None:
-                tw.export(self.rank)
+                tw.export(self.global_rank)
                 if tw.files:  # the marks travel with the trace they align (not with a periodic flush)
                     batch["torch_files"], tw.files = tw.files, []
                     batch["torch_marks"], tw.marks = tw.marks, []
+                    batch["torch_rank"] = self.global_rank
             self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
             if final:
                 self.open_requests = {}

@@ -11,7 +11,13 @@ as one line of ``<dir>/<process>-<pid>.records.jsonl``:
 - ``hook_ns``: time spent inside the hooks since the last batch (their overhead);
 - ``torch_files`` / ``torch_marks``: torch.profiler traces written since the last batch
   and the (step, wall-clock ns) at which their ``xpu_step#N`` ranges opened;
+  ``torch_rank``: the global rank their events belong to (a trace's own rank is the
+  rank inside its engine's process group: data-parallel engines repeat it);
 - ``hooks``: {symbol: installed?} as this process found them (import-time patching);
+- ``place``: where this process sits in the parallel layout, once it knows:
+  {"dp", "world", "rank"} for an EngineCore (``rank``: the global rank of its first
+  worker, which its counters and requests are filed under), {"dp", "tp", "pp", "rank"}
+  for a worker (``rank``: its global rank across data-parallel engines);
 - ``errors``: {hook: [count, first message]} of failures inside the hooks since the
   last batch (a hook never raises into vLLM; its failures reach the profile's warnings);
 - ``warnings``: problems found while reading the batches back (a line cut by a crash).
@@ -29,8 +35,11 @@ from ...taxonomy import OUR_MODULE_PREFIX
 #: one per engine step (scheduler output), made in the EngineCore
 SCHED_FIELDS = ("step", "t_sched", "t_sched_end", "t_end", "prefill_tokens", "decode_tokens",
                 "prefill_reqs", "decode_reqs", "running", "waiting", "kv_usage", "dp_rank", "first_tokens")
-#: one per execute_model call, made in each worker
-WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens")
+#: one per execute_model call, made in each worker. ``rank`` is the worker's rank inside its
+#: engine (what vLLM calls its rank), ``dp_rank`` its engine's data-parallel index (the
+#: scheduler rows of that engine carry the same), ``global_rank`` = dp_rank x world size + rank
+WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens", "dp_rank",
+                 "global_rank")
 #: one per request (arrival / first token / finish ns, -1 when not seen)
 REQUEST_FIELDS = ("req", "arrival", "first_token", "finish", "prompt_len", "output_len")
 #: one per counter sample
@@ -72,6 +81,15 @@ def step_range_name(step: int) -> str:
 def has_records(batch: dict) -> bool:
     return bool(batch["sched"] or batch["worker"] or batch["counters"] or batch["requests"]
                 or batch.get("torch_files") or batch.get("errors") or batch.get("hooks"))
+
+
+def worker_keys(row) -> tuple[int, int, int]:
+    """(dp rank, step, global rank) of a worker row; rows written before the DP fields
+    existed are data-parallel rank 0 with global rank = rank."""
+    n = len(row)
+    dp = int(row[W_IDX["dp_rank"]]) if n > W_IDX["dp_rank"] else 0
+    g = int(row[W_IDX["global_rank"]]) if n > W_IDX["global_rank"] else int(row[W_IDX["rank"]])
+    return dp, int(row[W_IDX["step"]]), g
 
 
 def append_batch(directory: str, batch: dict) -> None:
