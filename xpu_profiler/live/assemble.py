@@ -18,7 +18,7 @@ from ..aggregate.intervals import within_union
 from ..profile import Profile
 from . import memory, steps, throughput, torch_traces
 from .options import METRICS
-from .vllm.records import (C_IDX, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, read_record_files,
+from .vllm.records import (C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, read_record_files,
                            worker_keys)
 
 
@@ -132,8 +132,14 @@ def hook_warnings(batches: Sequence[dict]) -> list[str]:
         out += list(b.get("warnings") or ())
     for symbol, procs in sorted(not_installed.items()):
         out.append(f"the hook on {symbol} did not install in {', '.join(sorted(procs))}: its records are missing")
+    unwritten = sorted(proc for proc, where in failures if where == FLUSH_FAILED)
+    if unwritten:  # one line for every process: the same directory, the same reason
+        first = failures[(unwritten[0], FLUSH_FAILED)][1]
+        out.append(f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
+                   f"their records were collected from the engine instead")
     for (proc, where), (n, first) in sorted(failures.items()):
-        out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
+        if where != FLUSH_FAILED:
+            out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
     return out
 
 

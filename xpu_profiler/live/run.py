@@ -1,19 +1,22 @@
 """The live command: build the engine, warm it up, drive the workload under the
-profiler with a progress bar, and write the trace, summary and report. On Ctrl-C or an
-engine exception it saves what was collected, marked incomplete. Every environment
-variable it sets for the engine's processes is put back when it returns."""
+profiler with a progress bar, and write the trace, summary and report. The engine's
+processes are ended before anything is written (``engine.end``), also when it failed:
+on Ctrl-C or an engine failure (a process that died is named) what was collected is
+saved, marked incomplete. Every environment variable it sets for the engine's
+processes is put back when it returns."""
 
 from __future__ import annotations
 
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import XpuProfilerError
 from ..profile import Profile
-from . import options
+from . import engine, options
 from .device_logs import attach_device_logs
 from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
@@ -71,7 +74,10 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
             print(f"xpu_profiler: {msg}", file=sys.stderr, flush=True)
 
     # Every engine process also flushes its records here, so an interrupted run keeps them.
-    rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
+    try:
+        rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
+    except OSError as e:
+        raise XpuProfilerError(f"cannot create a record directory in {tempfile.gettempdir()} ({e.strerror})") from None
     with EnvScope() as env:
         if info.kind == "cpu":
             env.setdefault(compat.ENV_CPU_KV_CACHE, "1" if is_builtin else "4")
@@ -91,13 +97,19 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
         try:
             say(f"device {info.kind} ({info.name}); model {model}"
                 f"{' (built-in, dummy weights)' if is_builtin else ''}")
-            llm = _start_engine(kw, say)
-            prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0, profile_steps=profile_steps,
-                            run_info=_run_info(model, model_path, is_builtin, info, devices, workload, prompts,
-                                               num_prompts, input_len, output_len))
-            prof.record_dir = rec_dir
-            profile_obj, code = _profiled_workload(llm, prof, workload, num_prompts, input_len, output_len,
-                                                   warmup_steps, level, quiet, say)
+            llm = _start_engine(kw, say, rec_dir)
+            watch = engine.watch_processes(llm)
+            try:
+                prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0, profile_steps=profile_steps,
+                                run_info=_run_info(model, model_path, is_builtin, info, devices, workload, prompts,
+                                                   num_prompts, input_len, output_len))
+                prof.record_dir = rec_dir
+                profile_obj, code = _profiled_workload(llm, prof, watch, workload, num_prompts, input_len,
+                                                       output_len, warmup_steps, level, quiet, say)
+            except BaseException:
+                _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
+                raise
+            _end_engine(llm, watch, say)
         finally:
             REC.file_dir = None  # nothing more to flush from this process
             if capture_logs:
@@ -109,7 +121,12 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     return _write_outputs(prof, profile_obj, out, say, quiet) or code
 
 
-def _start_engine(kw: dict, say):
+def _end_engine(llm, watch, say, timeout=None) -> None:
+    for proc in engine.end(llm, watch, timeout):
+        say(f"ended {proc}: it was still running after the engine shut down")
+
+
+def _start_engine(kw: dict, say, rec_dir: Path | None = None):
     say("starting vLLM ...")
     try:
         llm_cls = compat.llm_api()[0]
@@ -121,8 +138,7 @@ def _start_engine(kw: dict, say):
     except XpuProfilerError:
         raise
     except Exception as e:  # whatever vLLM raises: one line naming it
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise XpuProfilerError(f"vLLM could not start the engine: {type(e).__name__}: {msg}") from None
+        raise engine.start_error(e, rec_dir) from None
 
 
 def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len,
@@ -137,7 +153,7 @@ def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, n
                          "prompts_file": str(prompts) if prompts else None}}
 
 
-def _profiled_workload(llm, prof: Profiler, workload, num_prompts, input_len, output_len, warmup_steps,
+def _profiled_workload(llm, prof: Profiler, watch, workload, num_prompts, input_len, output_len, warmup_steps,
                        level, quiet, say) -> tuple[Profile, int]:
     if workload is None:
         plist = options.synthetic_prompts(num_prompts, input_len, compat.vocab_size(llm))
@@ -157,12 +173,15 @@ def _profiled_workload(llm, prof: Profiler, workload, num_prompts, input_len, ou
     except KeyboardInterrupt:
         reason, code = "interrupted (Ctrl-C)", 130
     except Exception as e:  # the engine died: save what was collected
-        reason, code = f"the engine failed: {type(e).__name__}: {str(e).strip()[:200]}", 1
+        reason, code = engine.failure_reason(e, llm, watch), 1
     else:
         prof.run_info["generated_tokens"] = compat.generated_tokens(outs)
         return prof.stop(), 0
     say(f"{reason}; saving what was collected")
-    return prof.stop(incomplete=reason, ask_engine=code != 130), code
+    t_end = time.time_ns()
+    # its processes write their last records as they end; then only the files are read
+    _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
+    return prof.stop(incomplete=reason, ask_engine=False, t_end=t_end), code
 
 
 def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: bool) -> int:
@@ -177,5 +196,5 @@ def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: 
     for fmt, path in written.items():
         print(f"wrote {fmt:8s} {path}")
     if profile_obj.run.get("incomplete"):
-        say(f"the profile is incomplete: {profile_obj.run.get('incomplete_reason')}")
+        say("the profile is incomplete (the run did not finish): summary.json says run.incomplete")
     return 0

@@ -73,6 +73,16 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("SyncMPClient.call_utility", "vllm.v1.engine.core_client", "call",
            "RPC into the EngineCore process"),
     Symbol("LLM.collective_rpc", "vllm.entrypoints.llm", "call", "RPC into every worker"),
+    Symbol("EngineCoreClient.shutdown", "vllm.v1.engine.core_client", "call",
+           "the live command ends the engine's processes itself (SIGTERM, then SIGKILL to the process tree "
+           "after the timeout) before it assembles and writes, also after a failure or Ctrl-C"),
+    Symbol("SyncMPClient.outputs_queue", "vllm.v1.engine.core_client", "call",
+           "an engine process died: the error is put here so that LLM.generate() returns (vLLM 0.32's "
+           "monitor shuts the output thread down without queueing one when the EngineCore is killed)"),
+    Symbol("MPClient.resources.engine_dead", "vllm.v1.engine.core_client", "read",
+           "set once an engine process died: nothing more can be asked over RPC"),
+    Symbol("MPClient.resources.engine_manager.processes", "vllm.v1.engine.utils", "read",
+           "the EngineCore processes (multiprocessing.Process: name, exitcode) that died first"),
     Symbol("RequestOutput.outputs.token_ids", "vllm.outputs", "read", "tokens generate() produced"),
     Symbol("vllm.__version__", "vllm", "read", "named in the run metadata and in start-up failures"),
     # -- read inside the EngineCore --------------------------------------------------------
@@ -353,6 +363,40 @@ def call_utility(client, *args):
 
 def collective_rpc(llm, args: tuple) -> list:
     return list(llm.collective_rpc(CONTROL_METHOD, args=args))
+
+
+def shutdown_engine(llm, timeout: float | None = None) -> None:
+    """End the engine's processes (vLLM's own shutdown: SIGTERM, then SIGKILL to each
+    process tree after ``timeout`` s, vLLM's default when None); idempotent."""
+    client = llm.llm_engine.engine_core
+    client.shutdown(timeout=timeout)
+
+
+def wake_front_end(llm, exc: Exception) -> bool:
+    """Make a ``generate()`` waiting on the engine's outputs raise ``exc``; False when
+    this engine has no such queue (one-process layout: nothing waits on another process)."""
+    q = getattr(llm.llm_engine.engine_core, "outputs_queue", None)
+    if q is None:
+        return False
+    q.put_nowait(exc)
+    return True
+
+
+def engine_dead(llm) -> bool:
+    """True once vLLM knows an engine process died (RPC would only raise)."""
+    try:
+        return bool(llm.llm_engine.engine_core.resources.engine_dead)
+    except AttributeError:
+        return False
+
+
+def engine_exit_codes(llm) -> dict[int, int]:
+    """pid -> exit code of the EngineCore processes that have ended (vLLM reaped them)."""
+    try:
+        procs = llm.llm_engine.engine_core.resources.engine_manager.processes
+    except AttributeError:
+        return {}
+    return {p.pid: p.exitcode for p in procs if p.pid is not None and p.exitcode is not None}
 
 
 def llm_api():

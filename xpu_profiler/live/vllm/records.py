@@ -18,6 +18,7 @@ as one line of ``<dir>/<process>-<pid>.records.jsonl``:
   {"dp", "world", "rank"} for an EngineCore (``rank``: the global rank of its first
   worker, which its counters and requests are filed under), {"dp", "tp", "pp", "rank"}
   for a worker (``rank``: its global rank across data-parallel engines);
+- ``fatal``: the error that stopped this process from starting (written at once);
 - ``errors``: {hook: [count, first message]} of failures inside the hooks since the
   last batch (a hook never raises into vLLM; its failures reach the profile's warnings);
 - ``warnings``: problems found while reading the batches back (a line cut by a crash).
@@ -62,6 +63,8 @@ MODULE_RANGE_PREFIX = OUR_MODULE_PREFIX
 MEMORY_COUNTER_PREFIXES = ("host_rss", "device_", "kv_cache")
 
 RECORD_SUFFIX = ".records.jsonl"
+#: the ``errors`` key under which a failed record-file write is counted
+FLUSH_FAILED = "record file"
 
 # How the caller tells vLLM's processes (which inherit its environment) what to record.
 #: record directory: set, the hooks install at import and every process appends its batches there
@@ -80,7 +83,7 @@ def step_range_name(step: int) -> str:
 
 def has_records(batch: dict) -> bool:
     return bool(batch["sched"] or batch["worker"] or batch["counters"] or batch["requests"]
-                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks"))
+                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks") or batch.get("fatal"))
 
 
 def worker_keys(row) -> tuple[int, int, int]:
@@ -92,12 +95,52 @@ def worker_keys(row) -> tuple[int, int, int]:
     return dp, int(row[W_IDX["step"]]), g
 
 
+#: batch fields that are lists (appended when batches merge) and counts (added)
+_LISTS = ("sched", "worker", "counters", "requests", "torch_files", "torch_marks")
+
+
+def merge_into(into: dict, older: dict) -> dict:
+    """Put an ``older`` batch of the same process in front of ``into`` (a batch whose file
+    write failed is handed over with the next one)."""
+    for k in _LISTS:
+        if older.get(k):
+            into[k] = list(older[k]) + list(into.get(k) or [])
+    into["hook_ns"] = int(into.get("hook_ns", 0)) + int(older.get("hook_ns", 0))
+    errors = dict(older.get("errors") or {})
+    for where, (n, first) in (into.get("errors") or {}).items():
+        errors[where] = [errors[where][0] + n, errors[where][1]] if where in errors else [n, first]
+    if errors:
+        into["errors"] = errors
+    hooks = {**(older.get("hooks") or {}), **(into.get("hooks") or {})}
+    if hooks:
+        into["hooks"] = hooks
+    if not into.get("role"):
+        into["role"] = older.get("role", "")
+    for k in ("place", "torch_rank", "fatal"):
+        if k not in into and k in older:
+            into[k] = older[k]
+    return into
+
+
 def append_batch(directory: str, batch: dict) -> None:
     """One batch as one line of this process's record file."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{batch['process']}-{batch['pid']}{RECORD_SUFFIX}")
-    with open(path, "a") as f:
-        f.write(json.dumps(batch, allow_nan=True) + "\n")
+    line = memoryview((json.dumps(batch, allow_nan=True) + "\n").encode())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            while line:
+                line = line[os.write(fd, line):]
+        except OSError:  # a full disk: no half line is left behind (the caller keeps the batch)
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
 
 
 def read_record_files(directory: str | Path) -> list[dict]:
