@@ -1,10 +1,12 @@
 """Fault paths of the live run that need no engine: record files that cannot be written,
 the error an engine process ends with, vLLM's start-up errors in one line, the process
-watch."""
+watch, and graph-capture traces (asked for only where graphs are captured, kept beside
+the run's outputs)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -12,12 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.live import engine
+from xpu_profiler.live import engine, graph_capture
 from xpu_profiler.live.assemble import build_profile
 from xpu_profiler.live.processes import ProcessWatch, descendants
+from xpu_profiler.live.vllm import compat
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
 from xpu_profiler.live.vllm.records import FLUSH_FAILED, read_record_files
+from xpu_profiler.profile import Profile
 
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
+CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
 
 
 def _sched_row(step, t0):
@@ -120,3 +126,64 @@ def test_exit_codes_are_described():
     assert describe_exit(1) == "exited with code 1"
     assert describe_exit(None) == "died"
 
+
+# -- graph-capture traces -----------------------------------------------------------------
+
+def _enable(kw, kind="cuda", level="comprehensive", tmp=Path("/tmp/x")):
+    said = []
+    return graph_capture.enable(kw, kind, level, tmp, said.append), said
+
+
+def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_path):
+    for kind, level, kw in (("cpu", "comprehensive", {}),                     # vLLM's CPU worker never captures
+                            ("cpu", "comprehensive", {"enforce_eager": False}),
+                            ("cuda", "standard", {}),
+                            ("cuda", "comprehensive", {"enforce_eager": True}),
+                            ("cuda", "comprehensive", {"compilation_config": {"cudagraph_mode": "NONE"}})):
+        before = dict(kw)
+        assert _enable(kw, kind, level, tmp_path) == (None, []) and kw == before
+    if not compat.supports_capture_profiler():
+        pytest.skip("this vLLM has no capture_torch_profiler")
+    kw = {"enforce_eager": False}
+    where, _ = _enable(kw, tmp=tmp_path)
+    cfg = kw["profiler_config"]
+    assert cfg == {"profiler": "torch", "torch_profiler_dir": str(tmp_path / "vllm_profiler"),
+                   "capture_torch_profiler": True}
+    assert where == tmp_path / "vllm_profiler" / "capture_traces"
+    from vllm.config import ProfilerConfig
+
+    assert ProfilerConfig(**cfg).capture_torch_profiler is True  # what vLLM itself accepts
+    # the user's own torch profiler settings are kept, their directory too
+    kw = {"profiler_config": {"profiler": "torch", "torch_profiler_dir": "/their/dir", "torch_profiler_with_stack": False}}
+    where, _ = _enable(kw, tmp=tmp_path)
+    assert where == Path("/their/dir/capture_traces") and kw["profiler_config"]["torch_profiler_with_stack"] is False
+    kw = {"profiler_config": {"profiler": "cuda"}}
+    where, said = _enable(kw, tmp=tmp_path)
+    assert where is None and kw == {"profiler_config": {"profiler": "cuda"}} and "not torch.profiler" in said[0]
+
+
+@pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
+def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
+    from xpu_profiler.capture import is_capture_file, is_capture_profile
+    from xpu_profiler.readers import load
+
+    src = tmp_path / "vllm_profiler" / "capture_traces"
+    src.mkdir(parents=True)
+    # a real graph-capture trace, named as vLLM's tensorboard_trace_handler names them
+    name = "graph_capture_rank_0.1764700000000000000.pt.trace.json.gz"
+    shutil.copy(CAPTURE_TRACE, src / name)
+    said = []
+    prof = Profile()
+    kept = graph_capture.keep(prof, src, tmp_path / "out" / "report.html", said.append)
+    dest = tmp_path / "out" / "report.capture_traces"
+    assert kept == [dest / name] and (dest / name).read_bytes() == CAPTURE_TRACE.read_bytes()
+    assert prof.run["capture_traces"] == {"dir": str(dest), "files": [str(dest / name)]}
+    assert is_capture_file(kept[0]) and is_capture_profile(load(kept))
+    assert not list((tmp_path / "out").glob(".*tmp"))  # no temporary directory left
+    # an output directory: DIR/capture_traces/; a run again replaces the old ones
+    (tmp_path / "d").mkdir()
+    graph_capture.keep(Profile(), src, tmp_path / "d", said.append)
+    assert [p.name for p in (tmp_path / "d" / "capture_traces").iterdir()] == [name]
+    empty = Profile()
+    assert graph_capture.keep(empty, tmp_path / "none", tmp_path / "d", said.append) == []
+    assert empty.run["capture_traces"] == {"dir": None, "files": []} and said[-1] == "the engine wrote no graph-capture trace"

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import XpuProfilerError
 from ..profile import Profile
-from . import engine, options
+from . import engine, graph_capture, options
 from .device_logs import attach_device_logs
 from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
@@ -78,6 +78,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
         rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
     except OSError as e:
         raise XpuProfilerError(f"cannot create a record directory in {tempfile.gettempdir()} ({e.strerror})") from None
+    capture = graph_capture.enable(kw, info.kind, level, rec_dir, say)
     with EnvScope() as env:
         if info.kind == "cpu":
             env.setdefault(compat.ENV_CPU_KV_CACHE, "1" if is_builtin else "4")
@@ -110,6 +111,8 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                 _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
                 raise
             _end_engine(llm, watch, say)
+            if capture is not None:
+                graph_capture.keep(profile_obj, capture, out, say)
         finally:
             REC.file_dir = None  # nothing more to flush from this process
             if capture_logs:

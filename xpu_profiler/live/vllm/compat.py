@@ -83,6 +83,9 @@ SYMBOLS: tuple[Symbol, ...] = (
            "set once an engine process died: nothing more can be asked over RPC"),
     Symbol("MPClient.resources.engine_manager.processes", "vllm.v1.engine.utils", "read",
            "the EngineCore processes (multiprocessing.Process: name, exitcode) that died first"),
+    Symbol("ProfilerConfig.capture_torch_profiler", "vllm.config.profiler", "read",
+           "comprehensive level: vLLM traces its own graph capture on local rank 0 into "
+           "<torch_profiler_dir>/capture_traces/ (requires profiler='torch'; field absent before ~0.20)"),
     Symbol("RequestOutput.outputs.token_ids", "vllm.outputs", "read", "tokens generate() produced"),
     Symbol("vllm.__version__", "vllm", "read", "named in the run metadata and in start-up failures"),
     # -- read inside the EngineCore --------------------------------------------------------
@@ -397,6 +400,35 @@ def engine_exit_codes(llm) -> dict[int, int]:
     except AttributeError:
         return {}
     return {p.pid: p.exitcode for p in procs if p.pid is not None and p.exitcode is not None}
+
+
+#: engine argument, its field and the subdirectory vLLM writes capture traces into
+PROFILER_CONFIG_ARG = "profiler_config"
+CAPTURE_PROFILER_FIELD = "capture_torch_profiler"
+CAPTURE_TRACE_SUBDIR = "capture_traces"
+
+
+def supports_capture_profiler() -> bool:
+    """Whether this vLLM can trace its graph capture (ProfilerConfig.capture_torch_profiler)."""
+    try:
+        from vllm.config import ProfilerConfig
+    except ImportError:
+        return False
+    fields = getattr(ProfilerConfig, "__dataclass_fields__", None) or getattr(ProfilerConfig, "model_fields", {})
+    return CAPTURE_PROFILER_FIELD in fields
+
+
+def capture_profiler_config(trace_dir: str, given: dict | None) -> dict | None:
+    """The ``profiler_config`` engine argument that makes vLLM trace its graph capture into
+    ``<trace_dir>/capture_traces/`` (or the user's own torch_profiler_dir); None when the
+    user's own profiler setting excludes it (another profiler)."""
+    cfg = dict(given or {})
+    if cfg.get("profiler") not in (None, "torch"):
+        return None
+    cfg["profiler"] = "torch"
+    cfg.setdefault("torch_profiler_dir", trace_dir)
+    cfg[CAPTURE_PROFILER_FIELD] = True
+    return cfg
 
 
 def llm_api():
