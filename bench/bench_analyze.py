@@ -17,9 +17,15 @@ target, and whether the analysis reports the expected total kernel time.
 Usage::
 
     python bench/bench_analyze.py [--events 1000000] [--keep] [--repeat 3] [--profile]
+                                  [--compare DIR]
 
 Timings are medians over --repeat runs; the ratio is the median of per-run
 ratios, each analyze run paired with the baseline run just before it.
+
+``--compare DIR`` also runs analyze from another source tree (say the branch point,
+``git archive BASE | tar -x -C DIR``) in every round, right after this tree's run, so
+both see the same background load on a shared machine, and prints its ratio and the
+change of this tree's ratio against it.
 """
 
 from __future__ import annotations
@@ -173,6 +179,9 @@ def run_measured(cmd: list, timeout: float, cwd: Path = ROOT, env: dict | None =
     rss = ru.ru_maxrss / 1024.0   # KiB on Linux
     return {
         "wall_s": wall,
+        # user + system CPU of the process and the workers it waited for: less sensitive
+        # than wall time to other work on a shared machine
+        "cpu_s": ru.ru_utime + ru.ru_stime,
         "rss_mib": rss,
         "workers": max_workers,
         "tree_rss_mib": tree_rss / 1048576.0,
@@ -314,6 +323,8 @@ def main(argv=None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment for the analyze runs (repeatable)")
+    ap.add_argument("--compare", metavar="DIR", type=Path,
+                    help="also run analyze from this source tree, interleaved, and compare the ratios")
     ap.add_argument("--profile", type=int, nargs="?", const=25, metavar="N",
                     help="also run analyze once on the .json under cProfile and print the top N functions")
     a = ap.parse_args(argv)
@@ -331,7 +342,7 @@ def main(argv=None) -> int:
             print("`python -m xpu_profiler analyze` is not available: measuring the baseline only",
                   file=sys.stderr)
         inputs = [trace] + ([] if a.no_gz else [gz])
-        res = {str(p): {"baseline": [], "analyze": []} for p in inputs}
+        res = {str(p): {"baseline": [], "analyze": [], "compare": []} for p in inputs}
         outdirs = {}
         load_before = os.getloadavg()
         for i in range(a.repeat):
@@ -342,17 +353,32 @@ def main(argv=None) -> int:
                     raise SystemExit(f"baseline decode failed on {p}")
                 res[str(p)]["baseline"].append(r)
                 if have_analyze:
-                    od = tmp / f"out_{p.name}_{i}"
-                    r = run_measured([py, "-m", "xpu_profiler", "analyze", str(p), "--output", str(od),
-                                      "--format", "json"], a.timeout, env=env)
-                    res[str(p)]["analyze"].append(r)
-                    if r["rc"] == 0:
-                        outdirs[str(p)] = od
-                    if r["rc"] != 0:
-                        print(f"analyze failed on {p} (rc {r['rc']}):\n{r['stderr'][-3000:]}", file=sys.stderr)
+                    def ours() -> None:
+                        od = tmp / f"out_{p.name}_{i}"
+                        r = run_measured([py, "-m", "xpu_profiler", "analyze", str(p), "--output", str(od),
+                                          "--format", "json"], a.timeout, env=env)
+                        res[str(p)]["analyze"].append(r)
+                        if r["rc"] == 0:
+                            outdirs[str(p)] = od
+                        if r["rc"] != 0:
+                            print(f"analyze failed on {p} (rc {r['rc']}):\n{r['stderr'][-3000:]}", file=sys.stderr)
+
+                    def theirs() -> None:
+                        tree = str(a.compare.resolve())
+                        r = run_measured([py, "-m", "xpu_profiler", "analyze", str(p), "--output",
+                                          str(tmp / f"cmp_{p.name}_{i}"), "--format", "json"], a.timeout,
+                                         cwd=Path(tree), env={**env, "PYTHONPATH": tree})
+                        res[str(p)]["compare"].append(r)
+                        if r["rc"] != 0:
+                            print(f"compared analyze failed on {p}:\n{r['stderr'][-3000:]}", file=sys.stderr)
+
+                    # the two trees take turns going first, so neither always follows the baseline
+                    for run in ((ours, theirs) if i % 2 == 0 else (theirs, ours)) if a.compare else (ours,):
+                        run()
                 print(f"  run {i + 1}/{a.repeat} {p.name}: baseline {res[str(p)]['baseline'][-1]['wall_s']:.2f} s"
-                      + (f", analyze {res[str(p)]['analyze'][-1]['wall_s']:.2f} s" if have_analyze else ""),
-                      file=sys.stderr)
+                      + (f", analyze {res[str(p)]['analyze'][-1]['wall_s']:.2f} s" if have_analyze else "")
+                      + (f", compared tree {res[str(p)]['compare'][-1]['wall_s']:.2f} s" if a.compare else "")
+                      + f", load {os.getloadavg()[0]:.2f}", file=sys.stderr)
 
         # sanity: the baseline decode sees the same events and kernel time as the ground truth
         b0 = res[str(trace)]["baseline"][0]["stdout"]
@@ -405,6 +431,19 @@ def main(argv=None) -> int:
                         "checks": [{"check": c, "status": st, "detail": d} for c, st, d in extra],
                     })
                     all_pass &= row["ratio_ok"] and row["rss_ok"] and kstat == "PASS"
+                    rc = [(r, b) for r, b in zip(res[str(p)]["compare"], rb) if r["rc"] == 0]
+                    if rc:
+                        cmp_ratio = median([r["wall_s"] / b["wall_s"] for r, b in rc])
+                        ours = [r for r in ra if r["rc"] == 0]
+                        # per round, this tree against the other right beside it (same load)
+                        row["change_paired"] = median([x["wall_s"] / y["wall_s"] for x, (y, _) in zip(ours, rc)]) - 1
+                        row["change_cpu"] = median([x["cpu_s"] / y["cpu_s"] for x, (y, _) in zip(ours, rc)]) - 1
+                        row["cpu_s"] = median([x["cpu_s"] for x in ours])
+                        row["compare_cpu_s"] = median([y["cpu_s"] for y, _ in rc])
+                        row.update({"compare_s": median([r["wall_s"] for r, _ in rc]), "compare_ratio": cmp_ratio,
+                                    "compare_rss_mib": median([r["peak_mib"] for r, _ in rc]),
+                                    "compare_runs_s": [round(r["wall_s"], 3) for r, _ in rc],
+                                    "change": ratio / cmp_ratio - 1})
                 else:
                     row.update({"analyze_error": ra[-1]["stderr"][-2000:]})
                     all_pass = False
@@ -413,6 +452,13 @@ def main(argv=None) -> int:
         if env:
             print(f"\nanalyze environment: {' '.join(a.env)}")
         print_table(rows, exp, a.repeat)
+        for r in rows:
+            if "compare_ratio" in r:
+                print(f"  {r['input']}: compared tree {a.compare}: analyze {r['compare_s']:.2f} s (runs "
+                      f"{r['compare_runs_s']}), ratio {r['compare_ratio']:.2f}, RSS {r['compare_rss_mib']:.0f} MiB; "
+                      f"this tree's ratio {r['ratio']:.2f} (runs {r['analyze_runs_s']}): {100 * r['change']:+.1f}%; "
+                      f"per round, this tree's wall over the other's: median {100 * r['change_paired']:+.1f}%, "
+                      f"CPU time {r['cpu_s']:.2f} s vs {r['compare_cpu_s']:.2f} s: median {100 * r['change_cpu']:+.1f}%")
         print(f"load average (1 min) {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on "
               f"{os.cpu_count()} CPUs: a load above the CPU count means the timings are inflated")
         if a.profile and have_analyze:

@@ -29,12 +29,13 @@ def check(out_dir: str) -> list[str]:
     nest (no partial overlap); activities on a stream never overlap; every kernel has a
     runtime launch with its correlation that starts before it; every flow start has its
     end; NCCL kernels carry the collective metadata; counts equal expected.json. Across
-    ranks: a collective (``Seq``) ends at the same true time on every rank.
+    ranks: a collective (``Seq`` of a process group) ends at the same true time on every
+    rank of the group whose trace has begun by then.
     """
     problems: list[str] = []
     with open(os.path.join(out_dir, "expected.json")) as f:
         exp = json.load(f)
-    ends: dict[int, dict[int, int]] = {}
+    ends: dict[tuple[str, int], dict[int, int]] = {}
     for rx in exp["ranks"]:
         path = os.path.join(out_dir, rx["file"])
         where = rx["file"]
@@ -100,7 +101,8 @@ def check(out_dir: str) -> list[str]:
                     if missing:
                         problems.append(f"{where}: NCCL kernel #{i} lacks {missing}")
                     else:
-                        ends.setdefault(args["Seq"], {})[rx["rank"]] = base + t1 - rx["clock_offset_ns"]
+                        ends.setdefault((str(args["Process Group Name"]), args["Seq"]), {})[rx["rank"]] = \
+                            base + t1 - rx["clock_offset_ns"]
         for corr, t0, i in kernels:
             if corr not in launches or launches[corr] > t0:
                 problems.append(f"{where}: device event #{i} has no launch (correlation {corr}) before it")
@@ -122,12 +124,16 @@ def check(out_dir: str) -> list[str]:
         if kdur != rx["kernel_dur_ns"] or nccl != rx["nccl_kernels"]:
             problems.append(f"{where}: kernel ns {kdur} / NCCL kernels {nccl}, expected {rx['kernel_dur_ns']} / "
                             f"{rx['nccl_kernels']}")
-    bad = [seq for seq, by_rank in ends.items() if len(set(by_rank.values())) != 1
-           or len(by_rank) != exp["world_size"]]
+    tp = exp.get("tensor_parallel_size", exp["world_size"])
+    members: dict[str, list[dict]] = {}
+    for rx in exp["ranks"]:
+        members.setdefault(str(rx.get("group", 0)) if tp < exp["world_size"] else "0", []).append(rx)
+    bad = [key for key, by_rank in ends.items() if len(set(by_rank.values())) != 1
+           or len(by_rank) != sum(1 for rx in members.get(key[0], []) if rx.get("first_seq", 1) <= key[1])]
     if bad:
         problems.append(f"collectives {bad[:5]} ({len(bad)} in all) do not end at one true time on every rank")
-    if len(ends) != exp["collectives"]:
-        problems.append(f"{len(ends)} collectives in the files, expected {exp['collectives']}")
+    if len(ends) != exp["collectives"] * len(members):
+        problems.append(f"{len(ends)} collectives in the files, expected {exp['collectives'] * len(members)}")
     return problems
 
 

@@ -24,10 +24,18 @@ every collective. Each rank's clock is off by up to ``--clock-offset`` seconds
 (host and device alike, as Kineto aligns the GPU clock on the host's):
 ``baseTimeNanoseconds + ts`` of an event is the true time plus the rank's offset.
 
+``--tp N`` splits the ranks into data-parallel replicas of N tensor-parallel ranks each
+(rank r is ``dp{r // N}_tp{r % N}``): collectives run within a replica, in its own
+process group; ``--vllm-names`` names the files as vLLM's profiler does
+(``dp{d}_pp0_tp{t}_dcp0_ep0_rank{r}.pt.trace.json``). ``--start-step R:K`` makes rank R's
+trace begin at engine step K, as when ``start_profile`` reaches the ranks at different
+steps (repeatable).
+
 Usage::
 
     python bench/gen_ranks.py --ranks 4 --events 100000 -o DIR [--slow-rank 2 --slow-pct 30]
                               [--clock-offset 5] [--layers 32] [--seed 0] [--gzip]
+                              [--tp 2] [--vllm-names] [--start-step 1:3]
 
 writes ``DIR/rank-{r}.pt.trace.json`` (``.json.gz`` with ``--gzip``) and
 ``DIR/expected.json``, the ground truth counted while generating (see
@@ -52,7 +60,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_trace import (BASE_TIME_NS, CBID_LAUNCH, CBID_MEMCPY, CBID_SYNC, FLOP_PER_NS,  # noqa: E402
                        HBM_BYTES_PER_NS, KERNEL_RES, KERNELS, NUM_SMS, PCIE_BYTES_PER_NS, T0_NS, _ts)
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 # Llama-3.1-8B-like, bf16; shapes below are per rank (divided by the TP size)
 HIDDEN = 4096
@@ -74,8 +82,13 @@ KERNEL_RES = {**KERNEL_RES, "nccl_allgather": KERNEL_RES["nccl_allreduce"]}
 class Rank:
     """One rank's worker thread, compute and NCCL streams, and its two output sections."""
 
-    def __init__(self, r: int, world: int, seed: int, offset_ns: int, slow: float, cpu_out, gpu_out):
-        self.r, self.world = r, world
+    def __init__(self, r: int, world: int, seed: int, offset_ns: int, slow: float, cpu_out, gpu_out,
+                 world_size: int | None = None, first_step: int = 0):
+        self.r, self.world = r, world                   # world: the size of its tensor-parallel group
+        self.world_size = world_size or world
+        self.group = r // world
+        self.first_step = first_step                    # its trace begins at this engine step
+        self.first_seq: int | None = None
         self.rng = random.Random(seed * 1_000_003 + r)
         self.pid = self.tid = PID0 + r
         self.dev = r
@@ -208,8 +221,10 @@ class Rank:
         meta = {"Collective name": "allreduce" if kind == "allreduce" else "_allgather_base",
                 "In msg nelems": nelems_in, "Out msg nelems": nelems_out, "Group size": self.world,
                 "dtype": "BFloat16", "In split size": "[]", "Out split size": "[]",
-                "Global rank start": 0, "Global rank stride": 1, "Process Group Name": "0",
-                "Process Group Description": "default_pg", "Process Group Ranks": str(list(range(self.world))),
+                "Global rank start": self.group * self.world, "Global rank stride": 1,
+                "Process Group Name": str(self.group) if self.world_size > self.world else "0",
+                "Process Group Description": "default_pg" if self.world_size == self.world else "undefined",
+                "Process Group Ranks": str(list(range(self.group * self.world, (self.group + 1) * self.world))),
                 "Rank": self.r, "Seq": seq}
         outer = self.begin("vllm::all_reduce" if kind == "allreduce" else "vllm::all_gather")
         c10d = self.begin("c10d::allreduce_" if kind == "allreduce" else "c10d::_allgather_base_")
@@ -239,6 +254,19 @@ class Rank:
         self.nccl_kernels += 1
         self.nccl_dur += end - arrival
 
+    _COUNTS = ("events", "kernels", "kernel_dur", "nccl_kernels", "nccl_dur", "compute_dur")
+
+    def counts(self) -> tuple:
+        return tuple(getattr(self, k) for k in self._COUNTS) + (dict(self.by_cat),)
+
+    def discard(self) -> None:
+        """Drop what this step wrote and counted (``snapshot`` is taken when the step begins)."""
+        *values, by_cat = self.snapshot
+        for k, v in zip(self._COUNTS, values):
+            setattr(self, k, v)
+        self.by_cat = by_cat
+        self.cpu, self.gpu = [], []
+
     def flush(self) -> None:
         if self.cpu:
             self.cpu_out.write(",\n".join(self.cpu) + ",\n")
@@ -253,7 +281,8 @@ class Run:
 
     def __init__(self, ranks: list[Rank], layers: int, seed: int, detail: bool):
         self.ranks = ranks
-        self.world = len(ranks)
+        self.world = ranks[0].world                     # tensor-parallel size
+        self.groups = [ranks[g:g + self.world] for g in range(0, len(ranks), self.world)]
         self.layers = layers
         self.rng = random.Random(seed)
         self.seq = 0
@@ -266,18 +295,24 @@ class Run:
     def collective(self, kind: str, nelems: int) -> None:
         self.seq += 1
         out = nelems * self.world if kind == "allgather" else nelems
-        arrivals = [rk.collective_launch(kind, self.seq, nelems, out) for rk in self.ranks]
         nbytes = 2 * (out if kind == "allgather" else nelems)
         bus = 2 * (self.world - 1) / self.world if kind == "allreduce" else (self.world - 1) / self.world
         xfer = int(NCCL_LATENCY_NS + nbytes * bus / NVLINK_BYTES_PER_NS)
-        last = max(arrivals)
-        end = last + xfer
-        for rk, a in zip(self.ranks, arrivals):
-            rk.nccl_wait += last - a
-            rk.collective_finish(end)
-        if self.detail:
-            self.collectives.append({"seq": self.seq, "collective": kind, "nelems": nelems, "end_ns": end,
-                                     "arrival_ns": arrivals, "last_rank": arrivals.index(last)})
+        for group in self.groups:  # each replica's group meets on its own
+            arrivals = [rk.collective_launch(kind, self.seq, nelems, out) for rk in group]
+            last = max(arrivals)
+            end = last + xfer
+            traced = all(self.steps >= rk.first_step for rk in group)  # in every rank's trace
+            for rk, a in zip(group, arrivals):
+                if traced:
+                    rk.nccl_wait += last - a
+                if self.steps >= rk.first_step and rk.first_seq is None:
+                    rk.first_seq = self.seq
+                rk.collective_finish(end)
+            if self.detail:
+                self.collectives.append({"seq": self.seq, "group": group[0].group, "collective": kind,
+                                         "nelems": nelems, "end_ns": end, "arrival_ns": arrivals,
+                                         "last_rank": group[arrivals.index(last)].r})
 
     def on_all(self, fn, *args) -> None:
         for rk in self.ranks:
@@ -300,6 +335,7 @@ class Run:
         start = max(rk.h for rk in self.ranks) + int(180_000 * (1 + rng.uniform(-0.5, 0.5)))
         anns = []
         for rk in self.ranks:
+            rk.snapshot = rk.counts()
             rk.h = start + rk.jit(20_000, 1.0)          # the scheduler's broadcast reaches each worker
             rk.step_dev = [None, 0]
             anns.append(rk.begin(name, "user_annotation"))
@@ -335,6 +371,8 @@ class Run:
             rk.memcpy("DtoH", n_seq * 8)
             rk.stream_sync()
             rk.end(h)
+            if self.steps < rk.first_step:              # before its profiler started: not written
+                rk.discard()
             rk.flush()
         self.steps += 1
         self.steps_by_phase[phase] += 1
@@ -391,10 +429,14 @@ def _mlp_block(rk: Rank, T: int) -> None:
 
 
 def _header(rk: Rank) -> str:
-    world = rk.world
-    dist = {"backend": "nccl", "rank": rk.r, "world_size": world, "pg_count": 1,
-            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
-                           "pg_size": world, "ranks": list(range(world))}], "nccl_version": "2.26.2"}
+    world = rk.world_size
+    pgs = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": world,
+            "ranks": list(range(world))}]
+    if rk.world < world:
+        pgs.append({"pg_name": str(rk.group), "pg_desc": "undefined", "backend_config": "cuda:nccl",
+                    "pg_size": rk.world, "ranks": list(range(rk.group * rk.world, (rk.group + 1) * rk.world))})
+    dist = {"backend": "nccl", "rank": rk.r, "world_size": world, "pg_count": len(pgs), "pg_config": pgs,
+            "nccl_version": "2.26.2"}
     dev = {"id": rk.dev, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045870592, "computeMajor": 9,
            "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
            "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
@@ -421,7 +463,7 @@ def _metadata(rk: Rank, first: int, last: int) -> list[str]:
         m("process_sort_index", rk.dev, 0, "sort_index", 16777216 + rk.dev),
         m("thread_name", rk.dev, COMPUTE_STREAM, "name", f"stream {COMPUTE_STREAM} "),
         m("thread_name", rk.dev, NCCL_STREAM, "name", f"stream {NCCL_STREAM} "),
-        m("thread_name", rk.pid, rk.tid, "name", f"thread {rk.tid} (VllmWorker TP{rk.r})"),
+        m("thread_name", rk.pid, rk.tid, "name", f"thread {rk.tid} (VllmWorker TP{rk.r % rk.world})"),
         (f'  {{"ph": "X", "cat": "Trace", "ts": {ts}, "dur": {_ts(last - first)}, "pid": "Spans", '
          f'"tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {{"Op count": 0}}}}'),
     ]
@@ -429,22 +471,31 @@ def _metadata(rk: Rank, first: int, last: int) -> list[str]:
 
 def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 32, seed: int = 0,
              slow_rank: int | None = None, slow_pct: float = 0.0, clock_offset_s: float = 3.0,
-             gz: bool = False, collective_detail: bool = True) -> dict:
+             gz: bool = False, collective_detail: bool = True, tp: int | None = None, vllm_names: bool = False,
+             start_steps: dict[int, int] | None = None) -> dict:
     t_wall = time.perf_counter()
     if ranks < 2:
         raise ValueError("--ranks must be at least 2")
     if slow_rank is not None and not 0 <= slow_rank < ranks:
         raise ValueError(f"--slow-rank must be in 0..{ranks - 1}")
+    tp = tp or ranks
+    if tp < 2 or ranks % tp:
+        raise ValueError("--tp must be at least 2 and divide --ranks")
+    start_steps = start_steps or {}
+    if any(not 0 <= r < ranks or k < 0 for r, k in start_steps.items()):
+        raise ValueError(f"--start-step needs a rank in 0..{ranks - 1} and a step >= 0")
     os.makedirs(out_dir, exist_ok=True)
     orng = random.Random(seed ^ 0x5EED)
     offsets = [0] + [int(clock_offset_s * 1e9 * orng.uniform(-1.0, 1.0)) for _ in range(ranks - 1)]
-    names = [f"rank-{r}.pt.trace.json" for r in range(ranks)]
+    names = [f"dp{r // tp}_pp0_tp{r % tp}_dcp0_ep0_rank{r}.pt.trace.json" if vllm_names else f"rank-{r}.pt.trace.json"
+             for r in range(ranks)]
     plain = [os.path.join(out_dir, n + (".tmp" if gz else "")) for n in names]
     cpu_files = [open(p, "w", encoding="ascii", buffering=1 << 20) for p in plain]
     gpu_files = [tempfile.TemporaryFile("w+", encoding="ascii", dir=out_dir, buffering=1 << 20) for _ in names]
     try:
-        rks = [Rank(r, ranks, seed, offsets[r], 1.0 + (slow_pct / 100.0 if r == slow_rank else 0.0),
-                    cpu_files[r], gpu_files[r]) for r in range(ranks)]
+        rks = [Rank(r, tp, seed, offsets[r], 1.0 + (slow_pct / 100.0 if r == slow_rank else 0.0),
+                    cpu_files[r], gpu_files[r], world_size=ranks, first_step=start_steps.get(r, 0))
+               for r in range(ranks)]
         run = Run(rks, layers, seed, collective_detail)
         for rk in rks:
             rk.cpu_out.write(_header(rk))
@@ -480,6 +531,7 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
             files.append(n)
     expected = {
         "world_size": ranks,
+        "tensor_parallel_size": tp,
         "steps": run.steps,
         "steps_by_phase": run.steps_by_phase,
         "collectives": run.seq,
@@ -487,6 +539,8 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
         "slow_pct": slow_pct if slow_rank is not None else 0.0,
         "ranks": [{
             "rank": rk.r, "file": files[rk.r], "events": rk.events, "json_bytes": sizes[rk.r],
+            "first_step": rk.first_step, "first_seq": rk.first_seq or 1, "steps": run.steps - rk.first_step,
+            "group": rk.group,
             "clock_offset_ns": rk.offset, "base_time_ns": rk.base,
             "kernels": rk.kernels, "kernel_dur_ns": rk.kernel_dur, "compute_kernel_dur_ns": rk.compute_dur,
             "nccl_kernels": rk.nccl_kernels, "nccl_kernel_dur_ns": rk.nccl_dur, "nccl_wait_ns": rk.nccl_wait,
@@ -498,7 +552,8 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
         "notes": "Times are ns on the true clock, relative to base_time_ns of rank 0 (= 1764633600e9); rank r writes an "
                  "event at true time t as baseTimeNanoseconds + ts = 1764633600e9 + t + clock_offset_ns. A collective's "
                  "kernel on rank r runs from its arrival_ns[r] to end_ns (= last arrival + transfer); "
-                 "nccl_wait_ns sums last arrival - own arrival over the collectives. kernel_* include NCCL "
+                 "nccl_wait_ns sums last arrival - own arrival over the collectives in the traces of all the ranks of "
+                 "its group. kernel_* include NCCL "
                  "kernels; compute_kernel_dur_ns excludes them.",
     }
     with open(os.path.join(out_dir, "expected.json"), "w") as f:
@@ -528,14 +583,25 @@ def main(argv=None) -> int:
                     help="max |clock offset| of ranks 1.. against rank 0, in seconds (default 3)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gzip", action="store_true", help="write rank-N.pt.trace.json.gz")
+    ap.add_argument("--tp", type=int, default=None, help="tensor-parallel group size (default: all ranks)")
+    ap.add_argument("--vllm-names", action="store_true", help="name files dp{d}_pp0_tp{t}_dcp0_ep0_rank{r}")
+    ap.add_argument("--start-step", action="append", default=[], metavar="R:K",
+                    help="rank R's trace begins at engine step K (repeatable)")
     ap.add_argument("--no-collective-detail", action="store_true",
                     help="leave the per-collective arrivals out of expected.json")
     ap.add_argument("--check", action="store_true", help="read the files back and check them (see check())")
     a = ap.parse_args(argv)
     try:
+        starts = {}
+        for spec in a.start_step:
+            r, _, k = spec.partition(":")
+            if not (r.isdigit() and k.isdigit()):
+                raise ValueError(f"--start-step {spec!r}: expected RANK:STEP")
+            starts[int(r)] = int(k)
         exp = generate(a.output, ranks=a.ranks, events=a.events, layers=a.layers, seed=a.seed,
                        slow_rank=a.slow_rank, slow_pct=a.slow_pct, clock_offset_s=a.clock_offset, gz=a.gzip,
-                       collective_detail=not a.no_collective_detail)
+                       collective_detail=not a.no_collective_detail, tp=a.tp, vllm_names=a.vllm_names,
+                       start_steps=starts)
     except ValueError as e:
         print(f"gen_ranks: {e}", file=sys.stderr)
         return 2

@@ -76,25 +76,25 @@ class VllmProfilerTrace:
         return getattr(self, key)
 
 
-@pytest.fixture(scope="session")
-def vllm_profiler_trace(tmp_path_factory) -> VllmProfilerTrace:
-    """Run vLLM 0.32's torch profiler on tiny-llama once per session (~35 s on 2 cores)."""
+def _trace_workload(tmp_path_factory, name: str, tp: int = 1, timeout: int = 600) -> VllmProfilerTrace:
+    """Run tests/vllm_trace_workload.py (at tensor-parallel size ``tp``); its trace files
+    (one per rank) and the ground truth it recorded from the live scheduler."""
     if not HAVE_VLLM:
         pytest.skip("vLLM is not installed")
-    out = tmp_path_factory.mktemp("vllm_profiler_trace")
-    cache = tmp_path_factory.mktemp("model_cache")
+    out = tmp_path_factory.mktemp(name)
+    cache = tmp_path_factory.mktemp(f"{name}_model_cache")
     log = out / "run.log"
+    cmd = [sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)] + (["--tp", str(tp)] if tp > 1 else [])
     with open(log, "wb") as f:
-        proc = subprocess.run([sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)],
-                              env=vllm_env(cache), stdout=f, stderr=subprocess.STDOUT, timeout=600)
+        proc = subprocess.run(cmd, env=vllm_env(cache), stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-4000:]
-        pytest.fail(f"vLLM trace workload failed (exit {proc.returncode}):\n{tail}")
+        pytest.fail(f"vLLM trace workload (TP={tp}) failed (exit {proc.returncode}):\n{tail}")
     expected = json.loads((out / "expected.json").read_text())
     trace_dir = out / "trace"
     files = sorted(trace_dir.glob("*.pt.trace.json*"))
-    if not files:
-        pytest.fail(f"vLLM wrote no trace file into {trace_dir}")
+    if len(files) != tp:
+        pytest.fail(f"vLLM wrote {len(files)} trace files into {trace_dir}, expected one per rank ({tp})")
     return VllmProfilerTrace(
         trace_dir=trace_dir,
         trace_files=files,
@@ -105,3 +105,27 @@ def vllm_profiler_trace(tmp_path_factory) -> VllmProfilerTrace:
         steps=expected["steps"],
         expected=expected,
     )
+
+
+@pytest.fixture(scope="session")
+def vllm_profiler_trace(tmp_path_factory) -> VllmProfilerTrace:
+    """Run vLLM 0.32's torch profiler on tiny-llama once per session (~35 s on 2 cores)."""
+    return _trace_workload(tmp_path_factory, "vllm_profiler_trace")
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance for the session (2 CPUs, nothing external); the reading
+    engine uses it instead of starting its own."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (./dev setup installs it)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def vllm_tp2_trace(tmp_path_factory) -> VllmProfilerTrace:
+    """vLLM 0.32's torch profiler on tiny-llama at tensor-parallel size 2 on the CPU (two
+    worker processes, one core each), once per session: one trace per rank, with the
+    shared-memory all-reduce between them (~1-3 min on 2 shared cores)."""
+    return _trace_workload(tmp_path_factory, "vllm_tp2_trace", tp=2, timeout=900)

@@ -49,17 +49,36 @@ def test_tensor_parallel_ranks_do_not_multiply_tokens(tmp_path: Path) -> None:
     assert s2.throughput.prefill_tok_s == pytest.approx(s1.throughput.prefill_tok_s)
     assert s2.throughput.prefill_tok_s == pytest.approx(100 / 2000e-6)
     assert [r.rank for r in s2.ranks] == [0, 1]
-    assert s2.totals.steps == 4  # one step row per rank
+    assert s2.totals.steps == 2 and s2.totals.step_rows == 4  # engine steps once, a row per rank
 
 
-def test_device_work_spilling_into_the_next_step_is_busy_there(tmp_path: Path) -> None:
+def test_token_rates_run_until_the_device_finishes_the_last_step(tmp_path: Path) -> None:
+    # two decode steps of 4 tokens, host ranges 0–1000 and 1000–2000 µs; the second
+    # step's kernel is queued behind the first and runs 1900–3000 µs, past its host range
     ev = [X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
           X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000)]
-    ev += launch(900, 1, 950, 450)    # launched in step 0, runs 950–1400
-    ev += launch(1500, 2, 1500, 100)  # step 1's own kernel
+    ev += launch(100, 1, 150, 1700) + launch(1100, 2, 1900, 1100)
+    _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
+    assert s.throughput.duration_ns == 3_000_000  # first host start to the last device end
+    assert s.throughput.decode_tok_s == pytest.approx(8 / 3000e-6)
+
+
+def test_device_work_running_after_the_host_range_counts_for_its_step(tmp_path: Path) -> None:
+    ev = [X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
+          X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000)]
+    ev += launch(900, 1, 950, 450)    # launched in step 0, runs 950–1400 (past its host range)
+    ev += launch(1500, 2, 1500, 100)  # step 1's own kernel, launched after the device drained
     profile, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
-    assert s.steps.busy_ns == [50_000, 500_000]
-    assert s.steps.idle_ns == [950_000, 500_000]
+    # busy is the step's own device work, wherever it ran; idle is inside its device span
+    assert s.steps.busy_ns == [450_000, 100_000]
+    assert s.steps.idle_ns == [0, 0]
+    d = s.device_steps
+    assert d.device_start_ns == [950_000, 1_500_000] and d.device_end_ns == [1_400_000, 1_600_000]
+    # the device drained at 1400 µs and the next launch came at 1500 µs: 100 µs starved,
+    # all of it host wait
+    assert d.starved_ns == [0, 100_000] and d.host_wait_ns == [0, 100_000]
+    assert d.waiting_on_host_ns == [0, 100_000]
+    assert d.bound == ["device", "host"]  # 100 of 200 µs waiting on the host
     # the spilled kernel still counts for the step that launched it
     assert profile.events["step"][profile.events["kind"] == 1].tolist() == [0, 1]
 

@@ -14,7 +14,7 @@ import statistics
 import numpy as np
 import pytest
 
-from report_helpers import (DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
+from report_helpers import (KERNELS_AT, LAUNCH_AT, DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
                             PREFILL_TOKENS, PREFILL_WALL, RANK_SCALE, REPO, hostile_summary, kernel_ns,
                             live_cpu_profile, sample_profile, sample_summary, step_plan, summarize)
 from xpu_profiler import analysis, kernel_names
@@ -84,7 +84,10 @@ def test_fused_ops_section_is_sorted_and_shares_add_up():
     assert sec["phases"] == ["prefill", "decode"]  # every kernel ran inside a step
     assert sec["per_token_phases"] == ["prefill", "decode"]  # no mixed steps: no mixed column
     assert sec["rows"][-1]["color"] == style.OTHER_COLOR
-    assert sec["rows"][0]["per_token_ns"]["decode"] == pytest.approx(exp["gemm"]["decode"] / DECODE_TOK)
+    # per token: each rank's time over its own tokens, the mean over ranks (rank 0 is the slower)
+    assert sec["rows"][0]["per_token_ns"]["decode"] == pytest.approx(exp["gemm"]["decode"] / 2 / DECODE_TOK)
+    gemm = next(f for f in s.fused_ops if f.fused_op == "gemm")
+    assert gemm.per_token_max_ns_by_phase["decode"] == pytest.approx(expected_ns((0,))["gemm"]["decode"] / DECODE_TOK)
     # the figure stacks one trace per phase, in ms, ops in the table's order
     fig = figs["fused_ops"]
     assert [t["name"] for t in fig["data"]] == ["prefill", "decode"]
@@ -124,8 +127,9 @@ def test_phases_section_order_and_mix():
     # prefill before decode whatever the input order
     assert [r["phase"] for r in sec["rows"]] == ["prefill", "decode"]
     prefill_ns = sum(v["prefill"] for v in exp.values())
-    assert sec["rows"][0]["per_token_ns"] == pytest.approx(prefill_ns / PREFILL_TOK)
-    assert sec["rows"][0]["steps"] == 2 * PREFILL_STEPS and sec["rows"][1]["steps"] == 2 * DECODE_STEPS
+    assert sec["rows"][0]["per_token_ns"] == pytest.approx(prefill_ns / 2 / PREFILL_TOK)  # mean over 2 ranks
+    # engine steps, once each: both ranks ran every one
+    assert sec["rows"][0]["steps"] == PREFILL_STEPS and sec["rows"][1]["steps"] == DECODE_STEPS
     assert sec["known"] is True
     # each phase's op time splits over fused ops; shares add up to 1
     for phase, parts in sec["mix"].items():
@@ -133,7 +137,7 @@ def test_phases_section_order_and_mix():
     assert {p["fused_op"]: p["time_ns"] for p in sec["mix"]["decode"]} == {f: v["decode"] for f, v in exp.items()}
     assert sorted(figs) == sorted(sec["figures"]) == ["per_token", "phase_mix"]
     per_token = {t["name"]: t["y"] for t in figs["per_token"]["data"]}
-    assert per_token["prefill"][0] == pytest.approx(exp["gemm"]["prefill"] / PREFILL_TOK / 1e3)  # µs per token
+    assert per_token["prefill"][0] == pytest.approx(exp["gemm"]["prefill"] / 2 / PREFILL_TOK / 1e3)  # µs per token
 
 
 def test_phases_section_needs_steps_or_a_known_phase():
@@ -149,7 +153,7 @@ def test_phases_section_needs_steps_or_a_known_phase():
     prof.steps["prefill_tokens"] = prof.steps["decode_tokens"] = np.zeros(len(prof.steps))
     sec, _ = breakdown.build_phases(summarize(prof), {})
     assert sec["known"] is False and [r["phase"] for r in sec["rows"]] == ["unknown"]
-    assert sec["rows"][0]["steps"] == 2 * (PREFILL_STEPS + DECODE_STEPS)
+    assert sec["rows"][0]["steps"] == PREFILL_STEPS + DECODE_STEPS  # engine steps, once each
 
 
 def test_headline_cards():
@@ -164,9 +168,13 @@ def test_headline_cards():
     assert cards["ttft"]["value"] == pytest.approx(statistics.median(first)) and cards["ttft"]["unit"] == "ns"
     assert cards["step_decode"]["value"] == statistics.median(DECODE_WALL)
     assert cards["step_prefill"]["value"] == statistics.median(PREFILL_WALL)
-    # busy: mean over ranks of (kernel time in the steps / step wall time)
-    wall = sum(PREFILL_WALL) + sum(DECODE_WALL)
-    busy = [sum(kernel_ns(k[0], ph, r) for k in KERNELS for ph, _, _ in plan) / wall for r in RANK_SCALE]
+    # busy: mean over ranks of (the steps' own device work / their device time: the steps
+    # run back to back on the device, so from the first kernel's start to the last one's end)
+    busy = []
+    for r in RANK_SCALE:
+        work = sum(kernel_ns(k[0], ph, r) for k in KERNELS for ph, _, _ in plan)
+        last = plan[-1][1] + KERNELS_AT + sum(kernel_ns(k[0], "decode", r) for k in KERNELS)
+        busy.append(work / (last - (plan[0][1] + KERNELS_AT)))
     assert cards["busy"]["value"] == pytest.approx(100 * sum(busy) / 2)
     assert cards["peak_device_allocated_bytes"]["value"] == 3.5 * 2**30
     assert cards["peak_device_allocated_bytes"]["sub"] == "4.4% of 80 GiB"  # the H100's memory
@@ -224,20 +232,57 @@ def test_steps_section_shows_first_rank_by_phase():
     n = PREFILL_STEPS + DECODE_STEPS
     assert sec["steps"] == n and sec["total_steps"] == 2 * n and sec["ranks"] == [0, 1]
     assert sec["x"] == "time" and sec["binned"] == 1
+    # each step's kernels run back to back on the device: no idle row to draw
     assert sec["caption"] == ("Step wall time coloured by phase; prefill and decode tokens per step; running and "
-                              "waiting requests; host overhead: the step's wall time with no op running.")
+                              "waiting requests.")
     data = figs["steps"]["data"]
     walls = {t["name"]: t for t in data if t.get("mode") == "markers"}
     assert walls["prefill"]["y"] == [w / 1e6 for w in PREFILL_WALL]
     assert walls["decode"]["y"][0] == pytest.approx(DECODE_WALL[0] / 1e6)
     assert walls["prefill"]["x"][0] == 0.0
     names = [t["name"] for t in data]
-    assert "prefill tokens" in names and "host overhead (wall − busy)" in names
-    overhead = next(t for t in data if t["name"].startswith("host overhead"))
+    assert "prefill tokens" in names and not [n for n in names if "idle" in n or "overhead" in n]
+    # each subplot row has its own y axis
+    assert {t["yaxis"] for t in data} == {"y", "y2", "y3"}
+
+
+def test_steps_section_idle_row_on_each_clock():
+    # GIVEN the sample run with a 10 µs gap before every kernel but a step's first
+    prof = sample_profile()
+    ev = prof.events
+    starts = [t0 for _, t0, _ in step_plan()]
+    shift, seen = np.zeros(len(ev), np.int64), {}
+    for i in np.flatnonzero(ev["device"] >= 0).tolist():  # the k-th kernel of a step moves by k × 10 µs
+        key = (int(ev["rank"][i]), int(np.searchsorted(starts, ev["start"][i], side="right")))
+        shift[i] = 10_000 * seen.get(key, 0)
+        seen[key] = seen.get(key, 0) + 1
+    ev["start"] = ev["start"] + shift
+    s = summarize(prof)
+    sec, figs = timeline.build_steps(s)
+    idle = next(t for t in figs["steps"]["data"] if t["name"].startswith("device idle"))
+    kernels = {ph: sum(1 for k in KERNELS if kernel_ns(k[0], ph, 0)) for ph in ("prefill", "decode")}
+    # THEN the row is the device idle inside each step's device span: the gaps, in ms
+    assert idle["y"][0] == pytest.approx((kernels["prefill"] - 1) * 10_000 / 1e6)
+    assert idle["y"][-1] == pytest.approx((kernels["decode"] - 1) * 10_000 / 1e6)
+    assert sec["caption"].endswith("device idle: time inside the step's device span with no device work.")
+    # inside a step the work was queued long before: its short gaps are kernel wait
+    d = s.device_steps
+    assert d.kernel_wait_ns[:2] == [(kernels["prefill"] - 1) * 10_000] * 2 and d.host_wait_ns[0] == 0
+    # between steps the device drained: the next step's first launch (10 µs into it) came
+    # after the previous step's last kernel ended, and its first kernel started 90 µs later
+    plan = step_plan()
+    prev_end = KERNELS_AT + sum(kernel_ns(k[0], "prefill", 0) for k in KERNELS) + d.kernel_wait_ns[0]
+    assert d.device_end_ns[0] == prev_end
+    assert d.starved_ns[1] == plan[1][1] + KERNELS_AT - prev_end
+    assert d.host_wait_ns[1] == plan[1][1] + LAUNCH_AT - prev_end
+    assert d.other_ns[1] == KERNELS_AT - LAUNCH_AT
+    period = d.starved_ns[1] + d.device_end_ns[1] - d.device_start_ns[1]
+    assert d.bound[:2] == ["device", "host" if d.host_wait_ns[1] >= 0.2 * period else "device"] == ["device", "host"]
+    # GIVEN a CPU run (host ops, no device work): the host window's wall − busy instead
+    sec, figs = timeline.build_steps(summarize(live_cpu_profile()))
+    overhead = next(t for t in figs["steps"]["data"] if t["name"].startswith("host overhead"))
     busy0 = sum(kernel_ns(k[0], "prefill", 0) for k in KERNELS)
     assert overhead["y"][0] == pytest.approx((PREFILL_WALL[0] - busy0) / 1e6)
-    # each subplot row has its own y axis
-    assert {t["yaxis"] for t in data} == {"y", "y2", "y3", "y4"}
 
 
 def test_steps_unknown_counts_are_not_plotted():
@@ -341,8 +386,10 @@ def test_header():
 
 def test_report_sections_and_figures_agree():
     r = html.build_report(sample_summary())
-    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "steps", "memory", "kernels", "ranks"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") for f in r[key]["figures"]]
+    assert [n["id"] for n in r["nav"]] == ["headline", "fused_ops", "phases", "device", "steps", "memory", "kernels",
+                                           "ranks", "rank_steps"]
+    listed = [f for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps")
+              for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
     assert r["warnings"] == ["rank 1: 3 odd events skipped"]
     json.dumps(r, allow_nan=False)  # strictly JSON: no NaN, no numpy
@@ -443,7 +490,8 @@ def test_real_trace_sections(trace):
     assert [row["time_ns"] for row in fo["rows"]] == sorted((row["time_ns"] for row in fo["rows"]), reverse=True)
     assert math.isclose(fo["total_ns"], summary.totals.op_time_ns)
     assert r["kernels"]["rows"]
-    listed = [f for key in ("fused_ops", "phases", "steps", "memory", "ranks") if r[key] for f in r[key]["figures"]]
+    listed = [f for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps") if r[key]
+              for f in r[key]["figures"]]
     assert sorted(listed) == sorted(r["figures"])
 
 

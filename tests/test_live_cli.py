@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -73,3 +74,12 @@ def test_cli_demo_on_cpu(tmp_path):
     assert dropped < 0.01 * (s["totals"]["events"] + dropped)
     assert {r["phase"] for r in s["phases"] if r.get("steps")} >= {"prefill", "decode"}
     assert "report.trace.json.gz" in r.stdout
+    # the terminal shows our stages; vLLM's own output (its engine processes' too) is in vllm.log
+    log = tmp_path / "vllm.log"
+    assert f"vLLM's own output goes to {log}" in r.stderr and f"wrote vllm log {log}" in r.stdout
+    for stage in ("[1/4] starting vLLM", "[2/4] warm-up", "[3/4] profiling", "[4/4] export"):
+        assert stage in r.stderr, r.stderr
+    vllm_lines = re.compile(r"\b(DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:")
+    assert not [ln for ln in (r.stderr + r.stdout).splitlines() if vllm_lines.search(ln)]
+    text = log.read_text()
+    assert "(EngineCore pid=" in text and len(vllm_lines.findall(text)) > 10

@@ -183,7 +183,7 @@ def outputs_are_whole(tmp: Path) -> list[str]:
 @pytest.mark.parametrize("victim", ["worker", "engine_core"])
 def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     run = live(*LONG)
-    run.wait_for("profiling")
+    run.wait_for("] profiling")
     time.sleep(2)  # some steps in the window
     core, workers = run.engine_processes()
     target = workers[0] if victim == "worker" else core
@@ -211,11 +211,11 @@ def test_ctrl_c(live, tmp_path, phase):
     if phase == "warm-up":
         run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "4", "--warmup-steps", "2000",
                    "--detail-level", "basic")
-        run.wait_for("warm-up")
+        run.wait_for("] warm-up")
         time.sleep(1)
     elif phase == "profiling":
         run = live(*LONG)
-        run.wait_for("profiling")
+        run.wait_for("] profiling")
         time.sleep(2)
     else:  # comprehensive: the largest export; on the CPU graph-capture tracing stays off
         run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "24", "--warmup-steps", "0",
@@ -265,14 +265,16 @@ def test_the_engine_cannot_start(live, tmp_path, engine_arg, needle):
 # -- a full disk under the record files ----------------------------------------------------------
 
 def _private_tmpfs_prefix(mnt: Path) -> list[str] | None:
-    """A command prefix that runs the rest in a private mount namespace with a full 64 KiB
-    tmpfs on ``mnt``; None when this machine does not allow it."""
+    """A command prefix that runs the rest in a private mount namespace with a 64 KiB tmpfs
+    on ``mnt`` that has one page left; None when this machine does not allow it."""
     if not shutil.which("unshare"):
         return None
     user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    script = f'mount -t tmpfs -o size=64k tmpfs "{mnt}" && head -c 65536 /dev/zero > "{mnt}/filler"; exec "$@"'
+    # one page left: Python's tempfile probes a directory by writing to it (a full one is
+    # passed over for /tmp); the first record file takes that page, every other write fails
+    script = f'mount -t tmpfs -o size=64k tmpfs "{mnt}" && head -c 61440 /dev/zero > "{mnt}/filler"; exec "$@"'
     prefix = ["unshare", "--mount", "--propagation", "private", *user, "sh", "-c", script, "sh"]
-    probe = subprocess.run([*prefix, "sh", "-c", f'test "$(df -k "{mnt}" | tail -1 | tr -s " " | cut -d" " -f4)" = 0'],
+    probe = subprocess.run([*prefix, "sh", "-c", f'test "$(df -k "{mnt}" | tail -1 | tr -s " " | cut -d" " -f4)" = 4'],
                            capture_output=True, timeout=30)
     return prefix if probe.returncode == 0 else None
 
@@ -283,7 +285,7 @@ def test_a_full_disk_while_the_plugin_flushes_records(live, tmp_path):
     prefix = _private_tmpfs_prefix(mnt)
     if prefix is None:
         pytest.skip("cannot mount a private tmpfs here (unshare/mount not permitted)")
-    # the record directory is made in TMPDIR: every record file write fails with ENOSPC
+    # the record directory is made in TMPDIR: record file writes fail with ENOSPC
     run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "30", "--warmup-steps", "0",
                "--detail-level", "basic", prefix=prefix,
                env=vllm_env(tmp_path / "cache", TMPDIR=str(mnt)))

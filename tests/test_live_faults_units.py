@@ -17,7 +17,7 @@ import pytest
 from xpu_profiler.live import engine, graph_capture
 from xpu_profiler.live.assemble import build_profile
 from xpu_profiler.live.processes import ProcessWatch, descendants
-from xpu_profiler.live.vllm import compat
+from xpu_profiler.live.vllm import compat_llm
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
 from xpu_profiler.live.vllm.records import FLUSH_FAILED, read_record_files
 from xpu_profiler.profile import Profile
@@ -142,7 +142,7 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
                             ("cuda", "comprehensive", {"compilation_config": {"cudagraph_mode": "NONE"}})):
         before = dict(kw)
         assert _enable(kw, kind, level, tmp_path) == (None, []) and kw == before
-    if not compat.supports_capture_profiler():
+    if not compat_llm.supports_capture_profiler():
         pytest.skip("this vLLM has no capture_torch_profiler")
     kw = {"enforce_eager": False}
     where, _ = _enable(kw, tmp=tmp_path)

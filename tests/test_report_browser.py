@@ -57,10 +57,10 @@ def test_sample_report(browser, tmp_path):
     summary = sample_summary()
     # WHEN it is rendered and opened
     res = render(browser, tmp_path, "sample", summary)
-    # THEN all six figures are drawn, cleanly
+    # THEN all nine figures (the device time and the rank x step heat map with them) are drawn, cleanly
     assert_clean(res, len(html.build_report(summary)["figures"]))
-    assert res.figures_in_data == 6
-    assert "Time by fused op" in res.text and "Top kernels" in res.text
+    assert res.figures_in_data == 9
+    assert "Time by fused op" in res.text and "Top kernels" in res.text and "Device time" in res.text
 
 
 def test_live_cpu_run_report(browser, tmp_path):
@@ -99,6 +99,39 @@ def test_vllm_cpu_run_report(browser, tmp_path, vllm_profiler_trace):
     assert_clean(res, len(report["figures"]))
     assert "steps" in report["figures"] and report["phases"]["known"]
     assert "Prefill vs decode" in res.text
+
+
+TRACELENS = REPO / "tests" / "data" / "tracelens"
+
+
+def test_device_time_and_attribution_sections(browser, tmp_path):
+    # GIVEN vLLM gpt-oss decode under a FULL graph replay, with its capture trace
+    profile, summary = summarize_files(TRACELENS / "vllm_decode_full")
+    report = html.build_report(summary)
+    assert "device_phases" in report["figures"] and report["device"]["rows"][0]["bound"] == "device"
+    # WHEN it is rendered
+    res = render(browser, tmp_path, "gptoss-device", summary, profile)
+    # THEN the verdict, its evidence, the attribution sources and the replays are on the page
+    assert_clean(res, len(report["figures"]))
+    assert "Device time" in res.text and "device-bound" in res.text
+    assert summary.phases[0].bound_evidence in res.text
+    assert "inferred from kernel names only" in res.text and "capture trace" in res.text
+    assert "421 of 421 replayed kernels matched" in res.text
+    assert "Idle per stream" in res.text
+
+
+def test_host_bound_steps_per_step_line(browser, tmp_path):
+    # GIVEN steps whose device drains between them: host-bound, one line point per step
+    from test_device_steps import analysed
+
+    profile, summary, _ = analysed(tmp_path, "starved", 8, 2000, 30)
+    report = html.build_report(summary)
+    assert set(report["figures"]) >= {"device_phases", "device_steps"}
+    lines = {t["name"]: t for t in report["figures"]["device_steps"]["data"]}
+    assert lines["host wait"]["y"] == [v / 1e6 for v in summary.device_steps.host_wait_ns]
+    res = render(browser, tmp_path, "host-bound", summary, profile)
+    assert_clean(res, len(report["figures"]))
+    assert "host-bound" in res.text and "launches arrived after the device had drained" in res.text
 
 
 def test_kernel_names_from_a_trace_cannot_run_code(browser, tmp_path):
@@ -180,3 +213,51 @@ def test_cdn_mode_is_seen_by_the_network_check(browser, tmp_path):
     assert res.requests == [f"https://cdn.plot.ly/plotly-{plotly_version()}.min.js"]
     assert res.plots_drawn == 0
     assert "Charts need plotly.js" in res.text
+
+
+def _multirank_checks(browser, out, ranks: int) -> PageResult:
+    res = browser.open(out, SHOTS / f"{out.stem}.png")
+    assert res.console_errors == [] and res.page_errors == [] and res.requests == []
+    assert res.plots_drawn == res.figures_in_data
+    for title in ("Ranks by step", "Time by fused op and rank", "Communication", "Collectives",
+                  "Stragglers and overlap by rank"):
+        assert title in res.text
+    page = browser.page()
+    try:
+        page.goto(out.resolve().as_uri())
+        page.wait_for_selector("body[data-figures-drawn]")
+        heat = page.evaluate("(() => { const d = document.getElementById('fig-rank_steps').data[0];"
+                             " return {type: d.type, rows: d.z.length, y: d.y}; })()")
+        assert heat == {"type": "heatmap", "rows": ranks, "y": [f"rank {r}" for r in range(ranks)]}
+        assert page.locator("#fig-rank_steps .heatmaplayer").count() == 1
+        assert page.locator("#rank-fused-table tbody tr").count() == ranks
+        assert page.locator("#rank-comm-table tbody tr.total").count() == ranks
+    finally:
+        page.close()
+    return res
+
+
+def test_multirank_report(browser, tmp_path):
+    # GIVEN four ranks of a TP run, rank 2 slow, clocks seconds apart (bench/gen_ranks.py)
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import gen_ranks
+
+    gen_ranks.generate(str(tmp_path / "in"), ranks=4, events=8_000, layers=4, seed=4, slow_rank=2, slow_pct=30)
+    profile, summary = summarize_files(tmp_path / "in")
+    # WHEN its report is opened THEN the heat map, the rank x fused-op table and the
+    # communication tables are there, and the straggler is named
+    out = html.write(profile, summary, tmp_path / "multirank.html")
+    res = _multirank_checks(browser, out, 4)
+    assert "rank 2 (9" in res.text  # "Last most: rank 2 (9x.x%)"
+
+
+@pytest.mark.vllm
+def test_vllm_tp2_cpu_report(browser, tmp_path, vllm_tp2_trace):
+    # GIVEN vLLM's own traces of a TP=2 run on the CPU
+    profile, summary = summarize_files(vllm_tp2_trace.trace_dir)
+    out = html.write(profile, summary, tmp_path / "vllm-tp2-cpu.html")
+    # THEN the shm all-reduce is in the communication tables, ranks side by side
+    res = _multirank_checks(browser, out, 2)
+    assert "all_reduce" in res.text and "host ops" in res.text

@@ -2,7 +2,7 @@
 
 Run as a script (vLLM spawns processes, so the work sits under the __main__ guard):
 
-    python tests/vllm_trace_workload.py OUT_DIR
+    python tests/vllm_trace_workload.py OUT_DIR [--tp N]
 
 The engine runs in this one process (VLLM_ENABLE_V1_MULTIPROCESSING=0) so that the
 real scheduler can be watched while vLLM's own torch profiler writes its trace into
@@ -11,6 +11,11 @@ OUT_DIR/expected.json: its scheduled tokens split into prefill (tokens of a requ
 still below its prompt length) and decode tokens, counted from the request state,
 independently of the trace. A small max_num_batched_tokens forces chunked prefill,
 so prefill, mixed and decode steps all occur.
+
+With ``--tp N`` the model runs tensor-parallel over N CPU worker processes (one core
+each: vLLM's CPU backend needs ``VLLM_CPU_OMP_THREADS_BIND``, set here to one core per
+worker when it is not set); each worker writes its own trace, named by vLLM
+``dp0_pp0_tp{t}_dcp0_ep0_rank{r}.…``.
 """
 
 from __future__ import annotations
@@ -37,8 +42,11 @@ def _prompts(lens, seed):
     return [{"prompt_token_ids": [rng.randrange(4, 2000) for _ in range(n)]} for n in lens]
 
 
-def main(out_dir: str) -> int:
+def main(out_dir: str, tp: int = 1) -> int:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    if tp > 1:
+        cores = os.cpu_count() or 1
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "|".join(str(i % cores) for i in range(tp)))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.pop("XPU_PROFILER_DIR", None)  # our own plugin stays inert here
@@ -62,6 +70,7 @@ def main(out_dir: str) -> int:
         max_num_seqs=MAX_NUM_SEQS,
         enable_chunked_prefill=True,
         seed=0,
+        tensor_parallel_size=tp,
         profiler_config={
             "profiler": "torch",
             "torch_profiler_dir": str(trace_dir),
@@ -122,6 +131,7 @@ def main(out_dir: str) -> int:
     files = sorted(p.name for p in trace_dir.glob("*.pt.trace.json*"))
     expected = {
         "model": "tiny-llama",
+        "tensor_parallel_size": tp,
         "prompt_lens": PROMPT_LENS,
         "output_len": OUTPUT_LEN,
         "output_tokens": out_tokens,
@@ -140,7 +150,11 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: vllm_trace_workload.py OUT_DIR", file=sys.stderr)
+    args = sys.argv[1:]
+    tp = 1
+    if len(args) == 3 and args[1] == "--tp" and args[2].isdigit():
+        tp, args = int(args[2]), args[:1]
+    if len(args) != 1:
+        print("usage: vllm_trace_workload.py OUT_DIR [--tp N]", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(args[0], tp))

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from . import aggregate, exporters
+from .capture import load_run
 from .errors import XpuProfilerError
 from .profile import Profile
-from .readers import ReadOptions, load
+from .readers import ReadOptions
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
 from .taxonomy import Taxonomy
 
@@ -24,10 +25,16 @@ FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused
 
 
 def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
-            options: ReadOptions | None = None, top: int = 50) -> tuple[Profile, Summary]:
-    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary."""
-    profile = load(paths, options)
-    aggregate.attribute(profile, taxonomy)
+            options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
+            jobs: int | None = None, capture: Iterable[str | Path] = ()) -> tuple[Profile, Summary]:
+    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary.
+
+    ``engine``/``jobs``: how the files are read (``readers.engines``: a local process pool
+    for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``).
+    ``capture``: graph-capture traces (files or directories) of the run; those inside an
+    input directory (vLLM's ``capture_traces/``) are picked up without it."""
+    profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
+    aggregate.attribute(profile, taxonomy, capture=capture_profile)
     return profile, aggregate.summarize(profile, top=top)
 
 

@@ -215,7 +215,13 @@ def _launch_chain(profile: Profile, rows: np.ndarray, taxonomy: Taxonomy):
 #: directory and worker names under which engines write their capture traces
 CAPTURE_DIR = "capture_traces"          # vLLM: <torch_profiler_dir>/capture_traces/
 CAPTURE_WORKER = "graph_capture_rank_"  # vLLM: worker name of those files
-DETAILS_FILE = "capture-details.json"   # SGLang: [{"file", "batch_size", "mode"}]
+#: which capture file holds which batch size and mode: [{"file", "batch_size", "mode"}]
+#: (SGLang's capture-details.json; TraceLens's execution_details.json beside vLLM's)
+DETAILS_FILES = ("capture-details.json", "execution_details.json")
+
+
+def _details_files(folder: Path) -> list[Path]:
+    return [g for name in DETAILS_FILES for g in folder.glob(f"*{name}")]
 
 
 def is_capture_file(path: Path) -> bool:
@@ -223,9 +229,9 @@ def is_capture_file(path: Path) -> bool:
     engines put them: vLLM's capture_traces/ directory and worker name, or a file that a
     capture-details.json beside it lists."""
     path = Path(path)
-    if path.parent.name == CAPTURE_DIR or path.name.startswith(CAPTURE_WORKER) or path.name.endswith(DETAILS_FILE):
+    if path.parent.name == CAPTURE_DIR or path.name.startswith(CAPTURE_WORKER) or path.name.endswith(DETAILS_FILES):
         return True
-    return any(path.name in capture_details(d) for d in path.parent.glob(f"*{DETAILS_FILE}"))
+    return any(path.name in capture_details(d) for d in _details_files(path.parent))
 
 
 def is_capture_profile(profile: Profile) -> bool:
@@ -252,3 +258,25 @@ def capture_details(path: Path) -> dict[str, tuple[int, str]]:
                 for r in rows if isinstance(r, dict) and "file" in r and "batch_size" in r}
     except (OSError, ValueError, TypeError, KeyError):
         return {}
+
+
+def load_run(paths, capture_paths=(), options=None, engine: str | None = "serial",
+             jobs: int | None = None) -> tuple[Profile, Profile | None]:
+    """(the run, its graph-capture traces as one Profile or None) from the input paths and
+    the ``--capture`` paths (files or directories). Capture traces among the inputs (a
+    vLLM profiler directory's ``capture_traces/``) are read as captures, not as ranks."""
+    from .readers import expand, load
+
+    caps: list[Path] = []
+    profile = load(paths, options, engine=engine, jobs=jobs, captures=caps)
+    caps += [f for f, _ in expand(capture_paths)] if capture_paths else []
+    caps = [c for c in caps if not c.name.endswith(DETAILS_FILES)]
+    if not caps:
+        return profile, None
+    capture = load(caps)
+    details = {k: v for d in {c.parent for c in caps} for g in _details_files(d)
+               for k, v in capture_details(g).items()}
+    named = [details[c.name] for c in caps if c.name in details]
+    if len(caps) == 1 and named:  # SGLang: the size and mode of a file without capture ranges
+        capture.run["capture_details"] = {"size": named[0][0], "mode": named[0][1]}
+    return profile, capture

@@ -59,6 +59,9 @@ def _csv(value: str | None) -> list[str]:
 @click.option("--device-logs/--no-device-logs", default=None,
               help="Send each worker's stdout/stderr to <output dir>/xpu_logs/rank_N.log and read the "
                    "[XPURT_PROF] kernel lines in them (default: on with kunlun_p800).")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Show vLLM's own output here as well (it always goes to <output dir>/vllm.log).")
+@click.option("--quiet", "-q", is_flag=True, help="No stages, no terminal summary: only the paths written.")
 @click.pass_context
 def main(ctx: click.Context, **options) -> None:
     """Profile LLM inference with vLLM and report where each step's time goes.
@@ -102,8 +105,20 @@ def main(ctx: click.Context, **options) -> None:
 @click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
 @click.option("--xpu-gen", type=click.Choice(["1", "2", "3"]), default=None,
               help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.")
+@click.option("--capture", "captures", multiple=True, type=click.Path(path_type=Path),
+              help="Graph-capture trace(s) of the run, a file or a directory (repeatable): replayed kernels are "
+                   "attributed through the captured launches. A vLLM profiler directory's capture_traces/ is "
+                   "picked up without it.")
+@click.option("--engine", default=None, metavar="ENGINE",
+              help="How files are read: auto (a local process pool for several files), serial, process, "
+                   "ray (RAY_ADDRESS, else a local Ray), or ray://HOST:PORT.  [default: auto]")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Files read at a time (default: the CPU count).")
+@click.option("--lifetime", type=int, default=None,
+              help="A server's record directory holding several server lifetimes (restarts): read lifetime N "
+                   "(1 = the oldest; default: the latest).")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None:
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -115,13 +130,16 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, quiet) -> None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         analysis.output_paths(output, fmts)  # reject bad formats before the long work
         total = sum(_size(p) for p in paths)
-        opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None)
+        opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
+                           extra={"lifetime": lifetime} if lifetime is not None else {})
+        how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs,
+               "capture": captures}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update
-                profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+                profile, summary = analysis.analyze(paths, **how)
         else:
-            profile, summary = analysis.analyze(paths, taxonomy=tax, options=opts, top=max(top, 50))
+            profile, summary = analysis.analyze(paths, **how)
         written = analysis.export(profile, summary, output, fmts)
     except XpuProfilerError as e:
         _fail(e)
@@ -144,6 +162,43 @@ def _size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
+
+
+@main.command()
+@click.option("--url", required=True, help="The running vLLM server, e.g. http://127.0.0.1:8000.")
+@click.option("--steps", type=int, default=None, help="Trace exactly the next N engine steps.")
+@click.option("--seconds", type=float, default=None, help="Trace the steps of the next S seconds.")
+@click.option("--dir", "record_dir", type=click.Path(file_okay=False), default=None,
+              help="The server's XPU_PROFILER_DIR (default: read from the server process's environment).")
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("xpu_profiler_out"),
+              show_default=True, help="Output directory, or a file (report.html, ...) with the others beside it.")
+@click.option("--format", "formats", default=None, help="Comma list of perfetto, json, csv, html.")
+@click.option("--detail_level", "--detail-level", "detail_level", type=click.Choice(["standard", "comprehensive"]),
+              default="standard", show_default=True, help="comprehensive: + shapes, memory events, FLOPs.")
+@click.option("--timeout", type=float, default=300.0, show_default=True,
+              help="Seconds to wait for the window before cancelling it.")
+@click.option("--via", type=click.Choice(["auto", "plugin", "vllm"]), default="auto", show_default=True,
+              help="plugin: the xpu_profiler plugin's windows (XPU_PROFILER_DIR); vllm: the server's own "
+                   "/start_profile (--profiler-config); auto: the plugin when the server records with it.")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="--via vllm: the server's torch_profiler_dir (default: read from its command line).")
+@click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
+def record(url, steps, seconds, record_dir, output, formats, detail_level, timeout, via, trace_dir, quiet) -> None:
+    """Trace a window of steps of a running `vllm serve` (started with XPU_PROFILER_DIR set,
+    or with vLLM's --profiler-config) with torch.profiler, without restarting it, and
+    write the report."""
+    from .live.record import record_from_cli
+
+    try:
+        code = record_from_cli(url, steps=steps, seconds=seconds, record_dir=record_dir, output=output,
+                               detail_level=detail_level, timeout=timeout, formats=_csv(formats), quiet=quiet,
+                               via=via, trace_dir=trace_dir)
+    except XpuProfilerError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        click.echo("xpu_profiler: interrupted; the window was cancelled", err=True)
+        sys.exit(130)
+    sys.exit(code)
 
 
 @main.command()

@@ -91,3 +91,8 @@ def plain(text: str) -> str:
     """Text from a trace made safe for a terminal: control characters (escape sequences,
     carriage returns, newlines) shown as ``\\x1b``-style escapes instead of acting."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def place(groups: dict[str, int], sizes: dict[str, int], sep: str = " ") -> str:
+    """A rank's place in the parallel layout, the dimensions larger than one: "dp0 tp1"."""
+    return sep.join(f"{d}{i}" for d, i in groups.items() if sizes.get(d, 1) > 1)

@@ -46,6 +46,8 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
     "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
     "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
+    "comm": np.dtype(np.int32),     # row in `comms`: the collective's metadata the source wrote, -1
+    "source": np.dtype(np.int8),    # derived: how the fused op was decided (attribution_source codes)
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
@@ -82,13 +84,31 @@ REQUEST_SCHEMA: dict[str, np.dtype] = {
     "output_len": np.dtype(np.int64),
 }
 
-SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCHEMA, "requests": REQUEST_SCHEMA}
+#: what a trace says about a collective (Kineto's ``record_param_comms`` arguments, also on
+#: NCCL kernels): one row per event that carries them, referenced by the event's ``comm``
+COMM_SCHEMA: dict[str, np.dtype] = {
+    "rank": np.dtype(np.int32),
+    "coll": np.dtype(np.int32),         # string id of the collective's name ("allreduce"), -1
+    "pg": np.dtype(np.int32),           # string id of the process group's name, -1
+    "pg_ranks": np.dtype(np.int32),     # string id of the group's global ranks as written ("[0, 1]"), -1
+    "seq": np.dtype(np.int64),          # the group's collective sequence number, -1
+    "in_nelems": np.dtype(np.int64),    # -1 unknown
+    "out_nelems": np.dtype(np.int64),   # -1 unknown
+    "group_size": np.dtype(np.int32),   # -1 unknown
+    "dtype": np.dtype(np.int32),        # string id of the element type ("BFloat16"), -1
+}
+
+SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCHEMA, "requests": REQUEST_SCHEMA,
+           "comms": COMM_SCHEMA}
+#: string-id columns of every table (re-mapped when profiles merge)
+STRING_COLUMNS = ("name", "cat", "group", "launch", "req", "coll", "pg", "pg_ranks", "dtype")
 
 # Defaults used when a column is not given: ids that mean "none" are -1.
 _DEFAULTS = {
     "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "launch": -1, "device": -1,
     "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
-    "step_id": -1, "name": -1,
+    "step_id": -1, "name": -1, "comm": -1, "coll": -1, "pg": -1, "pg_ranks": -1, "seq": -1,
+    "in_nelems": -1, "out_nelems": -1, "group_size": -1, "dtype": -1,
 }
 
 
@@ -189,7 +209,11 @@ class Profile:
     steps: Table = field(default_factory=lambda: Table(STEP_SCHEMA))
     counters: Table = field(default_factory=lambda: Table(COUNTER_SCHEMA))
     requests: Table = field(default_factory=lambda: Table(REQUEST_SCHEMA))
+    comms: Table = field(default_factory=lambda: Table(COMM_SCHEMA))
     base_ns: int = 0
+    #: derived, per row of ``steps``: the engine step it is one rank's part of (filled by
+    #: ``aggregate.ranks.align_steps``; not saved, the analysis recomputes it)
+    step_engine: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     #: run metadata: model, device, versions, engine config, detail level, metrics,
     #: sources, warnings, has_timeline, incomplete... JSON-ready values only.
     run: dict[str, Any] = field(default_factory=dict)
@@ -250,6 +274,7 @@ class Profile:
         base = min(bases) if bases else 0
         out = Profile(base_ns=base)
         parts: dict[str, list[Table]] = {k: [] for k in SCHEMAS}
+        n_comms = 0  # rows of `comms` so far: events' `comm` references move by it
         for p in profiles:
             remap = out.strings.intern_many(p.strings.strings) if len(p.strings) else np.zeros(0, np.int32)
             shift = (p.base_ns - base) if (p.base_ns and base) else 0
@@ -258,7 +283,9 @@ class Profile:
                 if not len(t):
                     continue
                 cols = dict(t.cols)
-                for c in ("name", "cat", "group", "launch", "req"):
+                if tname == "events" and n_comms:
+                    cols["comm"] = np.where(cols["comm"] >= 0, cols["comm"] + n_comms, -1)
+                for c in STRING_COLUMNS:
                     if c in cols:
                         v = cols[c]
                         cols[c] = np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
@@ -267,6 +294,7 @@ class Profile:
                         v = cols[c]
                         cols[c] = np.where(v >= 0, v + shift, v)
                 parts[tname].append(Table(t.schema, cols))
+            n_comms += len(p.comms)
             for k, v in p.run.items():
                 if k == "sources":
                     out.run.setdefault("sources", []).extend(v)

@@ -7,6 +7,7 @@ form            example                                                         
 ==============  ==================================================================  =========
 vllm            ``execute_context_1(7)_generation_3(3)``                            vllm
 vllm_detailed   ``execute_10_context_1(sq7sk7sqsq49sqsk49)_generation_3(sq3sk..)``  vllm
+                (the leading ``execute_{total}_`` is optional)
 vllm_total      ``execute_10_context_1(7)_generation_3(3)`` (fork: total first)     vllm
 vllm_total_raw  ``execute_10_context_1(..)_generation_3(..)`` (other contents)      vllm
 vllm_old        ``execute_new_1_cached_3`` (requests only)                          vllm
@@ -66,7 +67,7 @@ class StepName(NamedTuple):
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
-_VLLM_DETAILED = re.compile(r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
+_VLLM_DETAILED = re.compile(r"^execute_(?:(\d+)_)?context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
                             r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$")
 _VLLM_TOTAL = re.compile(r"^execute_(\d+)_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
 _VLLM_TOTAL_RAW = re.compile(r"^execute_(\d+)_context_(\d+)\(([^)]*)\)_generation_(\d+)\(([^)]*)\)$")
@@ -84,7 +85,8 @@ def _vllm(m: re.Match) -> StepName:
 
 
 def _vllm_detailed(m: re.Match) -> StepName:
-    total, pr, pt, dr, dt = (int(x) for x in m.groups())
+    pr, pt, dr, dt = (int(x) for x in m.groups()[1:])
+    total = int(m.group(1)) if m.group(1) is not None else pt + dt  # the total in front is optional
     return StepName("vllm_detailed", "vllm", pr, pt, dr, dt, total)
 
 

@@ -95,9 +95,9 @@ PATTERNS: list[Rule] = [
     # --- communication (before anything that says "reduce", "gather" or "expert") --------
     Rule(r"nccl|rccl|all_?reduce|allgather|all_gather|reduce_scatter|reducescatter|all_?to_?all|"
          r"c10d::|gloo:|broadcast|cross_device_reduce|custom_ar|kl3_all_reduce|kl3_all_gather|"
-         r"bkcl|xccl|send_recv|::send|::recv|deep_ep::|deepep|mori::|nvshmem|lamport|_a2a_|"
+         r"bkcl|xccl|hccl|hcom_|send_recv|::send|::recv|deep_ep::|deepep|mori::|nvshmem|lamport|_a2a_|"
          r"(?<![a-z])(ar|ag|rs)_gfx\d+", "communication", "communication",
-         "collectives, custom all-reduce, expert-parallel all-to-all (DeepEP, MoRI)"),
+         "collectives, custom all-reduce, expert-parallel all-to-all (DeepEP, MoRI), HCCL"),
     # --- MoE: expert GEMMs, routing, top-k, align/sort, permute, finalize -----------------
     Rule(r"moe|fused_experts|expert|router|routing|topk_?softmax|topk_sigmoid|topkgating|"
          r"topk_gating|grouped_?topk|count_and_sort|shuffle_?(input_?)?rows|moe_align|unpermute|"

@@ -7,6 +7,7 @@ on Perfetto's JSON importer). Returns a list of problems; empty means clean.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import math
@@ -91,6 +92,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     names: dict[tuple, list[str]] = defaultdict(list)
     slices: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
     counter_keys: dict[tuple, set] = {}
+    flows: dict[tuple, list[tuple]] = defaultdict(list)
     last_x: tuple[float, float] | None = None
     for i, e in enumerate(events):
         if not isinstance(e, dict) or not e:
@@ -186,6 +188,17 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         elif ph in ("s", "t", "f"):
             if "id" not in e or not e.get("cat") or not e.get("name"):
                 problems.append(f"event #{i}: flow event needs id, cat and name")
+                continue
+            fid = e["id"]
+            if not isinstance(fid, int) or isinstance(fid, bool) or not 0 <= fid < JS_SAFE:
+                problems.append(f"event #{i}: flow id {fid!r} is not an integer in 0..2^53 (a string is read as hex)")
+                continue
+            if ph == "f" and e.get("bp") != "e":
+                problems.append(f"event #{i}: flow end without \"bp\": \"e\" binds to the next slice, not its own")
+            if "tid" not in e or "pid" not in e:
+                problems.append(f"event #{i}: flow event without pid/tid")
+                continue
+            flows[(e["cat"], e["name"], fid)].append((ph, round(e["ts"] * 1000), e["pid"], e["tid"] or e["pid"], i))
         elif ph in ("B", "E"):
             problems.append(f"event #{i}: B/E pairs are fragile; emit X events")
         elif ph == "T":
@@ -199,6 +212,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         if len(vals) > 1:
             problems.append(f"{scope[0]} given {len(vals)} times for {scope[1:]}: exactly one allowed")
 
+    problems += _check_flows(flows, slices)
     for (pid, tid), sl in slices.items():
         sl.sort(key=lambda x: (x[0], -x[1]))
         stack: list[int] = []
@@ -212,6 +226,44 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
             stack.append(e_)
             if len(stack) > MAX_DEPTH:
                 problems.append(f"event #{i}: nesting deeper than {MAX_DEPTH} on pid {pid} tid {tid}")
+    return problems
+
+
+def _check_flows(flows: dict[tuple, list[tuple]], slices: dict[tuple, list[tuple[int, int, int]]]) -> list[str]:
+    """v1 flows: one start and at most one end per (cat, name, id), the start not after the
+    end, and each bound inside a slice of its own track ([ts, ts + dur), as Perfetto binds)."""
+    problems: list[str] = []
+    unions: dict[tuple, tuple[list[int], list[int]]] = {}
+
+    def inside(pid: int, tid: int, t: int) -> bool:
+        key = (pid, tid)
+        if key not in unions:  # the union of the track's slices, as sorted disjoint runs
+            runs: list[list[int]] = []
+            for s, e, _ in sorted(slices.get(key, [])):
+                if e <= s:
+                    continue
+                if runs and s <= runs[-1][1]:
+                    runs[-1][1] = max(runs[-1][1], e)
+                else:
+                    runs.append([s, e])
+            unions[key] = ([r[0] for r in runs], [r[1] for r in runs])
+        starts, ends = unions[key]
+        k = bisect.bisect_right(starts, t) - 1
+        return k >= 0 and t < ends[k]
+
+    for (cat, name, fid), evs in flows.items():
+        begins = [x for x in evs if x[0] == "s"]
+        ends = [x for x in evs if x[0] == "f"]
+        if len(begins) != 1 or len(ends) > 1:
+            problems.append(f"flow {cat}/{name} id {fid}: {len(begins)} starts and {len(ends)} ends "
+                            "(exactly one start, at most one end; Perfetto reports a duplicate id)")
+            continue
+        if ends and ends[0][1] < begins[0][1]:
+            problems.append(f"flow {cat}/{name} id {fid}: ends before it starts")
+        for ph, t, pid, tid, i in evs:
+            if not inside(pid, tid, t):
+                problems.append(f"event #{i}: flow {ph!r} of id {fid} is inside no slice on pid {pid} tid {tid} "
+                                "(Perfetto: flow_no_enclosing_slice)")
     return problems
 
 

@@ -1,6 +1,6 @@
 """Attribution: which step, phase and fused op each event belongs to (stateless, columnar).
 
-``attribute(profile, taxonomy)`` fills the derived event columns of a Profile:
+``attribute(profile, taxonomy, capture)`` fills the derived event columns of a Profile:
 
 - ``depth``: 0 for a top-level host op, 1 for a nested one;
 - ``step`` and ``phase``: the step whose range holds the event's *launch* (the runtime
@@ -8,26 +8,33 @@
 - ``fused``: the outermost vLLM custom op on the launching op chain, else the innermost
   layer module range, else the event's own name, else its top-level op's name, else
   "other"; device work whose own name is unambiguous (memcpy, memset, communication)
-  keeps it.
+  keeps it. Graph-replayed device work has no launching op of its own: it is
+  attributed through the capture trace when one is given (``replays``), else by name;
+- ``source``: how the fused op was decided (``attribution_source`` codes);
 
-and each step's ``busy`` time: the union of op time inside the step's window.
+and each step's ``busy`` time (``device_steps.step_busy``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource as Src
+from ..profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
 from ..taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
+from .device_steps import step_busy
 from .intervals import containing, covered_in_windows, group_ids, top_level
+from .launches import device_mask, launch_rows
+from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
 #: fused ops that device work keeps from its own name whatever launched it
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
 
 
-def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
-    """Fill events' depth, step, phase and fused columns (and steps' busy); returns profile."""
+def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profile | None = None) -> Profile:
+    """Fill events' depth, step, phase, fused and source columns (and steps' busy);
+    ``capture``: the graph-capture traces of the run, loaded as one Profile. Returns profile."""
     taxonomy = taxonomy or Taxonomy()
     ev = profile.events
     if not len(profile.steps):
@@ -35,16 +42,17 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None) -> Profile:
     timed = ev["start"] >= 0
     host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
     ev["depth"] = _depth(profile, host_op)
-    launch = _launch_points(profile)
-    ev["fused"] = _fused_ops(profile, taxonomy, host_op, launch)
+    rows = launch_rows(profile)
+    launch = launch_points(profile, rows)
+    replays = find_replays(profile, rows)
+    replayed = np.zeros(len(ev), bool)
+    replayed[replays.rows] = True
+    fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)
     ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
-    # busy: union of op time inside the step's window, not only the step's own launches:
-    # a device running behind the host does the previous step's work inside this step's
-    # window, and that is not idle time
-    steps = profile.steps
-    if len(steps):
-        steps["busy"] = events_busy(profile, basis_mask(profile), steps["rank"], steps["start"],
-                                    steps["start"] + steps["dur"])
+    attribute_replays(profile, replays, capture, taxonomy, fused, source)
+    ev["fused"], ev["source"] = fused, source
+    if len(profile.steps):
+        profile.steps["busy"] = step_busy(profile, basis_mask(profile))
     profile.run["attributed"] = True
     return profile
 
@@ -59,37 +67,26 @@ def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
     return depth
 
 
-def _launch_points(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where each event was launched from: (host start, host end, host thread, launched).
 
     Device work with a correlation id takes its runtime call's; everything else its own.
     """
     ev = profile.events
-    rank, corr, start = ev["rank"].astype(np.int64), ev["corr"], ev["start"]
+    start = ev["start"]
     end = start + ev["dur"]
     launch_t, launch_end, launch_track = start.copy(), end.copy(), ev["track"].copy()
-    launched = np.zeros(len(ev), bool)
-    timed = start >= 0
-    dev_idx = np.flatnonzero(np.isin(ev["kind"], DEVICE_KINDS) & (corr >= 0) & timed)
-    rt_idx = np.flatnonzero((ev["kind"] == K_RUNTIME) & (corr >= 0) & timed)
-    if len(dev_idx) and len(rt_idx):
-        big = int(max(corr[rt_idx].max(), corr[dev_idx].max())) + 1
-        rkey = rank[rt_idx] * big + corr[rt_idx]
-        order = np.argsort(rkey, kind="stable")
-        rkey_s = rkey[order]
-        dkey = rank[dev_idx] * big + corr[dev_idx]
-        pos = np.searchsorted(rkey_s, dkey)
-        ok = pos < len(rkey_s)
-        ok[ok] &= rkey_s[pos[ok]] == dkey[ok]
-        src = rt_idx[order[pos[ok]]]
-        hit = dev_idx[ok]
-        launch_t[hit], launch_end[hit], launch_track[hit] = start[src], end[src], ev["track"][src]
-        launched[hit] = True
+    launched = rows >= 0
+    hit, src = np.flatnonzero(launched), rows[launched]
+    launch_t[hit], launch_end[hit], launch_track[hit] = start[src], end[src], ev["track"][src]
     return launch_t, launch_end, launch_track, launched
 
 
-def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch) -> np.ndarray:
-    """Fused op per event: launching custom op → layer module → own name → root op → other."""
+def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch,
+               replayed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fused op and its source per event: launching custom op → layer module → own name →
+    root op → other. Graph-replayed work looks at its own name only: the op chain around
+    its graph launch says nothing about any one of its kernels."""
     ev = profile.events
     kind, rank, track, start = ev["kind"], ev["rank"].astype(np.int64), ev["track"], ev["start"]
     end = start + ev["dur"]
@@ -109,7 +106,7 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
             mod_fused_name[nid] = taxonomy.classify_module(s)
 
     # the events whose launch point is looked up in the op chain
-    q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & timed)
+    q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & timed & ~replayed)
 
     def holder(cands: np.ndarray) -> np.ndarray:
         """Index (into events) of the candidate holding each query's launch, -1."""
@@ -141,23 +138,31 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
     root_of = holder(host_op[ev["depth"][host_op] == 0]) if len(host_op) else np.full(len(q), -1, np.int64)
 
     fused = np.full(len(ev), -1, np.int16)
+    source = np.full(len(ev), Src.NONE, SOURCE_DTYPE)
     own = name_fused[ev["name"]]
+
+    def put(rows: np.ndarray, values: np.ndarray, src: Src) -> None:
+        fused[rows] = values
+        source[rows] = src
+
     # root-op fallback first, then stronger evidence overwrites it
     if len(q):
         r_ok = root_of >= 0
-        fused[q[r_ok]] = name_fused[ev["name"][root_of[r_ok]]]
-    fused[own >= 0] = own[own >= 0]
+        put(q[r_ok], name_fused[ev["name"][root_of[r_ok]]], Src.OP_CHAIN)
+    put(np.flatnonzero(own >= 0), own[own >= 0], Src.NAME)
     if len(q):
         m_ok = module_of >= 0
-        fused[q[m_ok]] = mod_fused_name[ev["name"][module_of[m_ok]]]
+        put(q[m_ok], mod_fused_name[ev["name"][module_of[m_ok]]], Src.MODULE)
         c_ok = custom_of >= 0
         c_fused = name_fused[ev["name"][custom_of[c_ok]]]
         good = c_fused >= 0
-        fused[q[c_ok][good]] = c_fused[good]
-    strong = np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & np.isin(kind, DEVICE_KINDS)
-    fused[strong] = own[strong]
-    fused[fused < 0] = OTHER
-    return fused
+        put(q[c_ok][good], c_fused[good], Src.OP_CHAIN)
+    strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & device_mask(kind))
+    put(strong, own[strong], Src.NAME)
+    unknown = fused < 0
+    fused[unknown] = OTHER
+    source[unknown] = Src.NONE
+    return fused, source
 
 
 def _steps_and_phases(profile: Profile, launch_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +196,7 @@ def basis_mask(profile: Profile) -> np.ndarray:
     """The events whose time is "op time": device work when the trace has any, else
     top-level host ops (CPU-only runs)."""
     ev = profile.events
-    dev = np.isin(ev["kind"], DEVICE_KINDS)
+    dev = device_mask(ev["kind"])
     if dev.any():
         return dev
     return (ev["kind"] == K_CPU_OP) & (ev["depth"] <= 0)

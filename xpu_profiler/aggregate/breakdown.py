@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attribution_source import KEYS as SOURCE_KEYS
 from ..profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
 from ..summary import FusedOp, FusedTime, Kernel, Phase
 from ..taxonomy import FUSED_OPS
+from .ranks import engine_view, per_token
 from .steps import token_steps
 
 TOKEN_PHASES = ("prefill", "decode", "mixed")  # phases with a per-token cost
+TOKEN_PHASE_CODES = tuple(PHASES.index(p) for p in TOKEN_PHASES)
+
+
+def _num(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def _pct(values: np.ndarray, q: float) -> float | None:
@@ -29,11 +36,16 @@ class Breakdown:
         self.count = np.zeros((len(FUSED_OPS), len(PHASES)), np.int64)
         np.add.at(self.time, (fused, phase), self.b_dur)
         np.add.at(self.count, (fused, phase), 1)
-        ts = token_steps(steps)
+        flat = fused * len(SOURCE_KEYS) + ev["source"][b_idx].astype(np.int64)
+        self.by_source = np.bincount(flat, weights=self.b_dur, minlength=len(FUSED_OPS) * len(SOURCE_KEYS)) \
+            .astype(np.int64).reshape(len(FUSED_OPS), len(SOURCE_KEYS))
+        ts = token_steps(profile)
         self.tokens = {}
         for p, name in enumerate(PHASES):
             m = ts[steps["phase"][ts] == p]
             self.tokens[name] = int((steps["prefill_tokens"][m] + steps["decode_tokens"][m]).sum())
+        # per token: each rank's time over its own steps' tokens, mean and max over ranks
+        self.tok_mean, self.tok_max, self.phase_tok_mean, self.phase_tok_max = per_token(profile, b_idx)
 
     def fused_ops(self) -> list[FusedOp]:
         rows = []
@@ -42,28 +54,36 @@ class Breakdown:
             if c == 0:
                 continue
             by_phase = {PHASES[p]: int(self.time[f, p]) for p in range(len(PHASES))}
-            per_tok = {p: (by_phase[p] / self.tokens[p]) if self.tokens[p] else None for p in TOKEN_PHASES}
+            per_tok = {PHASES[p]: _num(self.tok_mean[f, p]) for p in TOKEN_PHASE_CODES}
+            per_tok_max = {PHASES[p]: _num(self.tok_max[f, p]) for p in TOKEN_PHASE_CODES}
             rows.append(FusedOp(fused_op=FUSED_OPS[f], time_ns=t, count=c,
                                 share=(t / self.op_time) if self.op_time else 0.0,
                                 time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
+                                per_token_max_ns_by_phase=per_tok_max,
+                                time_ns_by_source={k: int(v) for k, v in zip(SOURCE_KEYS, self.by_source[f]) if v},
                                 count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))}))
         return rows
 
     def phases(self, profile: Profile) -> list[Phase]:
+        """Per phase: its engine steps (each once, its wall the slowest rank's), op time of
+        all ranks, per-token cost as the mean (and max) over ranks."""
         steps = profile.steps
+        view = engine_view(profile)
+        e_phase = steps["phase"][view.rows] if len(view.rows) else np.zeros(0, np.int8)
         rows = []
         for p in (P_PREFILL, P_DECODE, P_MIXED, P_UNKNOWN):
             name = PHASES[p]
-            sm = steps["phase"] == p
+            em = e_phase == p
             t = int(self.time[:, p].sum())
-            if not sm.any() and t == 0:
+            if not em.any() and t == 0:
                 continue
-            wall = steps["dur"][sm]
+            wall = view.wall[em]
             tokens = self.tokens[name]
             top = np.argsort(-self.time[:, p], kind="stable")[:5]
             rows.append(Phase(
-                phase=name, steps=int(sm.sum()), time_ns=t, wall_ns=int(wall.sum()),
-                tokens=tokens, per_token_ns=(t / tokens) if tokens else None,
+                phase=name, steps=int(em.sum()), time_ns=t, wall_ns=int(wall.sum()),
+                tokens=tokens, per_token_ns=_num(self.phase_tok_mean[p]) if tokens else None,
+                per_token_max_ns=_num(self.phase_tok_max[p]) if tokens else None,
                 step_p50_ns=_pct(wall, 50), step_p99_ns=_pct(wall, 99),
                 top_fused=[FusedTime(fused_op=FUSED_OPS[f], time_ns=int(self.time[f, p]))
                            for f in top.tolist() if self.time[f, p] > 0]))

@@ -181,3 +181,38 @@ def lanes(start: np.ndarray, end: np.ndarray, max_depth: int) -> np.ndarray:
             out[k] = len(stacks) - 1
     out_lanes[order] = out
     return out_lanes
+
+
+def innermost(gid: np.ndarray, start: np.ndarray, end: np.ndarray, q_gid: np.ndarray, q_t: np.ndarray) -> np.ndarray:
+    """For each query point, the index of the innermost interval of its group that holds
+    it (start <= t <= end), else -1. Intervals of a group are taken as properly nested
+    (ranges of one thread); the loop runs once per nesting level, not per interval."""
+    out = np.full(len(q_t), -1, np.int64)
+    if len(start) == 0 or len(q_t) == 0:
+        return out
+    big = _span(start, end, q_t) + 1
+    order = np.lexsort((-end, start, gid))
+    g, s, e = gid[order].astype(np.int64), start[order], end[order]
+    # parent of each interval: the nearest earlier one of its group that holds it
+    parent = np.full(len(s), -1, np.int64)
+    gl, el = g.tolist(), e.tolist()
+    stack: list[int] = []
+    for i, (gi, si, ei) in enumerate(zip(gl, s.tolist(), el)):
+        while stack and (gl[stack[-1]] != gi or el[stack[-1]] < si):
+            stack.pop()
+        if stack and el[stack[-1]] >= ei:
+            parent[i] = stack[-1]
+        stack.append(i)
+    pos = np.searchsorted(g * big + s, q_gid.astype(np.int64) * big + q_t, side="right") - 1
+    pos = np.where((pos >= 0) & (g[np.maximum(pos, 0)] == q_gid), pos, -1)
+    todo = pos >= 0
+    while todo.any():  # climb out of intervals that end before the point
+        p = pos[todo]
+        inside = e[p] >= q_t[todo]
+        idx = np.flatnonzero(todo)
+        pos[idx[~inside]] = parent[p[~inside]]
+        todo[idx[inside]] = False
+        todo &= pos >= 0
+    ok = pos >= 0
+    out[ok] = order[pos[ok]]
+    return out

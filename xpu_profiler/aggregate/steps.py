@@ -1,51 +1,28 @@
 """Engine steps from the step annotations of a torch trace, and which step rows count tokens.
 
-vLLM's worker wraps each engine step in a ``record_function`` range whose name says
-what the scheduler put in it. Every form it (and its forks) writes is read:
-
-- ``execute_context_{n}({tokens})_generation_{m}({tokens})`` (vLLM 0.15+);
-- the detailed form behind ``detailed_trace_annotation``, with or without a leading
-  ``execute_{total}_``: ``execute_{total}_context_{n}(sq{tokens}sk{kv}sqsq{..}sqsk{..})
-  _generation_{m}(sq{tokens}sk{..}...)``; ``sq`` is the phase's scheduled tokens, so
-  speculative decoding (more than one token per generation request) counts right;
-- ``execute_new_{n}_cached_{m}`` (older vLLM: request counts only, no tokens).
-
-Without any of them, ``ProfilerStep#N`` ranges are the steps (phase unknown).
+An engine wraps each step in a ``record_function`` range whose name says what the
+scheduler put in it. ``xpu_profiler.step_names`` parses every form vLLM, its forks and
+its neighbours write (vLLM simple, detailed, total-first and old forms; SGLang
+``step[…]``; ATOM ``prefill[…]``/``decode[…]``; ``ProfilerStep#N``). When a trace
+carries several families (SGLang writes ``execute_…`` and ``step[…]`` around the same
+step) the best-ranked one defines the steps (``step_names.FAMILY_PRIORITY``);
+graph-capture ranges (``capture_{n}_{MODE}``) are never steps. Tokens are taken as
+written: a speculative-decoding step schedules more generation tokens than requests.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ..profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from .ranks import engine_rows
+from ..step_names import parse_step_names, step_family
 
-# context_N(...)_generation_M(...), with an optional total in front
-_EXECUTE = re.compile(r"^execute_(?:(\d+)_)?context_(\d+)\(([^()]*)\)_generation_(\d+)\(([^()]*)\)$")
-_OLD = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
-_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_TOKENS = re.compile(r"^(?:sq)?(\d+)")  # "63" or "sq63sk…": the phase's scheduled tokens
-
-
-def parse_step_name(name: str) -> tuple[int, int, int, int] | None:
-    """(prefill requests, prefill tokens, decode requests, decode tokens) of a vLLM step
-    annotation, or None for any other name."""
-    m = _EXECUTE.match(name)
-    if m:
-        total, n_ctx, ctx, n_gen, gen = m.groups()
-        ct, gt = _TOKENS.match(ctx), _TOKENS.match(gen)
-        if ct and gt:
-            return int(n_ctx), int(ct.group(1)), int(n_gen), int(gt.group(1))
-        if total is not None:  # token counts in a form we do not know: one token per decode request
-            dec = min(int(n_gen), int(total)) if int(n_ctx) else int(total)
-            return int(n_ctx), int(total) - dec, int(n_gen), dec
-        return None
-    m = _OLD.match(name)
-    if m:
-        return int(m.group(1)), 0, int(m.group(2)), 0
-    return None
+#: what ``run["step_source"]`` says for each family of step annotations
+STEP_SOURCES = {"vllm": "vllm_annotation", "sglang": "sglang_annotation", "atom": "atom_annotation",
+                "profiler": "profiler_step"}
 
 
 def phase_codes(prefill_reqs: np.ndarray, decode_reqs: np.ndarray) -> np.ndarray:
@@ -57,50 +34,45 @@ def phase_codes(prefill_reqs: np.ndarray, decode_reqs: np.ndarray) -> np.ndarray
 
 
 def steps_from_annotations(profile: Profile) -> Table:
-    """Engine steps from vLLM's step annotations in a torch trace (host side only).
+    """Engine steps from the step annotations of a torch trace (host side only).
 
-    Falls back to ``ProfilerStep#N`` ranges (phase unknown) when vLLM's are absent.
-    Steps that scheduled nothing are left out and counted (``run["empty_steps"]``).
+    Steps that scheduled nothing are left out and counted (``run["empty_steps"]``);
+    steps whose prefill/decode token split had to be inferred are counted in
+    ``run["inexact_steps"]``.
     """
     ev = profile.events
     idx = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["device"] < 0))
     if len(idx) == 0:
         return Table(STEP_SCHEMA)
     name_ids = ev["name"][idx]
-    parsed: dict[int, tuple] = {}
-    profiler_steps: dict[int, int] = {}
-    for nid in np.unique(name_ids).tolist():
-        s = profile.strings[nid]
-        counts = parse_step_name(s)
-        if counts is not None:
-            parsed[nid] = counts
-            continue
-        m = _PROFILER_STEP.match(s)
-        if m:
-            profiler_steps[nid] = int(m.group(1))
-    use_vllm = bool(parsed)
-    table = parsed if use_vllm else profiler_steps
-    if not table:
+    uniq = np.unique(name_ids).tolist()
+    by_name = parse_step_names(profile.strings[i] for i in uniq)
+    family = step_family(by_name.values())
+    if family is None:
         return Table(STEP_SCHEMA)
+    table = {nid: p for nid in uniq if (p := by_name.get(profile.strings[nid])) is not None and p.family == family}
     sel = idx[np.isin(name_ids, np.fromiter(table.keys(), dtype=np.int64))]
     sel = sel[np.lexsort((ev["start"][sel], ev["rank"][sel]))]
-    nids = ev["name"][sel].tolist()
+    rows = [table[i] for i in ev["name"][sel].tolist()]
     cols: dict[str, Any] = {
         "rank": ev["rank"][sel], "name": ev["name"][sel], "start": ev["start"][sel], "dur": ev["dur"][sel],
     }
-    if use_vllm:
-        pr, pt, dr, dt = (np.array([table[i][k] for i in nids], np.int64) for k in range(4))
+    if family == "profiler":
+        cols["step_id"] = np.array([p.step for p in rows], np.int64)
+        cols["phase"] = np.full(len(sel), P_UNKNOWN, np.int8)
+    else:
+        pr, pt, dr, dt = (np.array([p[k] for p in rows], np.int64) for k in range(2, 6))
         empty = (pr == 0) & (dr == 0)
         if empty.any():
             profile.run["empty_steps"] = int(empty.sum())
+        inexact = ~np.array([p.exact for p in rows], bool) & ~empty
+        if inexact.any():
+            profile.run["inexact_steps"] = int(inexact.sum())
         cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt,
                     phase=phase_codes(pr, dr))
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
         cols["step_id"] = _number_per_rank(cols["rank"])
-    else:
-        cols["step_id"] = np.array([table[i] for i in nids], np.int64)
-        cols["phase"] = np.full(len(sel), P_UNKNOWN, np.int8)
-    profile.run["step_source"] = "vllm_annotation" if use_vllm else "profiler_step"
+    profile.run["step_source"] = STEP_SOURCES[family]
     return Table(STEP_SCHEMA, cols)
 
 
@@ -113,9 +85,7 @@ def _number_per_rank(ranks: np.ndarray) -> np.ndarray:
     return step_id
 
 
-def token_steps(steps: Table) -> np.ndarray:
-    """Rows of `steps` that count tokens: one rank's. Every tensor-parallel rank runs the
-    same batch, so summing over ranks would multiply the tokens by the TP size."""
-    if not len(steps):
-        return np.zeros(0, np.int64)
-    return np.flatnonzero(steps["rank"] == steps["rank"].min())
+def token_steps(profile: Profile) -> np.ndarray:
+    """Rows of the steps that count tokens: one per engine step. Every tensor-parallel rank
+    runs the same batch, so summing over ranks would multiply the tokens by the TP size."""
+    return engine_rows(profile)

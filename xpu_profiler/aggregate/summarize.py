@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_CPU_OP, K_KERNEL, Profile
+from ..profile import K_CPU_OP, K_KERNEL, Profile
 from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
+from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
+from .comm import comm_section
+from .layout import layout
+from .device_steps import add_phase_bounds, device_steps_section, device_timeline
+from .idle import per_stream_rows
+from .launches import device_mask, launch_rows
 from .memory import memory
+from .overlap import compute_events, overlap, step_spans
+from .parallel import parallel_section
+from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
+from .requests import requests
+from .sources import attribution_section, graphs_section
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -21,17 +32,32 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         attribute(profile, taxonomy)
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
+    # engine steps once, ranks as rows under them
+    lay = layout(profile.run, profile.ranks)
+    align = align_steps(profile, lay)
     basis = basis_mask(profile)
     b_idx = np.flatnonzero(basis)
+    span = step_spans(profile, b_idx)
+    # collectives across ranks, and how much of each rank's communication compute hides
+    coll = match(profile, same_host=one_host(profile.run))
+    wait = step_waits(profile, coll)
+    view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
-    ranks, dev_busy = ranks_table(profile, basis)
+    tl = device_timeline(profile, launch_rows(profile))
+    phases = br.phases(profile)
+    add_phase_bounds(phases, profile, tl)
+    ranks, dev_busy = ranks_table(profile, basis, tl)
+    side_by_side(ranks, profile, b_idx, lay, view, span)
+    compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host")
+    ov = overlap(profile, coll.idx, compute, profile.ranks)
     timed = ev["start"] >= 0
-    ts = token_steps(steps)
+    ts = token_steps(profile)
+    clock_known = coll.clock in ("shared", "collective_ends")
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
-        basis="device" if np.isin(kind, DEVICE_KINDS).any() else "host",
+        basis="device" if device_mask(kind).any() else "host",
         totals=Totals(
             op_time_ns=op_time,
             device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
@@ -39,7 +65,9 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
             wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
             events=int(len(ev)),
-            steps=int(len(steps)),
+            steps=int(len(view.rows)),
+            step_rows=int(len(steps)),
+            engines=int(len(np.unique(align.engines))) if len(align.engines) else 0,
             ranks=len(profile.ranks),
             other_share=(int(br.time[OTHER].sum()) / op_time) if op_time else 0.0,
             unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
@@ -47,14 +75,23 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             decode_tokens=int(steps["decode_tokens"][ts].sum()),
         ),
         fused_ops=br.fused_ops(),
-        phases=br.phases(profile),
+        phases=phases,
         top_kernels=br.top_kernels(profile, top),
-        steps=steps_table(steps),
+        steps=steps_table(profile, span, wait, tl),
+        engine_steps=engine_steps_table(profile, align, view, coll.offsets if clock_known else None),
+        alignment=alignment_section(align, coll.clock, coll.offsets, CLOCK_TOLERANCE_NS, coll.match),
+        attribution=attribution_section(profile, b_idx),
+        graphs=graphs_section(profile),
+        device_steps=device_steps_section(profile, tl),
+        idle=per_stream_rows(profile, tl.stream_gaps, tl.device_rows) if tl is not None else [],
         ranks=ranks,
+        comm=comm_section(profile, coll, ov),
+        parallel=parallel_section(profile, lay, coll, compute, view),
         memory=memory(profile),
-        throughput=throughput(profile),
+        throughput=throughput(profile, (tl.start, tl.end) if tl is not None else None),
+        requests=requests(profile),
         device=device_spec(profile.run.get("device_spec")),
-        warnings=warnings(profile),
+        warnings=warnings(profile) + align.warnings + coll.warnings,
     )
 
 

@@ -18,12 +18,21 @@ def distribution(values: np.ndarray) -> Distribution:
                         mean=float(values.mean()), n=int(len(values)))
 
 
-def throughput(profile: Profile) -> Throughput:
+def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray] | None = None) -> Throughput:
+    """Token rates over the steps' time: from the first step's start to the end of the
+    last one, whichever of its host range and its device work (``device``: per step row,
+    the start and end of the work it launched, -1 without) ends later: an asynchronous
+    device finishes a step after its host range has ended."""
     steps, req = profile.steps, profile.requests
     out = Throughput()
     if len(steps):
-        ts = token_steps(steps)
-        span = int((steps["start"][ts] + steps["dur"][ts]).max() - steps["start"][ts].min())
+        ts = token_steps(profile)
+        start, end = steps["start"][ts], steps["start"][ts] + steps["dur"][ts]
+        if device is not None:
+            on_dev = device[0][ts] >= 0
+            start = np.where(on_dev, np.minimum(start, device[0][ts]), start)
+            end = np.where(on_dev, np.maximum(end, device[1][ts]), end)
+        span = int(end.max() - start.min())
         pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
         out.prefill_tokens, out.decode_tokens, out.duration_ns = pt, dt, span
         out.prefill_tok_s = (pt / span * 1e9) if span else None

@@ -1,9 +1,10 @@
 """Chrome / Perfetto trace JSON (`.json`, `.json.gz`) that imports with zero errors.
 
 Layout: one process per rank; in it one track for engine steps (slices named by
-phase, tokens in args), one per host thread, one per device stream (with extra
-"lane" tracks where kernels on a stream overlap), and counter tracks for memory,
-KV-cache usage and throughput. The rules followed are those of Perfetto's JSON
+phase, tokens in args), one for the steps' device spans, one per host thread, one
+per device stream (with extra "lane" tracks where kernels on a stream overlap),
+counter tracks for memory, KV-cache usage, throughput and each step's device idle
+by cause, and flow arrows from each launch to its device work (``chrome_device``). The rules followed are those of Perfetto's JSON
 importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
 events sorted by (ts, -dur), exactly one name per process and thread, no
 partially overlapping slices on a track, no NaN.
@@ -21,6 +22,8 @@ import msgspec
 import numpy as np
 
 from ..aggregate.intervals import distinct_rows, lanes
+from ..fmt import place
+from .chrome_device import device_step_tracks, flows
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
@@ -47,8 +50,9 @@ def _us_text(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
+def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Metadata events (dicts) and every other event as JSON text, in the order written.
+    With the summary, each rank's process says its place in the parallel layout.
 
     Slices are formatted straight from the columns: one f-string per event, no dict per
     event, so million-event profiles export in seconds.
@@ -58,9 +62,12 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
     meta: list[dict[str, Any]] = []
     ranks = profile.ranks or [0]
     pid_of = {r: i + 1 for i, r in enumerate(ranks)}
+    places = {row.rank: place(row.groups, summary.parallel.sizes) for row in summary.ranks} \
+        if summary is not None else {}
     for r in ranks:
         pid = pid_of[r]
-        meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_name", "args": {"name": f"rank {r}"}})
+        label = f"rank {r} ({places[r]})" if places.get(r) else f"rank {r}"
+        meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_name", "args": {"name": label}})
         meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_sort_index", "args": {"sort_index": r}})
 
     timed = ev["start"] >= 0
@@ -119,8 +126,18 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
         append(f'{{"ph":"X","name":{name_json[nid]},"pid":{p},"tid":{t},'
                f'"ts":{s // 1000}.{s % 1000:03d},"dur":{d // 1000}.{d % 1000:03d},"args":{{{a}}}}}')
     ts_all, dur_all = [start], [dur]
+    flow_texts, flow_ts = flows(profile, idx, tid, pid_col)  # launch → device work arrows
+    texts += flow_texts
+    ts_all.append(flow_ts)
+    dur_all.append(np.zeros(len(flow_ts), np.int64))
+    d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, enc)  # steps on the device's clock
+    meta += d_meta
+    texts += d_texts
+    ts_all.append(d_ts)
+    dur_all.append(d_dur)
 
     # engine steps
+    engine_of = profile.step_engine if len(profile.step_engine) == len(steps) else None
     if len(steps):
         s_ts, s_dur = [], []
         for i in range(len(steps)):
@@ -132,6 +149,8 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
             args = {"step_id": int(steps["step_id"][i]), "phase": ph, "prefill_tokens": pt,
                     "decode_tokens": dt, "prefill_reqs": int(steps["prefill_reqs"][i]),
                     "decode_reqs": int(steps["decode_reqs"][i]), "busy_us": _us(int(steps["busy"][i]))}
+            if engine_of is not None and engine_of[i] >= 0:
+                args["engine_step"] = int(engine_of[i])
             for c in ("running", "waiting"):
                 if steps[c][i] >= 0:
                     args[c] = int(steps[c][i])
@@ -169,7 +188,7 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
-    meta, texts = build(profile)
+    meta, texts = build(profile, summary)
     head = {
         "displayTimeUnit": "ns",
         "metadata": {

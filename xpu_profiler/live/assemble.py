@@ -1,7 +1,7 @@
 """Records → Profile: the live path's reader.
 
 The batches every engine process handed over (over RPC or from the record files; see
-``vllm/records``) become one Profile, built with the same tables a file reader
+``vllm/records``; a whole record directory: ``record_dir``) become one Profile, built with the same tables a file reader
 builds: steps from the scheduler and worker rows, counters, requests, and the kernels
 and ops of the workers' torch.profiler traces (read by the Kineto reader, clocks
 aligned on the step ranges). What the hooks could not do reaches ``warn()``.
@@ -10,26 +10,31 @@ aligned on the step ranges). What the hooks could not do reaches ``warn()``.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from pathlib import Path
+from typing import Collection, Sequence
 
 import numpy as np
 
 from ..aggregate.intervals import within_union
 from ..profile import Profile
-from . import memory, steps, throughput, torch_traces
+from . import memory, throughput, torch_traces
+from . import steps as steps_mod
 from .options import METRICS
-from .vllm.records import (C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, read_record_files,
-                           worker_keys)
+from .vllm.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, worker_keys
 
 
 def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
                   metrics: Sequence[str] = METRICS, extra_counters: Sequence[tuple] = (),
-                  run: dict | None = None, trim_to_steps: bool = True) -> Profile:
+                  run: dict | None = None, trim_to_steps: bool = True, steps: Collection[int] | None = None,
+                  wallclock_traces: Sequence[str | Path] = ()) -> Profile:
     """Merge the per-process batches into one Profile.
 
-    Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped.
-    With ``trim_to_steps``, trace events outside every engine step are dropped too
-    (counted in ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
+    Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped;
+    with ``steps``, every step but those (step ids) too, and the other records outside
+    their time span. ``wallclock_traces``: torch traces without our step ranges (vLLM's
+    own profiler files), placed by the wall clock Kineto wrote. With ``trim_to_steps``,
+    trace events outside every engine step are dropped (counted in
+    ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
     """
     sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
     hook_ns = 0
@@ -44,10 +49,17 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
         marks = b.get("torch_marks", [])
         torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
 
+    n_hooked = len(steps_mod.unique_sched(sched))
+    if steps is not None:
+        keep = set(steps)
+        sched = [r for r in sched if r[S_IDX["step"]] in keep]
+        if sched:
+            lo, hi = min(r[S_IDX["t_sched"]] for r in sched), max(r[S_IDX["t_end"]] for r in sched)
+            t_start, t_end = max(lo, t_start or lo), min(hi, t_end or hi)
+
     def inside(t):
         return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
 
-    n_hooked = len(steps.unique_sched(sched))
     sched = [r for r in sched if inside(r[S_IDX["t_sched"]])]
     kept_steps = {(r[S_IDX["dp_rank"]], r[S_IDX["step"]]) for r in sched}
     worker = [w for w in worker if worker_keys(w)[:2] in kept_steps]
@@ -59,7 +71,7 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
     times = [r[S_IDX["t_sched"]] for r in sched] + [c[ct] for c in counters] + [r[arr] for r in requests if r[arr] > 0]
     base = int(t_start if t_start is not None else (min(times) if times else time.time_ns()))
     prof = Profile(base_ns=base)
-    prof.steps = steps.steps_table(sched, worker, prof.strings, base, engine_rank)
+    prof.steps = steps_mod.steps_table(sched, worker, prof.strings, base, engine_rank)
     if "throughput" in metrics:
         counters += throughput.step_rate_samples(sched, engine_rank)
         prof.requests = throughput.requests_table(requests, prof.strings, base)
@@ -76,6 +88,7 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
         # the profiler's own cost: time spent inside the step hooks, all processes together
         prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
     prof.run["metrics"] = list(metrics)
+    torch_files += [(str(f), None, None) for f in wallclock_traces]
     if torch_files and "execution_time" in metrics:
         tp = torch_traces.load_traces(torch_files)
         if tp is not None:
@@ -108,11 +121,6 @@ def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:
         dp = c.get("dp", 0)
         engine_rank[dp] = min(engine_rank.get(dp, rank), rank)
     return engine_rank, {str(r): layout[r] for r in sorted(layout)}
-
-
-def read_record_dir(directory) -> Profile:
-    """The Profile of a record directory a file-mode run left (``XPU_PROFILER_DIR``)."""
-    return build_profile(read_record_files(directory))
 
 
 def hook_warnings(batches: Sequence[dict]) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import XpuProfilerError
 from .processes import Ended, EngineProcessDied, ProcessWatch
-from .vllm import compat
+from .vllm import compat_llm
 from .vllm.records import read_record_files
 
 #: how long the engine's processes get to end after a failure or Ctrl-C (s). They got the
@@ -64,7 +64,7 @@ def start_error(exc: BaseException, record_dir: Path | None = None) -> XpuProfil
 
 
 def failure_reason(exc: BaseException, llm, watch: ProcessWatch | None) -> str:
-    died = watch.describe_first(compat.engine_exit_codes(llm)) if watch is not None else None
+    died = watch.describe_first(compat_llm.engine_exit_codes(llm)) if watch is not None else None
     if died:
         return died
     msg = first_line(exc)[:200]
@@ -74,7 +74,7 @@ def failure_reason(exc: BaseException, llm, watch: ProcessWatch | None) -> str:
 def watch_processes(llm) -> ProcessWatch:
     """Watch the engine's processes; the first one to end makes ``generate()`` raise."""
     def died(e: Ended) -> None:
-        compat.wake_front_end(llm, EngineProcessDied(f"{e.name} (pid {e.pid}) ended"))
+        compat_llm.wake_front_end(llm, EngineProcessDied(f"{e.name} (pid {e.pid}) ended"))
 
     return ProcessWatch(on_end=died).start()
 
@@ -85,7 +85,7 @@ def end(llm, watch: ProcessWatch | None, timeout: float | None = None) -> list[s
     if watch is not None:
         watch.stop()
     try:
-        compat.shutdown_engine(llm, timeout)
+        compat_llm.shutdown_engine(llm, timeout)
     except Exception:  # an engine that is already gone: its processes are checked below
         pass
     return watch.end_leftovers(LEFTOVER_WAIT_S) if watch is not None else []

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..profile import Profile
-from .vllm import compat
+from .vllm import compat, compat_llm
 
 TRACE_GLOB = "*.pt.trace.json*"
 
@@ -40,17 +40,17 @@ def enable(kw: dict, device_kind: str, level: str, work_dir: Path, say: Callable
     directory the traces will be in, None when nothing is captured or traced."""
     if level != "comprehensive" or not captures_graphs(kw, device_kind):
         return None
-    if not compat.supports_capture_profiler():
+    if not compat_llm.supports_capture_profiler():
         say(f"vLLM {compat.vllm_version()} cannot trace its graph capture: replayed kernels are "
             "attributed by their names only")
         return None
-    given = kw.get(compat.PROFILER_CONFIG_ARG)
-    cfg = compat.capture_profiler_config(str(work_dir / "vllm_profiler"), given if isinstance(given, dict) else None)
+    given = kw.get(compat_llm.PROFILER_CONFIG_KWARG)
+    cfg = compat_llm.capture_profiler_config(str(work_dir / "vllm_profiler"), given if isinstance(given, dict) else None)
     if cfg is None or (given is not None and not isinstance(given, dict)):
         say("the engine's own profiler_config is not torch.profiler: its graph capture is not traced")
         return None
-    kw[compat.PROFILER_CONFIG_ARG] = cfg
-    return Path(cfg["torch_profiler_dir"]) / compat.CAPTURE_TRACE_SUBDIR
+    kw[compat_llm.PROFILER_CONFIG_KWARG] = cfg
+    return Path(cfg["torch_profiler_dir"]) / compat_llm.CAPTURE_TRACE_SUBDIR
 
 
 def destination(output: str | Path) -> Path:
@@ -59,7 +59,7 @@ def destination(output: str | Path) -> Path:
 
     trace = output_paths(output, ["perfetto"])["perfetto"]
     prefix = trace.name[: -len("trace.json.gz")] if trace.name.endswith("trace.json.gz") else trace.stem + "."
-    return trace.parent / f"{prefix}{compat.CAPTURE_TRACE_SUBDIR}"
+    return trace.parent / f"{prefix}{compat_llm.CAPTURE_TRACE_SUBDIR}"
 
 
 def keep(profile: Profile, source: Path, output: str | Path, say: Callable[[str], None]) -> list[Path]:

@@ -26,7 +26,7 @@ from ..errors import XpuProfilerError
 from ..profile import Profile
 from . import assemble, control, options
 from .memory import HostSampler
-from .vllm import compat
+from .vllm import compat, compat_llm
 from .vllm.records import read_record_files
 
 class Profiler:
@@ -98,7 +98,7 @@ class Profiler:
         self.t_end = t_end or time.time_ns()
         if incomplete:
             self.incomplete = incomplete
-        if ask_engine and compat.engine_dead(self.llm):
+        if ask_engine and compat_llm.engine_dead(self.llm):
             ask_engine = False
             if not self.incomplete:
                 self.incomplete = "an engine process died"
@@ -115,6 +115,11 @@ class Profiler:
                 self.incomplete = "records could not be collected from every engine process"
         self._finish_run_info()
         return self.profile
+
+    def restart_stop(self) -> None:
+        """A ``stop()`` cut short (a Ctrl-C inside it): the next one starts over, from the
+        records collected so far."""
+        self._started = True
 
     def _collect(self) -> list[str]:
         """Stop recording everywhere and take the records; what failed, one line per side."""
@@ -137,7 +142,7 @@ class Profiler:
         p.run.setdefault("start_time_ns", self.t_start)
         p.run.setdefault("host", socket.gethostname())
         p.run.setdefault("versions", versions())
-        p.run.setdefault("engine", compat.engine_config(self.llm))
+        p.run.setdefault("engine", compat_llm.engine_config(self.llm))
         p.run["incomplete"] = bool(self.incomplete)
         if self.incomplete:
             p.run["incomplete_reason"] = self.incomplete

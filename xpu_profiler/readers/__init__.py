@@ -8,8 +8,15 @@ Each reader module exposes:
 - ``read(path, options) -> Profile``: load the file; raise ``TraceError`` for a
   file that is broken, and ``profile.warn()`` for events that are merely odd.
 
-``READERS`` is the ordered registry: the first reader whose ``sniff`` says yes
-reads the file, so more specific formats come first.
+A reader of inputs that are a whole directory (a server's record directory) also has
+
+- ``claim(directory) -> list[Path] | None``: the files below ``directory`` it reads
+  together, or None; ``read(directory, options)`` then reads them as one input, and
+  no reader sniffs those files one by one.
+
+``registry()`` is the ordered registry: a directory is first offered to each reader
+with a ``claim``; the first reader whose ``sniff`` says yes reads a file, so more
+specific formats come first.
 """
 
 from __future__ import annotations
@@ -146,9 +153,10 @@ def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
 
 def registry() -> list[ModuleType]:
     """The ordered readers. Imported lazily so that `import xpu_profiler` stays cheap."""
-    from . import bundle, kineto, xprofiler, xpurt_log
+    from . import bundle, kineto, vllm_records, xprofiler, xpurt_log
 
-    return [bundle, xprofiler, kineto, xpurt_log]  # XProfiler before Kineto: both are Chrome JSON
+    # XProfiler before Kineto: both are Chrome JSON
+    return [vllm_records, bundle, xprofiler, kineto, xpurt_log]
 
 
 def find_reader(path: Path) -> ModuleType | None:
@@ -162,12 +170,25 @@ def find_reader(path: Path) -> ModuleType | None:
     return None
 
 
+def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
+    """The directory-level readers that claim ``directory``, and the files they read."""
+    units, claimed = [], set()
+    for mod in registry():
+        claim = getattr(mod, "claim", None)
+        files = claim(directory) if claim is not None else None
+        if files:
+            units.append((directory, mod))
+            claimed.update(files)
+    return units, claimed
+
+
 def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
     """Resolve files and directories into (file, reader) pairs.
 
-    A directory contributes every file below it that some reader claims (a vLLM
-    profiler directory, a directory of per-rank logs); files nobody claims are
-    skipped there. A file named on the command line must be readable.
+    A directory contributes itself as one input when a directory-level reader claims
+    it (a server's record directory), and every other file below it that some reader
+    sniffs (a vLLM profiler directory, a directory of per-rank logs); files nobody
+    claims are skipped there. A file named on the command line must be readable.
     """
     out: list[tuple[Path, ModuleType]] = []
     for raw in paths:
@@ -175,9 +196,9 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
         if not p.exists():
             raise TraceError(p, "no such file or directory")
         if p.is_dir():
-            found = []
+            found, claimed = _claims(p)
             for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                if f.name.startswith("."):
+                if f.name.startswith(".") or f in claimed:
                     continue
                 mod = find_reader(f)
                 if mod is not None:
@@ -204,27 +225,68 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
     return out
 
 
-def load(paths: Iterable[str | Path], options: ReadOptions | None = None) -> Profile:
-    """Read every input and merge them into one Profile (ranks side by side)."""
+def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine: str | None = "serial",
+         jobs: int | None = None, captures: list[Path] | None = None) -> Profile:
+    """Read every input and merge them into one Profile (ranks side by side).
+
+    ``engine`` says how the files are read (``engines.ENGINES``: serial, process, ray,
+    ``ray://HOST:PORT``; ``auto``: a process pool for several files where that is safe);
+    ``jobs`` how many at a time. Every engine gives the same Profile.
+
+    ``captures``: when a list, graph-capture traces among the inputs are no ranks of the
+    run: their paths are appended to it instead (``capture.split_capture_files``: by
+    their place; among several inputs, also a trace whose content says so).
+    """
+    from . import engines
+    from ..capture import is_capture_profile, split_capture_files
+
     options = options or ReadOptions()
-    files = expand(paths)
-    profiles = []
+    name, address = engines.parse_engine(engine)
+
+    def runs_only(tasks: list) -> list:
+        if captures is None:
+            return tasks
+        run_files, by_place = split_capture_files([Path(t.path) for t in tasks])
+        captures.extend(by_place)
+        kept = set(run_files)
+        if not kept:
+            raise TraceError(by_place[0], "only graph-capture traces: pass the run's trace too")
+        return [t for t in tasks if Path(t.path) in kept]
+
+    if name == "ray":
+        with engines.RaySession(address, jobs or engines.default_jobs(os.cpu_count() or 1)):
+            tasks = runs_only(engines.ray_tasks([str(p) for p in paths]))
+            profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
+    else:
+        tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path)) for path, mod in expand(paths)])
+        jobs = jobs or engines.default_jobs(len(tasks))
+        if name == "auto":
+            name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
+        profiles = engines.ENGINES[name](tasks, options, jobs, address)
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
-    for path, mod in files:
-        try:
-            prof = mod.read(path, options)
-        except (TraceError, KeyboardInterrupt, MemoryError):
-            raise
-        except RecursionError:
-            raise TraceError(path, "nested too deeply to be a trace") from None
-        except Exception as e:  # never a traceback for a file we could not make sense of
-            raise TraceError(path, f"unreadable ({type(e).__name__}: {e})") from None
+    kept_profiles: list[Profile] = []
+    aside: list[tuple[Path, Profile]] = []
+    for t, prof in zip(tasks, profiles):
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
-            prof.run["sources"].append({"path": str(path), "format": mod.NAME})
-        _separate_ranks(prof, path, seen.setdefault(mod.NAME, set()))
-        profiles.append(prof)
-    return Profile.merge(profiles)
+            prof.run["sources"].append({"path": t.path, "format": t.reader})
+        if captures is not None and len(tasks) > 1 and is_capture_profile(prof):
+            aside.append((Path(t.path), prof))
+            continue
+        _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
+        kept_profiles.append(prof)
+    if aside and not kept_profiles:  # only capture traces by content: the first one is the run
+        kept_profiles.append(aside.pop(0)[1])
+    if captures is not None:
+        captures.extend(p for p, _ in aside)
+    return Profile.merge(kept_profiles)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:

@@ -12,8 +12,8 @@ infinities as null. ``load_summary`` reads it back (schema version 2, and the
 untyped version 1 files of xpu_profiler 0.1).
 
 The sections named "reserved" are empty until the analysis that fills them
-exists (device-side step timeline and idle breakdown, collectives, findings,
-diffs); they are typed now so that every exporter can rely on their shape.
+exists (findings, diffs); they are typed now so that every exporter can rely
+on their shape.
 
 ``schema`` holds the structs, ``metadata`` turns a profile's free-form run
 metadata into the typed ``Run``, ``codec`` is ``summary.json``.
@@ -22,22 +22,31 @@ metadata into the typed ``Run``, ``codec`` is ``summary.json``.
 from .codec import encode, load_summary, to_builtins
 from .metadata import device_spec, run_from_metadata
 from .schema import (
+    Attribution,
     Collective,
     Comm,
     DeviceSpec,
     DeviceSteps,
+    Parallel,
+    PipelineStage,
+    ParallelGroup,
+    RankAlignment,
+    EngineSteps,
+    DeviceTime,
     Diff,
     DiffRow,
     Distribution,
     Finding,
     FusedOp,
     FusedTime,
+    Graphs,
     Idle,
     Kernel,
     Memory,
     Phase,
     Rank,
     RankComm,
+    Requests,
     Run,
     SCHEMA,
     SCHEMA_VERSION,
@@ -50,22 +59,31 @@ from .schema import (
 )
 
 __all__ = [
+    "Attribution",
     "Collective",
     "Comm",
     "DeviceSpec",
     "DeviceSteps",
+    "Parallel",
+    "PipelineStage",
+    "ParallelGroup",
+    "RankAlignment",
+    "EngineSteps",
+    "DeviceTime",
     "Diff",
     "DiffRow",
     "Distribution",
     "Finding",
     "FusedOp",
     "FusedTime",
+    "Graphs",
     "Idle",
     "Kernel",
     "Memory",
     "Phase",
     "Rank",
     "RankComm",
+    "Requests",
     "Run",
     "SCHEMA",
     "SCHEMA_VERSION",

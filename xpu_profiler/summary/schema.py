@@ -62,11 +62,13 @@ class Totals(_Struct):
     host_op_ns: int = 0            # top-level host ops
     wall_ns: int = 0               # first to last timed event
     events: int = 0
-    steps: int = 0                 # step rows (one per engine step per rank)
+    steps: int = 0                 # engine steps, each counted once however many ranks ran it
+    step_rows: int = 0             # step rows: one per engine step per rank
+    engines: int = 0               # engines (data-parallel replicas) the steps belong to
     ranks: int = 0
     other_share: float = 0.0       # of op time no fused op claimed
     unstepped_share: float = 0.0   # of op time outside every step
-    prefill_tokens: int = 0        # one rank's (every TP rank runs the same batch)
+    prefill_tokens: int = 0        # over the engine steps (every TP/PP rank runs the same batch)
     decode_tokens: int = 0
 
 
@@ -79,9 +81,12 @@ class FusedOp(_Struct):
     share: float = 0.0                                 # of op time
     time_ns_by_phase: dict[str, int] = {}
     count_by_phase: dict[str, int] = {}
-    #: op time per token of that phase (prefill, decode, mixed); None without tokens
+    #: op time per token of that phase (prefill, decode, mixed): each rank's op time over the
+    #: tokens of its own steps, the mean over ranks (max: the largest rank's); None without tokens
     per_token_ns_by_phase: dict[str, Optional[float]] = {}
-    #: reserved: op time by how it was attributed (launching op, module, capture, name)
+    per_token_max_ns_by_phase: dict[str, Optional[float]] = {}
+    #: op time by how it was attributed (keys: ``attribution_source.KEYS``: launching op,
+    #: layer module, capture trace, kernel name, none)
     time_ns_by_source: dict[str, int] = {}
 
 
@@ -90,17 +95,34 @@ class FusedTime(_Struct):
     time_ns: int = 0
 
 
+class DeviceTime(_Struct):
+    """A phase's device time, summed over its steps (see ``DeviceSteps``)."""
+
+    period_ns: int = 0             # starved + device span, summed
+    busy_ns: int = 0
+    idle_ns: int = 0               # inside the device spans
+    starved_ns: int = 0
+    host_wait_ns: int = 0
+    kernel_wait_ns: int = 0
+    other_ns: int = 0
+    waiting_on_host_ns: int = 0
+    queue_delay_ns: Optional[float] = None  # median launch → start over its device work
+
+
 class Phase(_Struct):
     phase: str
-    steps: int = 0
-    time_ns: int = 0               # op time
-    wall_ns: int = 0               # sum of its steps' wall time
+    steps: int = 0                 # engine steps
+    time_ns: int = 0               # op time, all ranks
+    wall_ns: int = 0               # sum of its engine steps' wall time (the slowest rank's)
     tokens: int = 0
-    per_token_ns: Optional[float] = None
-    step_p50_ns: Optional[float] = None
+    per_token_ns: Optional[float] = None      # mean over ranks of a rank's op time per token
+    per_token_max_ns: Optional[float] = None  # the largest rank's
+    step_p50_ns: Optional[float] = None       # over engine steps (the slowest rank's wall)
     step_p99_ns: Optional[float] = None
     top_fused: list[FusedTime] = []
-    bound: Optional[str] = None    # reserved: "host" or "device", with the evidence in findings
+    bound: Optional[str] = None    # "host" or "device"; None without device work
+    bound_evidence: Optional[str] = None  # the numbers behind the verdict, in one sentence
+    device: Optional[DeviceTime] = None
 
 
 class Steps(_Struct):
@@ -108,11 +130,17 @@ class Steps(_Struct):
 
     rank: list[int] = []
     step_id: list[int] = []
+    engine_step: list[int] = []    # index into ``EngineSteps``: the engine step this row ran
     phase: list[str] = []
     start_ns: list[int] = []
     wall_ns: list[int] = []
-    busy_ns: list[int] = []        # op time (union) inside the step's window
-    idle_ns: list[int] = []        # wall − busy
+    #: with device work: the union of the step's own device work, and the device idle
+    #: inside its device span (``DeviceSteps``); on the host basis (CPU runs): the union
+    #: of top-level host ops inside the step's window, and wall − busy
+    busy_ns: list[int] = []
+    idle_ns: list[int] = []
+    span_ns: list[int] = []        # first to last of the work the row launched; its wall without any
+    wait_ns: list[int] = []        # its wait at collectives (others' late arrival)
     prefill_tokens: list[int] = []
     decode_tokens: list[int] = []
     prefill_reqs: list[int] = []
@@ -120,6 +148,50 @@ class Steps(_Struct):
     running: list[int] = []        # -1: not known
     waiting: list[int] = []        # -1: not known
     kv_usage: list[Optional[float]] = []  # 0..1
+
+
+class EngineSteps(_Struct):
+    """One entry per engine step, columnar; its per-rank rows are in ``Steps``."""
+
+    engine: list[int] = []         # the engine (data-parallel replica) that ran it
+    step_id: list[int] = []        # the step's id in that engine, aligned across its ranks
+    phase: list[str] = []
+    prefill_tokens: list[int] = []
+    decode_tokens: list[int] = []
+    ranks: list[int] = []          # how many ranks' rows it has
+    wall_ns: list[int] = []        # the longest wall time (host range) of its rows
+    wall_min_ns: list[int] = []    # the shortest
+    #: the longest span of its rows: first to last of the work a row launched (device work
+    #: runs behind the host), its wall without any
+    span_ns: list[int] = []
+    #: the rank with the most time not waiting at collectives (span − wait): the one the
+    #: others waited for, which sets the step's time
+    slowest_rank: list[int] = []
+    #: on the aligned clock (``RankAlignment.clock``): latest minus earliest rank start; None
+    #: where the ranks' clocks could not be aligned
+    start_skew_ns: list[Optional[int]] = []
+
+
+class RankAlignment(_Struct):
+    """How the ranks were put side by side: steps by id or content, clocks by what."""
+
+    #: "single_rank"; "step_id": the ids as recorded count the same engine step on every rank
+    #: (step hooks, ProfilerStep#N); "content": each rank's sequence of steps matched on what
+    #: the scheduler put in them (vLLM annotations number steps per rank from the start of
+    #: its trace, and start_profile reaches ranks at different steps)
+    steps: str = "single_rank"
+    step_shift_by_rank: dict[str, int] = {}     # added to a rank's own step number
+    step_match_share: Optional[float] = None    # of overlapping rows whose content agreed
+    #: "single_rank"; "shared": the ranks' clocks agree (matched collectives end together
+    #: within ``clock_tolerance_ns``) and times are used as recorded; "collective_ends": each
+    #: rank's clock is shifted by the median offset of its collectives' ends; "unknown"
+    clock: str = "single_rank"
+    clock_offset_ns_by_rank: dict[str, int] = {}
+    clock_tolerance_ns: int = 0
+    #: how collectives were matched across ranks: "seq" (the process group's sequence
+    #: number), "step" (the k-th of its kind and group within one engine step), "order"
+    #: (the k-th of its kind and group), "none"
+    collectives: str = "none"
 
 
 class Rank(_Struct):
@@ -130,6 +202,12 @@ class Rank(_Struct):
     wall_ns: int = 0
     steps: int = 0
     busy_share: Optional[float] = None  # busy over wall: inside the steps, else the rank's span
+    #: the rank's place in vLLM's parallel layout (dp, pp, tp, dcp, ep), where known
+    groups: dict[str, int] = {}
+    time_ns_by_fused: dict[str, int] = {}   # op time by fused op
+    step_wall_ns: int = 0                   # sum of its step rows' wall time
+    step_span_ns: int = 0                   # sum of its step rows' span (EngineSteps.span_ns)
+    slowest_steps: int = 0                  # engine steps with >1 rank in which it was the slowest
 
 
 class Kernel(_Struct):
@@ -176,6 +254,20 @@ class Throughput(_Struct):
     window_output_tok_s: Optional[float] = None
 
 
+class Requests(_Struct):
+    """Every request the profile saw, columnar (one entry per request). Latencies are None
+    where a request had not reached that point when the records end."""
+
+    req: list[str] = []
+    rank: list[int] = []
+    arrival_ns: list[Optional[int]] = []
+    prompt_len: list[int] = []
+    output_len: list[int] = []
+    ttft_ns: list[Optional[int]] = []      # arrival to first token
+    tpot_ns: list[Optional[float]] = []    # first token to finish, per further output token
+    e2e_ns: list[Optional[int]] = []       # arrival to finish
+
+
 class Series(_Struct):
     """One counter series of one rank (downsampled; the peak is always kept)."""
 
@@ -198,61 +290,172 @@ class DeviceSpec(_Struct):
     source: str = ""
 
 
-# -- reserved sections ------------------------------------------------------------------
+# -- device time and attribution --------------------------------------------------------
 
 class DeviceSteps(_Struct):
-    """Reserved: each step's device-side span (what it launched), columnar like ``Steps``."""
+    """Each step's device-side span (the work it launched), columnar like ``Steps`` and in
+    the same row order; rows without device work have ``device_start_ns`` -1. Idle gaps
+    are device-level (no stream busy) and belong to the step whose work ended them:
+    host wait, kernel wait (at most ``kernel_wait_max_ns``), other; ``waiting_on_host``
+    decides the verdict: host-bound when it is at least ``host_bound_share`` of the
+    device period (starved + span)."""
 
     rank: list[int] = []
     step_id: list[int] = []
+    phase: list[str] = []
     device_start_ns: list[int] = []
     device_end_ns: list[int] = []
     device_busy_ns: list[int] = []
     device_idle_ns: list[int] = []
     starved_ns: list[int] = []     # gap after the previous step's last device work
-    bound: list[str] = []          # "host" or "device"
+    host_wait_ns: list[int] = []
+    kernel_wait_ns: list[int] = []
+    other_ns: list[int] = []
+    waiting_on_host_ns: list[int] = []
+    queue_delay_ns: list[int] = []  # mean launch → start of the step's work, -1 unknown
+    bound: list[Optional[str]] = []  # "host" or "device"; None without device work
+    #: gpu_user_annotation twin vs the span found through correlation ids: max end
+    #: difference, None without a twin
+    twin_diff_ns: list[Optional[int]] = []
+    host_bound_share: float = 0.0
+    kernel_wait_max_ns: int = 0
+    #: {"steps": with a twin, "agree": within tolerance, "max_diff_ns", "tolerance_ns"}
+    twins: dict[str, int] = {}
 
 
 class Idle(_Struct):
-    """Reserved: idle time between consecutive kernels of one stream, by cause."""
+    """Idle time between consecutive work of one device stream, by cause (HTA's view: a
+    stream idle while another runs counts), per phase of the work after each gap."""
 
     rank: int
     stream: int
+    device: int = -1
     phase: str = "unknown"
+    busy_ns: int = 0               # the stream's work in that phase (sum of durations)
+    gaps: int = 0
     host_wait_ns: int = 0
     kernel_wait_ns: int = 0
     other_ns: int = 0
 
 
-class Collective(_Struct):
-    """Reserved: one kind of collective matched across the ranks of a group."""
+class Graphs(_Struct):
+    """Graph replays (CUDA/HIP/XPU graphs) and how their kernels were attributed."""
 
-    name: str
-    group: str = ""
+    replays: int = 0
+    launches: int = 0              # replays whose graph launch is in the trace
+    replayed_events: int = 0
+    replayed_ns: int = 0           # device time under replays (sum of durations)
+    device_ns: int = 0
+    share: float = 0.0             # replayed_ns / device_ns
+    capture_files: list[str] = []
+    captured_graphs: int = 0
+    matched_events: int = 0        # replayed events matched to a captured launch
+    attributed_events: int = 0     # ... whose fused op the capture decided
+    matched_share: Optional[float] = None  # None without capture traces
+    by_name: int = 0               # replays matched by kernel names / by position
+    by_position: int = 0
+    unmatched: int = 0
+
+
+class Attribution(_Struct):
+    """How op time was attributed (keys: ``attribution_source.KEYS``)."""
+
+    time_ns_by_source: dict[str, int] = {}
+    share_by_source: dict[str, float] = {}
+    name_share: float = 0.0        # inferred from the kernel name alone
+    unattributed_share: float = 0.0  # no source at all ("other")
+
+
+# -- communication and parallel groups ---------------------------------------------------
+
+class Collective(_Struct):
+    """One kind of collective in one process group and phase, matched across its ranks.
+
+    Per matched collective: latency = its shortest duration over the ranks (the transfer,
+    without waiting), a rank's wait = the latest start − its own start, skew = latest −
+    earliest start (end); all on the aligned clock (``RankAlignment.clock``)."""
+
+    kind: str                      # all_reduce, all_gather, reduce_scatter, all_to_all, ...
+    name: str = ""                 # the most common event name of these collectives
+    group: str = ""                # process group, else the stream (or thread) it ran on
     phase: str = "unknown"
-    count: int = 0
-    latency_ns: int = 0            # min duration across ranks, summed
+    count: int = 0                 # collectives matched across >= 2 ranks
+    ranks: int = 0                 # ranks that took part (the most seen)
+    latency_ns: int = 0            # sum over the collectives
+    mean_latency_ns: float = 0.0
     wait_ns_by_rank: dict[str, int] = {}
-    skew_ns: int = 0
-    bus_bytes_s: Optional[float] = None
+    arrived_last_by_rank: dict[str, int] = {}
+    start_skew_mean_ns: float = 0.0
+    start_skew_max_ns: int = 0
+    end_skew_mean_ns: float = 0.0
+    end_skew_max_ns: int = 0
+    bytes: Optional[int] = None            # payload, where the trace says the sizes
+    algo_bytes_s: Optional[float] = None   # bytes / latency
+    bus_bytes_s: Optional[float] = None    # × 2(n−1)/n (all-reduce), (n−1)/n (gather, scatter, all-to-all)
 
 
 class RankComm(_Struct):
-    """Reserved: one rank's communication: wait, straggling, overlap with compute."""
+    """One rank's communication in one phase ("all": every phase): wait, straggling, and
+    how much of it compute hides."""
 
     rank: int
-    comm_ns: int = 0
-    overlapped_ns: int = 0
-    exposed_ns: int = 0
+    phase: str = "all"
+    collectives: int = 0           # matched collectives it took part in
+    comm_ns: int = 0               # union of its communication intervals
+    overlapped_ns: int = 0         # the part of it during which compute ran
+    exposed_ns: int = 0            # comm − overlapped
+    step_ns: int = 0               # its steps' wall time in that phase
+    exposed_share: Optional[float] = None  # exposed over step time
     wait_ns: int = 0
-    arrived_last_share: Optional[float] = None
+    mean_wait_ns: Optional[float] = None
+    arrived_last_share: Optional[float] = None   # of its collectives, how often it came last (the straggler)
     arrived_first_share: Optional[float] = None
 
 
 class Comm(_Struct):
     collectives: list[Collective] = []
     ranks: list[RankComm] = []
+    events: int = 0                # communication events seen
+    matched_events: int = 0        # of them, matched with another rank's
+    basis: str = ""                # "device": kernels; "host": host ops (CPU runs)
 
+
+class ParallelGroup(_Struct):
+    """One group of vLLM's parallel layout (ranks that differ only in that dimension)."""
+
+    dim: str                       # tp, pp, dp, ep, dcp
+    key: str                       # the coordinates its ranks share, e.g. "dp0_pp1"
+    ranks: list[int] = []
+    collectives: int = 0           # matched collectives among exactly these ranks' group
+    exposed_ns: int = 0            # its ranks' exposed communication in those collectives
+    exposed_share: Optional[float] = None  # over its ranks' step time
+    wait_ns: int = 0
+    straggler: Optional[int] = None        # the rank that came last most often
+    straggler_share: Optional[float] = None
+
+
+class PipelineStage(_Struct):
+    """One pipeline-parallel stage: how long it sat idle in the engine steps."""
+
+    stage: int
+    ranks: list[int] = []
+    busy_ns: int = 0               # mean over its ranks of busy time inside the steps
+    wall_ns: int = 0               # sum of the engine steps' wall time (the slowest rank's)
+    bubble_ns: int = 0             # wall − busy
+    bubble_share: Optional[float] = None
+
+
+class Parallel(_Struct):
+    """vLLM's parallel layout, from the trace file names (``dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}``)
+    and process names (``Worker_DP0_PP1_TP0``): sizes, groups and pipeline stages."""
+
+    sizes: dict[str, int] = {}
+    groups: list[ParallelGroup] = []
+    stages: list[PipelineStage] = []
+    source: str = ""               # where the layout was read: file names, process names, run
+
+
+# -- reserved sections ------------------------------------------------------------------
 
 class Finding(_Struct):
     """Reserved: one finding of the rule table: what, how much time, what to change."""
@@ -295,15 +498,21 @@ class Summary(_Struct):
     fused_ops: list[FusedOp] = []  # by op time, largest first
     phases: list[Phase] = []       # prefill, decode, mixed, unknown (those present)
     steps: Steps = msgspec.field(default_factory=Steps)
+    engine_steps: EngineSteps = msgspec.field(default_factory=EngineSteps)
+    alignment: RankAlignment = msgspec.field(default_factory=RankAlignment)
     ranks: list[Rank] = []
     throughput: Throughput = msgspec.field(default_factory=Throughput)
+    requests: Requests = msgspec.field(default_factory=Requests)
     memory: Memory = msgspec.field(default_factory=Memory)
     top_kernels: list[Kernel] = []
     device: Optional[DeviceSpec] = None
     warnings: list[str] = []
-    # reserved
+    attribution: Attribution = msgspec.field(default_factory=Attribution)
+    graphs: Graphs = msgspec.field(default_factory=Graphs)
     device_steps: DeviceSteps = msgspec.field(default_factory=DeviceSteps)
     idle: list[Idle] = []
     comm: Comm = msgspec.field(default_factory=Comm)
+    parallel: Parallel = msgspec.field(default_factory=Parallel)
+    # reserved
     findings: list[Finding] = []
     diff: Optional[Diff] = None

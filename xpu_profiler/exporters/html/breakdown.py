@@ -7,6 +7,7 @@ from typing import Any
 
 from ...fmt import number
 from ...summary import Summary
+from .device import build_attribution, source_split
 from .figures import axis, layout
 from .style import BASIS_LABELS, OTHER_COLOR, PHASE_COLORS, PHASES, TOKEN_PHASES
 
@@ -21,6 +22,7 @@ def build_fused_ops(summary: Summary, colors: Mapping[str, str]) -> tuple[dict |
             "by_phase": {p: float(r.time_ns_by_phase.get(p, 0)) for p in PHASES},
             "per_token_ns": {p: number(r.per_token_ns_by_phase.get(p)) for p in TOKEN_PHASES},
             "color": colors.get(r.fused_op, OTHER_COLOR),
+            "by_source": source_split(r.time_ns_by_source, float(r.time_ns)),
         })
     rows.sort(key=lambda r: -r["time_ns"])
     phases = [p for p in PHASES if any(r["by_phase"][p] for r in rows)]
@@ -41,7 +43,7 @@ def build_fused_ops(summary: Summary, colors: Mapping[str, str]) -> tuple[dict |
         barmode="stack", height=90 + 26 * max(len(rows), 3), bargap=0.25,
         xaxis=axis("time (ms)"), yaxis={"automargin": True, "autorange": "reversed"},
         showlegend=len(data) > 1)}
-    section = {"basis": BASIS_LABELS.get(summary.basis, "op time"),
+    section = {"basis": BASIS_LABELS.get(summary.basis, "op time"), "attribution": build_attribution(summary),
                "total_ns": sum(r["time_ns"] for r in rows), "other_share": summary.totals.other_share,
                "phases": phases,
                "per_token_phases": [p for p in TOKEN_PHASES if any(r["per_token_ns"][p] is not None for r in rows)],

@@ -10,9 +10,11 @@ from ... import __version__
 from ...summary import Summary
 from .breakdown import build_fused_ops, build_phases
 from .counters import build_memory, build_rates
+from .device import build_device
 from .figures import json_ready
 from .header import build_header
 from .headline import build_headline
+from .multirank import build_comm, build_rank_steps
 from .page import plotly_version
 from .style import PHASE_COLORS, fused_colors
 from .tables import build_kernels, build_ranks
@@ -22,8 +24,8 @@ PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
     "headline": "Key figures", "fused_ops": "Time by fused op", "phases": "Prefill vs decode",
-    "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
-    "ranks": "Ranks",
+    "device": "Device time", "steps": "Step timeline", "rates": "Throughput", "memory": "Memory",
+    "kernels": "Top kernels", "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
 }
 
 
@@ -38,6 +40,7 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
                               "header": build_header(summary), "headline": build_headline(summary)}
     for key, builder in (("fused_ops", lambda: build_fused_ops(summary, colors)),
                          ("phases", lambda: build_phases(summary, colors)),
+                         ("device", lambda: build_device(summary)),
                          ("steps", lambda: build_steps(summary)),
                          ("rates", lambda: build_rates(summary)),
                          ("memory", lambda: build_memory(summary))):
@@ -47,6 +50,9 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
     report["kernels"] = build_kernels(summary, colors)
     report["ranks"], figs = build_ranks(summary)
     figures.update(figs)
+    report["rank_steps"], figs = build_rank_steps(summary)
+    figures.update(figs)
+    report["comm"] = build_comm(summary)
     report["figures"] = figures
     report["colors"] = {"phases": PHASE_COLORS, "fused_ops": colors}
     report["warnings"] = list(summary.warnings)

@@ -12,7 +12,8 @@ from .style import PHASE_COLORS, PHASES
 
 
 ROW_CAPTIONS = {"tokens": "prefill and decode tokens per step", "requests": "running and waiting requests",
-                "host overhead (ms)": "host overhead: the step's wall time with no op running"}
+                "host overhead (ms)": "host overhead: the step's wall time with no op running",
+                "device idle (ms)": "device idle: time inside the step's device span with no device work"}
 
 
 def build_steps(summary: Summary) -> tuple[dict | None, dict]:
@@ -73,7 +74,10 @@ def build_steps(summary: Summary) -> tuple[dict | None, dict]:
     series([("prefill_tokens", "prefill tokens", PHASE_COLORS["prefill"]),
             ("decode_tokens", "decode tokens", PHASE_COLORS["decode"])], 1, "tokens", stack=True)
     series([("running", "running requests", "#2e86ab"), ("waiting", "waiting requests", "#d1495b")], 1, "requests")
-    series([("idle_ns", "host overhead (wall − busy)", "#5d737e")], 1e6, "host overhead (ms)")
+    if summary.device_steps.rank:  # steps on the device's clock: idle inside each step's device span
+        series([("idle_ns", "device idle (in its device span)", "#5d737e")], 1e6, "device idle (ms)")
+    else:
+        series([("idle_ns", "host overhead (wall − busy)", "#5d737e")], 1e6, "host overhead (ms)")
     gap = 0.06
     heights = [2.0] + [1.0] * (len(rows) - 1)
     unit = (1 - gap * (len(rows) - 1)) / sum(heights)

@@ -1,7 +1,8 @@
 """Every vLLM internal the live path patches, calls or reads — named here and nowhere else.
 
-``SYMBOLS`` is the table (what, where, why); the functions below are the only code
-that touches those names. When vLLM moves or renames one of them, this module is the
+``SYMBOLS`` is the table (what, where, why); the functions below (what runs inside the
+engine's processes) and those of ``compat_llm`` (the caller's side: ``vllm.LLM``) are the
+only code that touches those names. When vLLM moves or renames one of them, this module is the
 one to change, and the start-up check (``MISSING`` below, run by the control methods
 in every process) says which one broke, with the vLLM version, instead of leaving an
 empty profile. ``tests/test_live_compat.py`` checks that no other module of the live
@@ -48,6 +49,9 @@ SYMBOLS: tuple[Symbol, ...] = (
            "which inherit it); returns None when sample_tokens follows"),
     Symbol("Worker.sample_tokens", GPU_WORKER_MODULE, "patch",
            "the sampling half of a step, a second RPC (vLLM >= 0.12; absent before)"),
+    Symbol("Worker.profile", GPU_WORKER_MODULE, "patch",
+           "vLLM's own profiler starting in a worker (start_profile): a torch.profiler window of ours stops "
+           "first, two at once crash the process"),
     Symbol("Worker.init_device", GPU_WORKER_MODULE, "patch",
            "first call in a worker that starts the device runtime: device logs are redirected before it"),
     Symbol("CPUWorker.init_device", CPU_WORKER_MODULE, "patch", "the same for the CPU worker"),
@@ -104,6 +108,9 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("Scheduler.waiting", SCHEDULER_MODULE, "read", "waiting queue (its length per step)"),
     Symbol("Scheduler.kv_cache_manager.usage", SCHEDULER_MODULE, "read", "KV-cache usage 0..1"),
     Symbol("Scheduler.has_requests", SCHEDULER_MODULE, "call", "an idle engine flushes its records at once"),
+    Symbol("Scheduler.vllm_config", SCHEDULER_MODULE, "read",
+           "a server's engine settings for its records (the fields LLM.llm_engine.vllm_config gives), and "
+           "parallel_config.world_size: the workers that answer for a profile window"),
     Symbol("Request.num_computed_tokens", "vllm.v1.request", "read",
            "already advanced by schedule(): pre-step progress is this minus the scheduled count"),
     Symbol("Request.num_prompt_tokens", "vllm.v1.request", "read", "tokens below it are prefill"),
@@ -134,6 +141,13 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("VLLM_CPU_OMP_THREADS_BIND", "vllm.envs", "env",
            "CPU build: one core list per local worker ('0|1'); its default 'auto' needs a NUMA node per "
            "worker and kills TP/DP > 1 on one-node machines, so the live command sets it unless the user did"),
+    # -- a running server's own profiler (xpu_profiler record without our plugin's directory) --
+    Symbol("/start_profile, /stop_profile", "vllm.entrypoints.serve.profile.api_router", "call",
+           "HTTP routes of a server started with --profiler-config; start_profile takes max_iterations"),
+    Symbol("--profiler-config", "vllm.config.profiler", "read",
+           "the server's command line: its torch_profiler_dir is where the traces go"),
+    Symbol("AsyncLLM._frontend_profiler_worker_name", "vllm.v1.engine.async_llm", "read",
+           "'<host>_<pid>.async_llm': the API server's own trace, of its host work, not of engine steps"),
     # -- layer classes that get a module range (xpu_module:<Class>) -----------------------
     Symbol("RMSNorm, GemmaRMSNorm, LayerNorm, *RMSNorm", "vllm.model_executor.layers.layernorm", "layer", "norm"),
     Symbol("SiluAndMul, GeluAndMul, MulAndSilu, FatreluAndMul", "vllm.model_executor.layers.activation",
@@ -159,8 +173,10 @@ SYMBOLS: tuple[Symbol, ...] = (
 SCHEDULER_HOOKS = (("Scheduler.schedule", "schedule", True),
                    ("Scheduler.update_from_output", "update_from_output", True))
 WORKER_HOOKS = (("Worker.execute_model", "execute_model", True),
-                ("Worker.sample_tokens", "sample_tokens", False))
+                ("Worker.sample_tokens", "sample_tokens", False),
+                ("Worker.profile", "profile", False))
 SCHEDULE, UPDATE, EXECUTE, SAMPLE = "schedule", "update_from_output", "execute_model", "sample_tokens"
+PROFILE = "profile"
 INIT_DEVICE = "init_device"
 #: (module, class) patched at import in file mode
 SCHEDULER_CLASS = (SCHEDULER_MODULE, "Scheduler")
@@ -346,122 +362,25 @@ def layer_label(cls_name: str) -> str | None:
 
 
 # --------------------------------------------------------------------------------------
-# front-end
+# EngineCore process: its settings (read by a server's records and by the front-end)
 # --------------------------------------------------------------------------------------
 
-def engine_client(llm):
-    """The engine-core client of a ``vllm.LLM``; AttributeError when it is not one."""
-    return llm.llm_engine.engine_core
+def scheduler_engine_config(sched) -> dict:
+    """The engine settings a report shows, from inside the EngineCore (a server's records);
+    empty when they cannot be read."""
+    return config_summary(getattr(sched, "vllm_config", None))
 
 
-def inproc_engine_core(client):
-    """The EngineCore object of the one-process layout, else None (it runs elsewhere)."""
-    core = getattr(client, "engine_core", None)
-    return core if core is not None and not hasattr(client, "call_utility") else None
-
-
-def call_utility(client, *args):
-    return client.call_utility(CONTROL_METHOD, *args)
-
-
-def collective_rpc(llm, args: tuple) -> list:
-    return list(llm.collective_rpc(CONTROL_METHOD, args=args))
-
-
-def shutdown_engine(llm, timeout: float | None = None) -> None:
-    """End the engine's processes (vLLM's own shutdown: SIGTERM, then SIGKILL to each
-    process tree after ``timeout`` s, vLLM's default when None); idempotent."""
-    client = llm.llm_engine.engine_core
-    client.shutdown(timeout=timeout)
-
-
-def wake_front_end(llm, exc: Exception) -> bool:
-    """Make a ``generate()`` waiting on the engine's outputs raise ``exc``; False when
-    this engine has no such queue (one-process layout: nothing waits on another process)."""
-    q = getattr(llm.llm_engine.engine_core, "outputs_queue", None)
-    if q is None:
-        return False
-    q.put_nowait(exc)
-    return True
-
-
-def engine_dead(llm) -> bool:
-    """True once vLLM knows an engine process died (RPC would only raise)."""
+def sched_world_size(sched) -> int:
+    """Workers (TP x PP) behind this EngineCore: each answers for a profile window."""
     try:
-        return bool(llm.llm_engine.engine_core.resources.engine_dead)
-    except AttributeError:
-        return False
-
-
-def engine_exit_codes(llm) -> dict[int, int]:
-    """pid -> exit code of the EngineCore processes that have ended (vLLM reaped them)."""
-    try:
-        procs = llm.llm_engine.engine_core.resources.engine_manager.processes
-    except AttributeError:
-        return {}
-    return {p.pid: p.exitcode for p in procs if p.pid is not None and p.exitcode is not None}
-
-
-#: engine argument, its field and the subdirectory vLLM writes capture traces into
-PROFILER_CONFIG_ARG = "profiler_config"
-CAPTURE_PROFILER_FIELD = "capture_torch_profiler"
-CAPTURE_TRACE_SUBDIR = "capture_traces"
-
-
-def supports_capture_profiler() -> bool:
-    """Whether this vLLM can trace its graph capture (ProfilerConfig.capture_torch_profiler)."""
-    try:
-        from vllm.config import ProfilerConfig
-    except ImportError:
-        return False
-    fields = getattr(ProfilerConfig, "__dataclass_fields__", None) or getattr(ProfilerConfig, "model_fields", {})
-    return CAPTURE_PROFILER_FIELD in fields
-
-
-def capture_profiler_config(trace_dir: str, given: dict | None) -> dict | None:
-    """The ``profiler_config`` engine argument that makes vLLM trace its graph capture into
-    ``<trace_dir>/capture_traces/`` (or the user's own torch_profiler_dir); None when the
-    user's own profiler setting excludes it (another profiler)."""
-    cfg = dict(given or {})
-    if cfg.get("profiler") not in (None, "torch"):
-        return None
-    cfg["profiler"] = "torch"
-    cfg.setdefault("torch_profiler_dir", trace_dir)
-    cfg[CAPTURE_PROFILER_FIELD] = True
-    return cfg
-
-
-def llm_api():
-    """(LLM, SamplingParams); ImportError without vLLM."""
-    from vllm import LLM, SamplingParams
-
-    return LLM, SamplingParams
-
-
-def sampling_params(max_tokens: int, greedy: bool = True):
-    params = llm_api()[1]
-    return params(max_tokens=max_tokens, ignore_eos=True, **({"temperature": 0.0} if greedy else {}))
-
-
-def generate(llm, prompts, params, progress: bool = False) -> list:
-    return llm.generate(prompts, params, use_tqdm=progress)
-
-
-def generated_tokens(outputs) -> int:
-    return sum(len(o.outputs[0].token_ids) for o in outputs)
-
-
-def vocab_size(llm, default: int = 32000) -> int:
-    try:
-        return int(getattr(llm.llm_engine.vllm_config.model_config.hf_config, "vocab_size", default))
+        return max(1, int(sched.vllm_config.parallel_config.world_size))
     except (AttributeError, TypeError, ValueError):
-        return default
+        return 1
 
 
-def engine_config(llm) -> dict:
-    """The engine settings a report shows (empty when they cannot be read)."""
+def config_summary(cfg) -> dict:
     try:
-        cfg = llm.llm_engine.vllm_config
         sc, pc, mc = cfg.scheduler_config, cfg.parallel_config, cfg.model_config
         return {
             "model": str(mc.model), "dtype": str(mc.dtype).replace("torch.", ""),
@@ -474,6 +393,12 @@ def engine_config(llm) -> dict:
     except (AttributeError, TypeError, ValueError):
         return {}
 
+
+#: a server's own profiler: its HTTP routes, the window's length, its command-line option
+START_PROFILE, STOP_PROFILE, MAX_ITERATIONS = "/start_profile", "/stop_profile", "max_iterations"
+PROFILER_CONFIG_ARG, PROFILER_DIR_KEY = "--profiler-config", "torch_profiler_dir"
+#: in the name of the trace the API server's own profiler writes at /stop_profile (its host work only)
+FRONTEND_TRACE_MARK = ".async_llm"
 
 #: '0' runs EngineCore and workers in the caller's process
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"

@@ -4,7 +4,8 @@
 queue state; ``update_from_output()`` closes the step (paired with its SchedulerOutput
 by object identity, which also holds with async scheduling's batch queue) and tracks
 each request's first token and finish. The step id is tagged onto the SchedulerOutput
-so that the workers' records join it exactly.
+so that the workers' records join it exactly (and, inside a profile window a running
+server was asked for, the window: see ``windows``).
 
 Each EngineCore numbers its own steps; a data-parallel engine's rows carry its DP index
 (``dp_rank``), and its KV-cache and host samples are filed under the global rank of its
@@ -17,6 +18,7 @@ from __future__ import annotations
 from . import compat, patching
 from .recorder import REC, now
 from .records import STEP_TAG
+from .windows import WINDOWS
 
 
 def adopt(sched) -> None:
@@ -78,6 +80,9 @@ def wrap_schedule(orig):
                 run, wait = compat.queue_lengths(self)
                 setattr(so, STEP_TAG, sid)
                 REC.pending[id(so)] = (sid, t0, t1, pt, dt, pr, dr, run, wait, done, compat.kv_usage(self))
+                if sid == 0:
+                    REC.meta = {"engine": compat.scheduler_engine_config(self)}
+                WINDOWS.engine_step(self, so, sid, t0)  # a profile window asked for: tag its steps
         except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("Scheduler.schedule", e)
         REC.hook_ns += now() - t1

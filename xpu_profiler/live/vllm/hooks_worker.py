@@ -18,6 +18,7 @@ from . import compat, patching
 from .recorder import REC, now
 from .records import STEP_TAG
 from .torch_window import TorchWindow
+from .windows import WINDOWS
 
 
 def adopt(worker) -> None:
@@ -42,7 +43,12 @@ def wrap_execute(orig):
         if tokens <= 0:
             # an empty step: the engine is cleaning up finished requests (often going idle)
             out = orig(self, scheduler_output, *args, **kwargs)
-            REC.maybe_flush(now(), idle=True)
+            t = now()
+            try:
+                WINDOWS.worker_idle(t)
+            except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+                REC.failed("profile window", e)
+            REC.maybe_flush(t, idle=True)
             return out
         te = now()
         sid = getattr(scheduler_output, STEP_TAG, None)
@@ -50,6 +56,10 @@ def wrap_execute(orig):
             sid = REC.local_step
         REC.local_step = sid + 1
         handle = None
+        try:
+            WINDOWS.worker_step(self, scheduler_output)  # a profile window starts or ends here
+        except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+            REC.failed("profile window", e)
         tw = REC.torch
         if tw is not None:
             try:
@@ -102,6 +112,7 @@ def end_step(t: int) -> None:
     if tw is not None:
         try:
             tw.close_step(handle)
+            WINDOWS.worker_step_end()
         except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("torch.profiler window", e)
     if REC.memory:
@@ -113,8 +124,23 @@ def end_step(t: int) -> None:
     REC.maybe_flush(t)
 
 
+def wrap_profile(orig):
+    """vLLM's own profiler (``start_profile``) is about to start: ours gives way first."""
+    @patching.wrapper_of(orig)
+    def wrapper(self, is_start=True, *args, **kwargs):
+        if is_start:
+            try:
+                WINDOWS.yield_to_vllm()
+            except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
+                REC.failed("torch.profiler window", e)
+        return orig(self, is_start, *args, **kwargs)
+
+    return wrapper
+
+
 def install(cls) -> dict[str, bool]:
-    """Wrap ``execute_model`` / ``sample_tokens`` wherever ``cls`` and its bases define
-    them; returns {symbol: a wrapper of ours is now what ``cls`` calls}."""
-    patching.wrap_methods(cls, {compat.EXECUTE: wrap_execute, compat.SAMPLE: wrap_sample})
+    """Wrap ``execute_model`` / ``sample_tokens`` (and ``profile``) wherever ``cls`` and its
+    bases define them; returns {symbol: a wrapper of ours is now what ``cls`` calls}."""
+    patching.wrap_methods(cls, {compat.EXECUTE: wrap_execute, compat.SAMPLE: wrap_sample,
+                                compat.PROFILE: wrap_profile})
     return compat.hook_status(cls, compat.WORKER_HOOKS)

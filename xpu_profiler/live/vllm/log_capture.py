@@ -114,13 +114,18 @@ def start_capture(run_dir: str | os.PathLike, rank: int, local_rank: int, *,
     return handle
 
 
-def _restore(handle: CaptureHandle) -> None:
-    for target, saved in handle._saved_fds.items():
+def put_back_fds(saved: dict[int, int]) -> None:
+    """{fd: its saved duplicate} → each fd as it was; the duplicates closed."""
+    for target, dup in saved.items():
         try:
-            os.dup2(saved, target)
+            os.dup2(dup, target)
         finally:
-            os.close(saved)
-    handle._saved_fds.clear()
+            os.close(dup)
+    saved.clear()
+
+
+def _restore(handle: CaptureHandle) -> None:
+    put_back_fds(handle._saved_fds)
     handle._env.restore()
 
 

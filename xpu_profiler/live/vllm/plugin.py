@@ -10,7 +10,8 @@ sends ``start`` through vLLM's RPC (see ``commands``).
 hooks install at import time and record from the first step; every process appends
 its batches to ``$XPU_PROFILER_DIR/<process>-<pid>.records.jsonl`` (every second, when
 the engine goes idle, and at exit). ``XPU_PROFILER_LEVEL=standard`` also runs
-torch.profiler in the workers over the steps ``XPU_PROFILER_STEPS=first:count``.
+torch.profiler in the workers over the steps ``XPU_PROFILER_STEPS=first:count``, and
+``xpu_profiler record`` asks the running engine for more windows (see ``windows``).
 
 With ``XPU_PROFILER_DEVICE_LOGS`` set, each worker's own output goes to its rank's log
 (see ``hooks_init_device``). ``register()`` is cheap and idempotent.
@@ -21,10 +22,11 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 
 from . import commands, compat, hooks_init_device, hooks_scheduler, hooks_worker, patching
 from .recorder import REC
-from .records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_STEPS
+from .records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_RUN, ENV_STEPS
 
 DEFAULT_ENV_STEPS = (4, 16)
 
@@ -50,6 +52,8 @@ def _register() -> None:
 
 def start_file_mode(directory: str, level: str, steps: str | None) -> None:
     REC.file_dir = os.path.abspath(directory)
+    # the server lifetime: the first process of a server names it, the processes it starts inherit it
+    REC.run_id = os.environ.setdefault(ENV_RUN, f"{os.getpid()}-{time.time_ns()}")
     if level in ("standard", "comprehensive"):
         first, count = parse_steps(steps)
         REC.env_torch = (os.path.join(REC.file_dir, "torch"), first, count, level)

@@ -43,6 +43,9 @@ class Recorder:
         self.lock = threading.Lock()        # take() against itself (RPC, flusher thread, atexit)
         self.flush_lock = threading.Lock()  # one writer of the record file at a time
         self.file_dir: str | None = None    # file mode: where batches are appended
+        self.run_id: str | None = None      # file mode: the server lifetime (records.ENV_RUN)
+        self.started_ns = now()
+        self.meta: dict = {}                # what this process knows of the engine, sent once
         self.last_flush = 0
         self.flusher_pid: int | None = None
         self.active = False
@@ -92,7 +95,10 @@ class Recorder:
         with self.lock:
             batch = {
                 "pid": os.getpid(),
+                "ppid": os.getppid(),
                 "process": proc_name(),
+                "run": self.run_id,
+                "started_ns": self.started_ns,
                 "sched": self.sched,
                 "worker": self.worker,
                 "counters": self.counters,
@@ -108,14 +114,12 @@ class Recorder:
                 batch["place"] = self.place
             if self.fatal is not None:
                 batch["fatal"], self.fatal = self.fatal, None
+            if self.meta:
+                batch["meta"], self.meta = self.meta, {}
             self.hook_ns = 0
-            tw = self.torch
-            if tw is not None:
-                tw.export(self.global_rank)
-                if tw.files:  # the marks travel with the trace they align (not with a periodic flush)
-                    batch["torch_files"], tw.files = tw.files, []
-                    batch["torch_marks"], tw.marks = tw.marks, []
-                    batch["torch_rank"] = self.global_rank
+            from .windows import WINDOWS
+
+            WINDOWS.hand_over(batch, final)  # the traces of stopped torch.profiler windows
             self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
             if final:
                 self.open_requests = {}
@@ -162,6 +166,13 @@ class Recorder:
                 with self.lock:
                     self.errors.setdefault(records.FLUSH_FAILED, [0, f"{directory}: {e.strerror}"])[0] += 1
                     self.held = batch if self.held is None else records.merge_into(batch, self.held)
+                return
+            from .windows import WINDOWS
+
+            try:
+                WINDOWS.after_flush(directory, batch)  # answer the profile windows this batch completes
+            except OSError as e:
+                self.failed("profile window answer", e)
 
     def flush_at_exit(self) -> None:
         """The last flush of a process. One that ends with an exception (an EngineCore that
@@ -174,6 +185,7 @@ class Recorder:
         self.flush_to_file(True)
 
     def after_fork(self) -> None:
+        self.started_ns = now()
         self.lock = threading.Lock()
         self.flush_lock = threading.Lock()
         self.mem.after_fork()

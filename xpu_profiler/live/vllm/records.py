@@ -5,6 +5,9 @@ Every process hands over its records as one *batch* (a JSON-ready dict), over RP
 as one line of ``<dir>/<process>-<pid>.records.jsonl``:
 
 - ``pid``, ``process``: who recorded it; ``role``: "engine", "worker" or "";
+  ``ppid``, ``started_ns``: its parent and when it started recording; ``run``: the
+  server lifetime it belongs to (``ENV_RUN``, the same in every process of one server);
+- ``meta``: once per process, what it knows of the engine (model, parallel sizes);
 - ``sched``: scheduler step rows (``SCHED_FIELDS``), ``worker``: worker step rows
   (``WORKER_FIELDS``), ``requests``: request rows (``REQUEST_FIELDS``),
   ``counters``: samples (``COUNTER_FIELDS``); times are wall-clock ns;
@@ -13,6 +16,8 @@ as one line of ``<dir>/<process>-<pid>.records.jsonl``:
   and the (step, wall-clock ns) at which their ``xpu_step#N`` ranges opened;
   ``torch_rank``: the global rank their events belong to (a trace's own rank is the
   rank inside its engine's process group: data-parallel engines repeat it);
+  ``torch_windows``: {trace path: window id} for the windows ``xpu_profiler record``
+  asked for (see ``windows``);
 - ``hooks``: {symbol: installed?} as this process found them (import-time patching);
 - ``place``: where this process sits in the parallel layout, once it knows:
   {"dp", "world", "rank"} for an EngineCore (``rank``: the global rank of its first
@@ -53,6 +58,8 @@ C_IDX = {f: i for i, f in enumerate(COUNTER_FIELDS)}
 
 #: attribute the scheduler hook sets on a SchedulerOutput: the step id the workers record
 STEP_TAG = "xpu_step"
+#: ... and, for the steps of a requested profile window, (window id, index, count, deadline ns, level)
+WINDOW_TAG = "xpu_window"
 #: the torch.profiler range around each profiled step in a worker
 STEP_RANGE_PREFIX = "xpu_step#"
 STEP_RANGE = re.compile(r"^xpu_step#(\d+)$")
@@ -75,6 +82,9 @@ ENV_LEVEL = "XPU_PROFILER_LEVEL"
 ENV_STEPS = "XPU_PROFILER_STEPS"
 #: run directory: each worker's own stdout/stderr go to <dir>/xpu_logs/rank_N.log
 ENV_DEVICE_LOGS = "XPU_PROFILER_DEVICE_LOGS"
+#: the server lifetime: set by the first process of a server that records (pid-start ns),
+#: inherited by every process it starts
+ENV_RUN = "XPU_PROFILER_RUN"
 
 
 def step_range_name(step: int) -> str:
@@ -116,7 +126,10 @@ def merge_into(into: dict, older: dict) -> dict:
         into["hooks"] = hooks
     if not into.get("role"):
         into["role"] = older.get("role", "")
-    for k in ("place", "torch_rank", "fatal"):
+    windows = {**(older.get("torch_windows") or {}), **(into.get("torch_windows") or {})}
+    if windows:
+        into["torch_windows"] = windows
+    for k in ("place", "torch_rank", "fatal", "meta"):
         if k not in into and k in older:
             into[k] = older[k]
     return into
@@ -143,21 +156,49 @@ def append_batch(directory: str, batch: dict) -> None:
         os.close(fd)
 
 
-def read_record_files(directory: str | Path) -> list[dict]:
-    """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs).
-    A line cut by a crash, or a file that cannot be read, is skipped and said in a
-    ``warnings`` batch."""
-    out: list[dict] = []
+def record_files(directory: str | Path) -> list[Path]:
     d = Path(directory)
-    if not d.is_dir():
-        return out
-    problems = []
-    for f in sorted(d.glob("*" + RECORD_SUFFIX)):
+    return sorted(d.glob("*" + RECORD_SUFFIX)) if d.is_dir() else []
+
+
+def record_sizes(directory: str | Path) -> dict[str, int]:
+    """{file name: size} of the record files now: ``read_record_files(since=...)`` then
+    reads only what was appended after."""
+    out = {}
+    for f in record_files(directory):
         try:
-            text = f.read_text()
+            out[f.name] = f.stat().st_size
+        except OSError:
+            continue
+    return out
+
+
+def _read_text(f: Path, offset: int) -> str:
+    with open(f, "rb") as fh:
+        if offset > 0:
+            fh.seek(offset - 1)
+            if fh.read(1) != b"\n":  # the size was taken in the middle of a line: skip its rest
+                fh.readline()
+        return fh.read().decode("utf-8", errors="replace")
+
+
+def read_record_files(directory: str | Path, since: dict[str, int] | None = None,
+                      growing: bool = False) -> list[dict]:
+    """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs);
+    with ``since`` ({file name: offset}, see ``record_sizes``) only the lines appended
+    after those offsets. A line cut by a crash, or a file that cannot be read, is skipped
+    and said in a ``warnings`` batch; with ``growing`` (a running server's files) a last
+    line without its newline is one still being written, left out silently."""
+    out: list[dict] = []
+    problems = []
+    for f in record_files(directory):
+        try:
+            text = _read_text(f, (since or {}).get(f.name, 0))
         except OSError as e:
             problems.append(f"{f.name}: cannot be read ({e.strerror})")
             continue
+        if growing and not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
         cut = 0
         for line in text.splitlines():
             if line.strip():
@@ -171,3 +212,34 @@ def read_record_files(directory: str | Path) -> list[dict]:
         out.append({"pid": 0, "process": "", "sched": [], "worker": [], "counters": [], "requests": [],
                     "warnings": problems})
     return out
+
+
+class StepTally:
+    """Engine steps recorded in a directory so far, read as the files grow (a progress
+    display); ``reset()`` starts the count at the steps already there."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = directory
+        self.offsets: dict[str, int] = {}
+        self.steps = 0
+
+    def __call__(self) -> int:
+        for f in record_files(self.directory):
+            try:
+                with open(f, "rb") as fh:
+                    fh.seek(self.offsets.get(f.name, 0))
+                    data = fh.read()
+            except OSError:
+                continue
+            whole = data[: data.rfind(b"\n") + 1]
+            self.offsets[f.name] = self.offsets.get(f.name, 0) + len(whole)
+            for line in whole.splitlines():
+                try:
+                    self.steps += len(json.loads(line).get("sched") or ())
+                except (ValueError, AttributeError):
+                    continue
+        return self.steps
+
+    def reset(self) -> None:
+        self()
+        self.steps = 0

@@ -1,11 +1,12 @@
 """torch.profiler inside a worker over a window of steps, with module ranges.
 
 The window skips ``first`` executed steps after it is armed, then profiles ``count``
-steps (0: until stopped). While it runs, each step is wrapped in an ``xpu_step#N``
-range (its wall-clock start is noted, to align the trace's clock later) and every vLLM
-layer module named in ``compat.LAYER_CLASSES`` in an ``xpu_module:<Class>`` range, so
-that the ops of native, decomposed layer implementations are attributed to their
-fused op. Traces are written outside engine steps, when the records are taken.
+steps (0: until stopped, or until a step ends past ``deadline``). While it runs, each
+step is wrapped in an ``xpu_step#N`` range (its wall-clock start is noted, to align the
+trace's clock later) and every vLLM layer module named in ``compat.LAYER_CLASSES`` in
+an ``xpu_module:<Class>`` range, so that the ops of native, decomposed layer
+implementations are attributed to their fused op. Traces are written outside engine
+steps, when the records are taken.
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from .recorder import now
 
 
 class TorchWindow:
-    def __init__(self, worker, out_dir: str, first: int, count: int, level: str):
+    def __init__(self, worker, out_dir: str, first: int, count: int, level: str, *,
+                 window_id: str | None = None, deadline: int = 0, defer_stop: bool = False):
         self.worker = worker
+        self.window_id = window_id  # a window a running server was asked for (see ``windows``)
+        self.deadline = deadline    # wall-clock ns: stop after the step that ends past it (0: none)
+        # after the last step, only stop profiling ranges: the profiler itself stops at the
+        # next step (``stop()`` by the caller), whose time then holds what stopping costs
+        self.defer_stop = defer_stop
+        self.closing = False
         self.out_dir = out_dir
         self.first = first          # executed steps to skip after arming
         self.count = count          # steps to profile (0 = until stopped)
@@ -39,9 +47,9 @@ class TorchWindow:
         handle while it runs (None outside the window)."""
         if not self.finished:
             if self.prof is None and self.seen >= self.first:
-                self._start()
+                self.start()
             self.seen += 1
-        if self.prof is None:
+        if self.prof is None or self.closing:
             return None
         import torch
 
@@ -52,15 +60,23 @@ class TorchWindow:
             import torch
 
             torch.ops.profiler._record_function_exit(handle)
-        if self.prof is not None:
+        if self.prof is not None and not self.closing:
             self.done += 1
-            if self.count and self.done >= self.count:
-                self.stop()
+            if (self.count and self.done >= self.count) or (self.deadline and now() >= self.deadline):
+                if self.defer_stop:
+                    self.closing = True
+                else:
+                    self.stop()
 
     # -- profiler -------------------------------------------------------------------------
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start torch.profiler; RuntimeError when one already runs in this process (vLLM's
+        own, from ``start_profile``): two at once crash the process."""
         import torch
         from torch.profiler import ProfilerActivity, profile
+
+        if torch._C._autograd._profiler_enabled():
+            raise RuntimeError("another torch.profiler (vLLM's start_profile?) is running in this process")
 
         acts = [ProfilerActivity.CPU]
         if torch.cuda.is_available():

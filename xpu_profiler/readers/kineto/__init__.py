@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...profile import COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
+from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
@@ -62,10 +62,25 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
     cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
     launch = np.full(n, -1, np.int32)
-    offset = 0
+    comm = np.full(n, -1, np.int32)
+    comm_parts: list[dict] = []
+    offset = n_comm = 0
     for c in parts:  # chunk rows → profile rows; chunk string ids → profile ids
         if len(c.launch_rows):
             launch[offset + c.launch_rows] = strings.intern_many(c.launch_names)[c.launch_ids]
+        offset += len(c.ts_ns)
+    offset = 0
+    for c in parts:  # the same for the collectives' metadata (strings after the launches': chunking-proof)
+        if len(c.comm_rows):
+            remap = strings.intern_many(c.comm_strings) if c.comm_strings else np.zeros(0, np.int32)
+            comm[offset + c.comm_rows] = n_comm + np.arange(len(c.comm_rows))
+            comm_parts.append({
+                **{k: np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
+                   for k, v in (("coll", c.comm_coll), ("pg", c.comm_pg), ("pg_ranks", c.comm_pg_ranks),
+                                ("dtype", c.comm_dtype))},
+                "seq": c.comm_seq, "in_nelems": c.comm_in_nelems, "out_nelems": c.comm_out_nelems,
+                "group_size": c.comm_group_size})
+            n_comm += len(c.comm_rows)
         offset += len(c.ts_ns)
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
     gpu_ann = strings.get("gpu_user_annotation")
@@ -76,8 +91,11 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "kind": kind, "start": ts_ns, "dur": dur_ns,
         "rank": np.full(n, rank, np.int32),
         "device": np.where(is_dev, pid, -1).astype(np.int32),
-        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch,
+        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch, "comm": comm,
     })
+    if n_comm:
+        prof.comms = Table(COMM_SCHEMA, {"rank": np.full(n_comm, rank, np.int32),
+                                         **{k: np.concatenate([p[k] for p in comm_parts]) for k in comm_parts[0]}})
 
     if len(mem_t):
         t = mem_t - shift
@@ -98,6 +116,8 @@ def read(path: Path, options: ReadOptions) -> Profile:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
+    if trace is not None and trace.host_name:
+        info["host"] = trace.host_name[:256]
     prof.run["sources"] = [info]
     prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
     prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}

@@ -68,6 +68,17 @@ class Cols(msgspec.Struct):
     launch_names: list      # kernel names runtime launches carry (chunk-local table)
     launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
     launch_ids: np.ndarray
+    # collective metadata of the (few) events that carry it: their rows, chunk-local strings
+    comm_rows: np.ndarray
+    comm_strings: list
+    comm_coll: np.ndarray        # ids into comm_strings, -1
+    comm_pg: np.ndarray
+    comm_pg_ranks: np.ndarray
+    comm_dtype: np.ndarray
+    comm_seq: np.ndarray         # -1 unknown
+    comm_in_nelems: np.ndarray
+    comm_out_nelems: np.ndarray
+    comm_group_size: np.ndarray
     mem_t: np.ndarray      # ns, not yet shifted
     mem_series: np.ndarray  # index into MEMORY_SERIES
     mem_v: np.ndarray
@@ -148,6 +159,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
     has = np.fromiter((k is not None for k in launched), dtype=bool, count=len(launched))
     launch_rows = rt_rows[has]
     launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
+    comm = {f"comm_{k}": v for k, v in comm_columns(argss).items()}
     del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
@@ -180,9 +192,84 @@ def columns(path: Path, events: list[Event]) -> Cols:
         names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
         ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
         pid=pid, tid=tid, ext=ext, corr=corr,
-        launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids,
+        launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids, **comm,
         mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
+
+
+def comm_columns(argss: list[Args]) -> dict:
+    """The collective metadata (``Collective name``, ``Seq``, sizes, group) of the events
+    that carry it; the raw values are decoded here, for those events only, whatever their
+    JSON type (a value of an unexpected type is taken as absent)."""
+    n = len(argss)
+    named = np.fromiter(map(len, map(attrgetter("collective_name"), argss)), dtype=np.int64, count=n)
+    seqd = np.fromiter(map(len, map(attrgetter("seq"), argss)), dtype=np.int64, count=n)
+    rows = np.flatnonzero((named > 0) | (seqd > 0))
+    table = StringTable()
+    picked = [argss[i] for i in rows.tolist()]
+    out: dict = {"rows": rows}
+    names = ("coll", "pg", "pg_ranks", "dtype")
+    texts = [[v[:_MAX_TEXT] if type(v) is str else _text(v) for v in _values(picked, _COMM_FIELDS[k])] for k in names]
+    # interned row by row: the same first-seen order however the events are chunked
+    flat = [t for row in zip(*texts) for t in row]
+    ids = np.full(len(flat), -1, np.int64)
+    present = np.fromiter((t is not None for t in flat), dtype=bool, count=len(flat))
+    ids[present] = table.intern_many([t for t in flat if t is not None])
+    ids = ids.reshape(-1, len(names))
+    out.update({k: ids[:, j].copy() for j, k in enumerate(names)})
+    for k in ("seq", "in_nelems", "out_nelems", "group_size"):
+        vals = _values(picked, _COMM_FIELDS[k])
+        try:  # the usual case: plain numbers
+            a = np.array(vals, dtype=np.int64)
+            out[k] = np.where(a < 0, -1, a)
+        except (TypeError, ValueError, OverflowError):
+            out[k] = np.array(list(map(_count, vals)), dtype=np.int64)
+    out["strings"] = table.strings
+    return out
+
+
+_COMM_FIELDS = {"coll": "collective_name", "pg": "pg_name", "pg_ranks": "pg_ranks", "dtype": "dtype", "seq": "seq",
+                "in_nelems": "in_nelems", "out_nelems": "out_nelems", "group_size": "group_size"}
+_MAX_TEXT = 512  # a group's rank list can be long; nothing needs more
+
+
+def _values(argss: list[Args], field: str) -> list:
+    """The raw JSON values of one field of many events, decoded at once (None: absent)."""
+    raws = list(map(attrgetter(field), argss))
+    if not all(map(len, raws)):
+        raws = [r if len(r) else b"null" for r in raws]
+    try:
+        return msgspec.json.decode(b"[" + b",".join(raws) + b"]")
+    except msgspec.DecodeError:  # cannot happen for values the decoder accepted; be safe
+        return [_raw(r) for r in raws]
+
+
+def _raw(raw: bytes):
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _text(v) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (str, int)):
+        return str(v)[:_MAX_TEXT]
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return ("[" + ", ".join(map(str, v)) + "]")[:_MAX_TEXT]
+    return None
+
+
+def _count(v) -> int:
+    """A non-negative integer as written (number or numeric string), else -1."""
+    if isinstance(v, bool):
+        return -1
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v.strip())
+    return v if isinstance(v, int) and 0 <= v < 2**62 else -1
 
 
 def where(e: Exception) -> str:

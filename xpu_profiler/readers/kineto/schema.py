@@ -15,6 +15,9 @@ from typing import Optional, Union
 import msgspec
 
 
+_NO_RAW = msgspec.Raw(b"")
+
+
 class Args(msgspec.Struct, gc=False, frozen=True):
     # ids may come as strings from other writers; numeric strings are converted on extraction
     external_id: Union[int, str] = msgspec.field(default=-1, name="External id")
@@ -26,6 +29,16 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
     device_type: int = msgspec.field(default=-1, name="Device Type")
+    # what record_param_comms (and NCCL kernels) say about a collective: raw, any JSON type,
+    # decoded only on the few events that carry them (``columns.COMM_ARGS``)
+    collective_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Collective name")
+    pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
+    pg_ranks: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Ranks")
+    seq: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Seq")
+    in_nelems: msgspec.Raw = msgspec.field(default=_NO_RAW, name="In msg nelems")
+    out_nelems: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Out msg nelems")
+    group_size: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Group size")
+    dtype: msgspec.Raw = msgspec.field(default=_NO_RAW, name="dtype")
 
 
 _NO_ARGS = Args()
@@ -94,6 +107,7 @@ class Trace(msgspec.Struct, gc=False):
     deviceProperties: Optional[list[dict]] = None
     schemaVersion: Optional[int] = None
     displayTimeUnit: Optional[str] = None
+    host_name: Optional[str] = None  # newer Kineto: the host that wrote the trace
 
 
 TRACE_DECODER = msgspec.json.Decoder(Trace)

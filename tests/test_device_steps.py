@@ -1,0 +1,215 @@
+"""The device-side step timeline on traces where every step's kernels run after its host
+range has ended: generated as torch.profiler writes them (host launches with correlation
+ids, kernels on two streams, gpu_user_annotation twins) and read by the real Kineto
+reader; the numbers are checked against a plain re-computation from the generated
+intervals, and the verdicts against how each trace was built."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xpu_profiler.aggregate.device_steps import HOST_BOUND_SHARE
+from xpu_profiler.aggregate.idle import KERNEL_WAIT_NS
+from xpu_profiler.analysis import analyze, export
+from xpu_profiler.validate import validate_bytes
+
+STEP = "execute_context_0(0)_generation_4(4)"
+LAUNCHES = 6          # per step, alternating streams 7 and 8
+LAUNCH_EVERY = 2      # µs between launch calls
+LAUNCH_DUR = 1.5      # µs, the call itself
+LATENCY = 15          # µs from a launch call to the earliest start of its kernel
+
+
+def build(steps: int, step_every: int, kernel_us: int) -> tuple[list[dict], list[dict]]:
+    """(trace events, per step: kernels as (start, end, launch) in ns, host range): each
+    step launches a burst and closes its range; the device runs each stream in order."""
+    ev: list[dict] = []
+    truth = []
+    free = {7: 0, 8: 0}
+    corr = 1
+    for k in range(steps):
+        h0 = k * step_every  # the first event at 0: times in the profile are as written
+        kernels = []
+        for j in range(LAUNCHES):
+            launch = h0 + 1 + LAUNCH_EVERY * j
+            stream = 7 + j % 2
+            start = max(launch + LATENCY, free[stream])
+            free[stream] = start + kernel_us
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                       "ts": launch, "dur": LAUNCH_DUR, "args": {"correlation": corr, "cbid": 211}})
+            ev.append({"ph": "X", "cat": "kernel", "name": f"gemm_kernel_{j}", "pid": 0, "tid": stream, "ts": start,
+                       "dur": kernel_us, "args": {"correlation": corr, "device": 0, "stream": stream}})
+            kernels.append((start * 1000, (start + kernel_us) * 1000, launch * 1000))
+            corr += 1
+        end = h0 + 1 + LAUNCH_EVERY * (LAUNCHES - 1) + LAUNCH_DUR + 0.5
+        ev.append({"ph": "X", "cat": "user_annotation", "name": STEP, "pid": 100, "tid": 1, "ts": h0,
+                   "dur": end - h0, "args": {}})
+        # Kineto's device-side twin: from the first to the last of the step's kernels
+        first, last = min(s for s, _, _ in kernels), max(e for _, e, _ in kernels)
+        ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": STEP, "pid": 0, "tid": 7, "ts": first / 1000,
+                   "dur": (last - first) / 1000, "args": {}})
+        truth.append({"kernels": kernels, "host": (h0 * 1000, round(end * 1000))})
+    return ev, truth
+
+
+def union(intervals: list[tuple[int, int]]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if runs and s <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], e)
+        else:
+            runs.append([s, e])
+    return runs
+
+
+def covered(runs: list[list[int]], a: int, b: int) -> int:
+    return sum(max(0, min(e, b) - max(s, a)) for s, e in runs)
+
+
+def expected(truth: list[dict]) -> dict[str, list[int]]:
+    """Every number of the device timeline, by hand: spans, own busy, idle, starved, and the
+    device-level host wait before each step's first kernel."""
+    every = union([(s, e) for t in truth for s, e, _ in t["kernels"]])
+    out: dict[str, list[int]] = {k: [] for k in ("start", "end", "busy", "idle", "starved", "host_wait")}
+    prev_end = None
+    for t in truth:
+        ks = t["kernels"]
+        s0, s1 = min(s for s, _, _ in ks), max(e for _, e, _ in ks)
+        out["start"].append(s0)
+        out["end"].append(s1)
+        out["busy"].append(sum(e - s for s, e in union([(s, e) for s, e, _ in ks])))
+        out["idle"].append((s1 - s0) - covered(every, s0, s1))
+        out["starved"].append(max(0, s0 - prev_end) if prev_end is not None else 0)
+        first = min(ks)  # the kernel that ends the gap before the step
+        p = max((e for s, e, _ in [k for u in truth for k in u["kernels"]] if e <= first[0]), default=None)
+        out["host_wait"].append(min(max(first[2] - p, 0), first[0] - p) if p is not None and first[0] > p else 0)
+        prev_end = s1 if prev_end is None else max(prev_end, s1)
+    return out
+
+
+def analysed(tmp_path: Path, name: str, steps: int, step_every: int, kernel_us: int):
+    ev, truth = build(steps, step_every, kernel_us)
+    path = tmp_path / f"{name}.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev, "baseTimeNanoseconds": 1_700_000_000_000_000_000}))
+    profile, summary = analyze([path])
+    return profile, summary, truth
+
+
+@pytest.mark.parametrize("name, step_every, kernel_us, bound", [
+    # the host spends 2 ms between steps (sampling, scheduling) while the device waits
+    ("host-starved", 2000, 30, "host"),
+    # the host launches the next step long before the device has finished this one
+    ("device-saturated", 150, 100, "device"),
+])
+def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel_us, bound) -> None:
+    profile, s, truth = analysed(tmp_path, name, 6, step_every, kernel_us)
+    # every kernel starts after its step's host range has ended
+    assert all(k[0] > t["host"][1] for t in truth for k in t["kernels"])
+    want = expected(truth)
+    d = s.device_steps
+    assert d.device_start_ns == want["start"] and d.device_end_ns == want["end"]
+    assert d.device_busy_ns == want["busy"]        # the union of the step's own kernels, exactly
+    assert s.steps.busy_ns == want["busy"] and s.steps.idle_ns == want["idle"]
+    assert d.device_idle_ns == want["idle"] and d.starved_ns == want["starved"]
+    assert d.host_wait_ns == want["host_wait"]
+    # the verdicts: the rule applied to the numbers, and what the trace was built to be
+    period = [st + e - b for st, b, e in zip(d.starved_ns, d.device_start_ns, d.device_end_ns)]
+    by_rule = ["host" if w >= HOST_BOUND_SHARE * p else "device" for w, p in zip(d.waiting_on_host_ns, period)]
+    assert d.bound == by_rule
+    assert d.bound[1:] == [bound] * 5              # the first step has no gap before it
+    (phase,) = s.phases
+    assert phase.bound == bound and phase.bound_evidence.startswith(f"decode is {bound}-bound")
+    assert phase.device.busy_ns == sum(want["busy"]) and phase.device.starved_ns == sum(want["starved"])
+    # Kineto's twins span exactly the kernels the correlation ids give
+    assert d.twins == {"steps": 6, "agree": 6, "max_diff_ns": 0, "tolerance_ns": 1000}
+    # the per-stream breakdown adds up: every gap of a stream is in one of the three causes
+    for i in s.idle:
+        starts = sorted(k[0] for t in truth for j, k in enumerate(t["kernels"]) if 7 + j % 2 == i.stream)
+        ends = sorted(k[1] for t in truth for j, k in enumerate(t["kernels"]) if 7 + j % 2 == i.stream)
+        gaps = sum(max(0, b - a) for a, b in zip(ends[:-1], starts[1:]))
+        assert i.host_wait_ns + i.kernel_wait_ns + i.other_ns == gaps
+
+
+def test_host_starved_gaps_are_host_wait_and_saturated_ones_are_not(tmp_path: Path) -> None:
+    _, starved, truth = analysed(tmp_path, "starved", 4, 2000, 30)
+    d = starved.device_steps
+    # the device drained, then waited for the next step's first launch; after the launch,
+    # the launch latency (15 µs ≤ KERNEL_WAIT_NS) is kernel wait of a kernel that ran at once
+    first_launch = [min(t["kernels"])[2] for t in truth]
+    for k in range(1, 4):
+        assert d.host_wait_ns[k] == first_launch[k] - d.device_end_ns[k - 1]
+        assert d.waiting_on_host_ns[k] >= d.host_wait_ns[k] + LATENCY * 1000 - 1
+    assert LATENCY * 1000 <= KERNEL_WAIT_NS and sum(d.other_ns) == 0
+    _, saturated, truth = analysed(tmp_path, "saturated", 4, 150, 100)
+    d = saturated.device_steps
+    assert sum(d.host_wait_ns) == 0 and sum(d.starved_ns) == 0 and sum(d.waiting_on_host_ns) == 0
+    # its work waited in the queue far longer than a launch takes (the mean of start −
+    # launch over each step's kernels; the phase's median over all of them)
+    delays = [[s - la for s, _, la in t["kernels"]] for t in truth]
+    assert d.queue_delay_ns == [int(sum(x) / len(x)) for x in delays]
+    assert min(d.queue_delay_ns[1:]) > 5 * KERNEL_WAIT_NS
+    assert saturated.phases[0].device.queue_delay_ns == float(np.median([v for x in delays for v in x]))
+
+
+def test_perfetto_flows_and_device_step_track(tmp_path: Path) -> None:
+    profile, s, truth = analysed(tmp_path, "flows", 3, 150, 100)
+    out = export(profile, s, tmp_path / "out", ["perfetto"])
+    data = gzip.decompress(out["perfetto"].read_bytes())
+    assert validate_bytes(data) == []
+    doc = json.loads(data)
+    evs = doc["traceEvents"]
+    starts = {e["id"]: e for e in evs if e["ph"] == "s"}
+    ends = {e["id"]: e for e in evs if e["ph"] == "f"}
+    assert len(starts) == len(ends) == 3 * LAUNCHES and set(starts) == set(ends)
+    slices = [e for e in evs if e["ph"] == "X"]
+    for fid, f in ends.items():
+        # the arrow starts on the launch call and ends on its kernel, as torch.profiler's do
+        (launch,) = [x for x in slices if x["name"] == "cudaLaunchKernel" and x["ts"] == starts[fid]["ts"]]
+        (kernel,) = [x for x in slices if x["ts"] == f["ts"] and x["tid"] == f["tid"] and x["pid"] == f["pid"]]
+        assert launch["args"]["correlation"] == kernel["args"]["correlation"] and f["bp"] == "e"
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "thread_name"}
+    spans = [x for x in slices if names[(x["pid"], x["tid"])].startswith("engine steps on device")]
+    assert [round(x["ts"] * 1000) for x in spans] == s.device_steps.device_start_ns
+    assert [x["args"]["bound"] for x in spans] == s.device_steps.bound
+    counters = [e for e in evs if e["ph"] == "C" and e["name"] == "step device idle (us)"]
+    assert len(counters) == 3 + 1 and counters[-1]["args"] == {"host_wait": 0, "kernel_wait": 0, "other": 0}
+
+
+def flow_doc(events: list[dict]) -> bytes:
+    meta = [{"ph": "M", "pid": 1, "tid": 1, "name": "process_name", "args": {"name": "p"}},
+            {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "host"}},
+            {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "stream"}}]
+    slices = [{"ph": "X", "name": "launch", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+              {"ph": "X", "name": "kernel", "pid": 1, "tid": 2, "ts": 10, "dur": 5}]
+    return json.dumps({"traceEvents": meta + slices + events}).encode()
+
+
+def S(i, ts=1, **kw):
+    return {"ph": "s", "id": i, "pid": 1, "tid": 1, "ts": ts, "cat": "ac2g", "name": "ac2g", **kw}
+
+
+def F(i, ts=10, **kw):
+    return {"ph": "f", "id": i, "pid": 1, "tid": 2, "ts": ts, "cat": "ac2g", "name": "ac2g", "bp": "e", **kw}
+
+
+@pytest.mark.parametrize("events, problem", [
+    ([S(1), F(1)], None),
+    ([S(1), S(1), F(1)], "2 starts"),                       # Perfetto: flow_duplicate_id
+    ([S(1), F(1), F(1)], "2 ends"),
+    ([S(1), {**F(1), "bp": "x"}], 'without "bp"'),
+    ([S(1, ts=7), F(1)], "inside no slice"),                # the launch slice ends at 5
+    ([S(1), F(1, ts=15)], "inside no slice"),               # [ts, ts + dur): the end is out
+    ([S(1, ts=4), {**F(1, ts=3), "tid": 1}], "ends before it starts"),
+    ([S("1"), F("1")], "is not an integer"),                # a string id is read as hex
+])
+def test_validator_flow_rules(events, problem) -> None:
+    problems = validate_bytes(flow_doc(events))
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems

@@ -1,0 +1,108 @@
+"""Reading rank files in parallel: serial, a local process pool and Ray tasks (on the one
+local Ray instance of the session) give the same summary.json bytes; Ray tasks go to
+the node that holds each file; a missing Ray, an unknown engine and a broken file in a
+pool are one line and exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from xpu_profiler import analysis
+from xpu_profiler.errors import TraceError, XpuProfilerError
+from xpu_profiler.readers import ReadOptions, engines, expand
+from xpu_profiler.summary import encode
+
+sys.path.insert(0, str(ROOT / "bench"))
+import gen_ranks  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rank_files(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ranks")
+    gen_ranks.generate(str(out), ranks=4, events=6_000, layers=4, seed=7, slow_rank=3, slow_pct=30, gz=True)
+    return out
+
+
+def summary_bytes(paths, engine: str, jobs: int | None = 2) -> bytes:
+    _, s = analysis.analyze(paths, engine=engine, jobs=jobs)
+    return encode(s)
+
+
+def test_pool_and_serial_give_the_same_summary(rank_files):
+    serial = summary_bytes([rank_files], "serial")
+    assert summary_bytes([rank_files], "process") == serial
+    assert summary_bytes([rank_files], "auto") == serial
+    assert b'"collective_ends"' in serial  # a real multi-rank summary, not an empty one
+
+
+# before the Ray tests: once Ray runs in this process (threads), the pool no longer forks
+def _die(path, reader, options, nested=True):
+    import os
+
+    os._exit(9)  # as the kernel's OOM killer would end it
+
+
+def test_a_worker_that_dies_is_one_error_naming_its_file(rank_files, monkeypatch):
+    if not engines.fork_is_safe():
+        pytest.skip("needs fork (the pool's workers must see the replaced reader)")
+    monkeypatch.setattr(engines, "read_one", _die)
+    tasks = [engines.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
+    with pytest.raises(TraceError, match="the worker process reading it died"):
+        engines.process_pool(tasks, ReadOptions(), 2, None)
+
+
+def test_ray_gives_the_same_summary(rank_files, ray_local):
+    assert summary_bytes([rank_files], "ray") == summary_bytes([rank_files], "serial")
+
+
+def test_ray_places_each_file_on_the_node_that_holds_it(rank_files, ray_local):
+    tasks = engines.ray_tasks([str(rank_files)])
+    here = ray_local.get_runtime_context().get_node_id()
+    assert [t.path for t in tasks] == [str(p) for p, _ in expand([rank_files])]
+    assert {t.node for t in tasks} == {here} and {t.reader for t in tasks} == {"kineto"}
+    assert all(t.size == Path(t.path).stat().st_size for t in tasks)
+
+
+def test_ray_says_which_path_no_node_has(tmp_path, ray_local):
+    with pytest.raises(TraceError, match="no such file or directory on any node"):
+        engines.ray_tasks([str(tmp_path / "nowhere")])
+
+
+def test_unknown_engine_is_refused():
+    with pytest.raises(XpuProfilerError, match="unknown engine 'spark'"):
+        engines.parse_engine("spark")
+    assert engines.parse_engine("ray://head:10001") == ("ray", "ray://head:10001")
+
+
+def _cli(*args: str, pre: str = "pass") -> subprocess.CompletedProcess:
+    code = f"import sys; {pre}; from xpu_profiler.cli import main; sys.argv = ['xpu_profiler'] + sys.argv[1:]; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_engine_ray_without_ray_is_one_line(rank_files, tmp_path):
+    r = _cli("analyze", str(rank_files), "-o", str(tmp_path), "--engine", "ray", "-q", pre="sys.modules['ray'] = None")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "xpu_profiler: error: --engine ray needs Ray, which is not installed (pip install 'xpu_profiler[ray]')"]
+
+
+def test_a_broken_file_read_in_the_pool_is_named(rank_files, tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for p in sorted(rank_files.glob("rank-[01].*")):
+        (d / p.name).write_bytes(p.read_bytes())
+    bad = d / "rank-2.pt.trace.json.gz"
+    whole = gzip.decompress((rank_files / "rank-2.pt.trace.json.gz").read_bytes())
+    bad.write_bytes(gzip.compress(whole[:len(whole) // 2]))  # the JSON ends in the middle
+    r = _cli("analyze", str(d), "-o", str(tmp_path / "out"), "--engine", "process", "-j", "2", "-q")
+    assert r.returncode == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"xpu_profiler: error: {bad}: ") and "truncated" in line
+    assert not (tmp_path / "out").exists()
+

@@ -1,0 +1,367 @@
+"""Collectives matched across ranks (vendor-neutral): which events are communication,
+what kind each is, which events of different ranks are the same collective, and the
+ranks' clocks aligned on them.
+
+- **Which**: device work of the taxonomy's communication family (NCCL/RCCL
+  ``ncclDevKernel_*``/``ncclKernel_*``, vLLM's custom all-reduce ``cross_device_reduce*``,
+  Kunlun ``kl3_all_reduce*``/BKCL/XCCL, HCCL); on a run without device work (the CPU),
+  the outermost host ops of that family (``_C::shm_allreduce``, gloo).
+- **Kind** (``collective_kinds.KINDS``, first match wins): from the collective name the trace records
+  (``record_param_comms``'s ``Collective name``), else the communication host op the
+  work was launched from (``nccl:all_reduce``, ``c10d::allreduce_``: NCCL runs several
+  kinds as ``ncclKernel_SendRecv``), else the event's own name.
+- **Group**: the process group the trace names, else the stream (or host thread) it
+  ran on, numbered per rank in order of first use so that ranks whose stream ids differ
+  still pair up.
+- **Match**: the k-th collective of a kind in a group, on each rank: by the group's
+  sequence number (``Seq``) where every event of the group has one, else counted within
+  each engine step (ranks aligned by step, see ``ranks``), else over the whole trace.
+- **Clock**: the ranks of one collective finish together (each waits for the last), so
+  each rank's clock offset is the median difference of its collectives' ends against the
+  lowest rank's. Offsets within ``CLOCK_TOLERANCE_NS`` (or ranks on one host) mean the
+  clocks are shared and times are used as recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
+from ..taxonomy import FUSED_OPS
+from .attribution import launch_points
+from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
+from .intervals import containing, distinct_rows, group_ids, top_level
+from .launches import launch_rows
+from .ranks import step_engine
+
+COMM = FUSED_OPS.index("communication")
+CLOCK_TOLERANCE_NS = 100_000
+
+
+@dataclass
+class Collectives:
+    """Every communication event (``idx`` into events) and the matched collectives."""
+
+    basis: str = "device"
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    group: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # into group_labels
+    group_labels: list[str] = field(default_factory=list)
+    inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # matched collective, -1
+    start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # on the aligned clock
+    end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    wait: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    match: str = "none"
+    clock: str = "single_rank"
+    offsets: dict[int, int] = field(default_factory=dict)
+    # per matched collective
+    i_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_group: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_phase: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_latency: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_start_skew: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_end_skew: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))    # rank that arrived last
+    i_first: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    i_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # -1 unknown
+    i_size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))    # group size n
+    i_rankset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # into ranksets
+    ranksets: list[tuple[int, ...]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def one_host(run: dict) -> bool:
+    """Whether the sources say that every rank ran on one host (then they share a clock)."""
+    hosts = {s.get("host") for s in run.get("sources", []) if isinstance(s, dict) and s.get("rank") is not None}
+    return len(hosts) == 1 and None not in hosts and "" not in hosts
+
+
+def comm_events(profile: Profile) -> tuple[np.ndarray, str]:
+    """Rows of the communication events, and the basis ("device", or "host" without device work)."""
+    ev = profile.events
+    timed = ev["start"] >= 0
+    dev = np.isin(ev["kind"], DEVICE_KINDS)
+    if dev.any():
+        return np.flatnonzero(dev & timed & (ev["fused"] == COMM)), "device"
+    host = np.flatnonzero(timed & (ev["kind"] == K_CPU_OP) & (ev["fused"] == COMM))
+    if len(host):  # the outermost of nested ones (vllm::all_reduce > _C::shm_allreduce)
+        host = host[top_level(group_ids(ev["rank"][host].astype(np.int64), ev["track"][host]),
+                              ev["start"][host], ev["start"][host] + ev["dur"][host])]
+    return host, "host"
+
+
+def _name_kinds(profile: Profile, rows: np.ndarray) -> np.ndarray:
+    names = profile.events["name"][rows]
+    uniq, inv = np.unique(names, return_inverse=True)
+    return np.array([kind_of(profile.strings[int(u)]) for u in uniq], np.int64)[inv] if len(rows) else \
+        np.zeros(0, np.int64)
+
+
+def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray:
+    """For each event, the candidate host range (same rank and thread) holding its launch
+    point: the innermost (latest-starting), else the outermost; -1."""
+    ev = profile.events
+    out = np.full(len(idx), -1, np.int64)
+    if not len(cands) or not len(idx):
+        return out
+    lt, le, ltr, _ = launch_points(profile, launch_rows(profile))
+    rank = ev["rank"].astype(np.int64)
+    end = ev["start"] + ev["dur"]
+    gid = group_ids(np.concatenate([rank[cands], rank[idx]]), np.concatenate([ev["track"][cands], ltr[idx]]))
+    cg, qg = gid[:len(cands)], gid[len(cands):]
+    for sub in (np.arange(len(cands)), np.flatnonzero(top_level(cg, ev["start"][cands], end[cands]))):
+        miss = np.flatnonzero(out < 0)
+        if not len(miss):
+            break
+        hit = containing(cg[sub], ev["start"][cands[sub]], end[cands[sub]], qg[miss], lt[idx[miss]], le[idx[miss]])
+        ok = hit >= 0
+        out[miss[ok]] = cands[sub[hit[ok]]]
+    return out
+
+
+def match(profile: Profile, same_host: bool = False) -> Collectives:
+    """Find, classify and match the collectives; align the ranks' clocks on them."""
+    ev, comms, strings = profile.events, profile.comms, profile.strings
+    idx, basis = comm_events(profile)
+    out = Collectives(basis=basis, idx=idx)
+    n = len(idx)
+    if not n:
+        return out
+    rank = ev["rank"][idx].astype(np.int64)
+    # the metadata: the event's own, else the host range it was launched from
+    meta = ev["comm"][idx].astype(np.int64)
+    host = (ev["device"] < 0) & (ev["start"] >= 0) & np.isin(ev["kind"], (K_CPU_OP, K_ANNOTATION))
+    if basis == "device" and (meta < 0).any():
+        holder = _holders(profile, idx, np.flatnonzero(host & (ev["comm"] >= 0)))
+        take = (meta < 0) & (holder >= 0)
+        meta[take] = ev["comm"][holder[take]]
+    # the kind: the recorded collective name, the launching host op's, the own name
+    kind = np.full(n, OTHER_KIND, np.int64)
+    has_meta = meta >= 0
+    if has_meta.any():
+        coll = comms["coll"][meta[has_meta]]
+        kind[has_meta] = [kind_of(strings[int(c)]) if c >= 0 else OTHER_KIND for c in coll.tolist()]
+    if basis == "device":
+        h = _holders(profile, idx, np.flatnonzero(host & (ev["fused"] == COMM)))
+        todo = (kind == OTHER_KIND) & (h >= 0)
+        kind[todo] = _name_kinds(profile, h[todo])
+    todo = kind == OTHER_KIND
+    kind[todo] = _name_kinds(profile, idx[todo])
+    out.rank, out.kind = rank, kind
+    # the group: the process group, else the stream / thread in order of first use
+    pg = np.where(has_meta, comms["pg"][np.maximum(meta, 0)], -1).astype(np.int64) if len(comms) \
+        else np.full(n, -1, np.int64)
+    group_key, labels = _groups(profile, idx, rank, pg, basis)
+    out.group, out.group_labels = group_key, labels
+    seq = np.where(has_meta, comms["seq"][np.maximum(meta, 0)], -1).astype(np.int64) if len(comms) \
+        else np.full(n, -1, np.int64)
+    # the engine step of each event (aligned across ranks), -1 outside every step
+    st = ev["step"][idx].astype(np.int64)
+    estep = np.full(n, -1, np.int64)
+    es = step_engine(profile)
+    if (es >= 0).any():
+        ok = st >= 0
+        estep[ok] = es[st[ok]]
+    start, dur = ev["start"][idx], ev["dur"][idx]
+    # per group: by Seq when every one of its events has one
+    g_seq = np.ones(len(labels), bool)
+    np.logical_and.at(g_seq, group_key, seq >= 0)
+    by_seq = g_seq[group_key]
+    by_step = ~by_seq & bool((estep >= 0).any())
+    slot = np.where(by_seq, seq, np.where(by_step, estep, -1))
+    mode = np.where(by_seq, 0, np.where(by_step, 1, 2))
+    k = _ordinal(rank, group_key, kind, mode, slot, start)
+    _, inst = distinct_rows(group_key, kind, mode, slot, k)
+    # matched: collectives with events from at least two ranks
+    n_inst = int(inst.max()) + 1
+    ranks_in = np.zeros(n_inst, np.int64)
+    np.add.at(ranks_in, inst, 1)
+    keep = ranks_in[inst] >= 2
+    _, dense = np.unique(inst[keep], return_inverse=True)
+    out.inst = np.full(n, -1, np.int64)
+    out.inst[keep] = dense
+    used = mode[keep]
+    out.match = ("seq" if (used == 0).all() else "step" if (used == 1).all() else "order" if (used == 2).all()
+                 else "mixed") if keep.any() else "none"
+    out.offsets, out.clock = _clock(out.inst, rank, start + dur, len(np.unique(rank)), same_host)
+    off = np.array([out.offsets.get(int(r), 0) for r in rank.tolist()], np.int64)
+    out.start, out.end = start - off, start + dur - off
+    _instances(out, profile, idx, meta, dur)
+    if out.match != "seq":
+        out.warnings += _doubtful(out)
+    return out
+
+
+def step_waits(profile: Profile, c: Collectives) -> np.ndarray:
+    """Each step row's wait at collectives (the sum over its communication events)."""
+    out = np.zeros(len(profile.steps), np.int64)
+    st = profile.events["step"][c.idx].astype(np.int64) if len(c.idx) else np.zeros(0, np.int64)
+    ok = st >= 0
+    np.add.at(out, st[ok], c.wait[ok])
+    return out
+
+
+def _doubtful(c: Collectives) -> list[str]:
+    """Matched by count only, collectives that end far apart were likely not the same one."""
+    out = []
+    for kind in np.unique(c.i_kind).tolist():
+        for group in np.unique(c.i_group[c.i_kind == kind]).tolist():
+            m = (c.i_kind == kind) & (c.i_group == group)
+            skew, lat = float(c.i_end_skew[m].mean()), float(c.i_latency[m].mean())
+            if skew > max(lat, CLOCK_TOLERANCE_NS):
+                out.append(f"{KIND_NAMES[kind]} collectives on {c.group_labels[group]} end {skew / 1e6:.3g} ms apart "
+                           f"on average across ranks (latency {lat / 1e6:.3g} ms): matched by their order only (the "
+                           "trace has no process-group sequence numbers), they may not be the same collectives")
+    return out
+
+
+def _groups(profile: Profile, idx: np.ndarray, rank: np.ndarray, pg: np.ndarray, basis: str):
+    """A group id per event and the groups' labels."""
+    ev = profile.events
+    track = ev["track"][idx]
+    # streams (threads) per rank in order of first use
+    order = np.lexsort((ev["start"][idx], rank))
+    nth = np.zeros(len(idx), np.int64)
+    seen: dict[tuple[int, int], int] = {}
+    per_rank: dict[int, int] = {}
+    first_track: dict[int, tuple[int, int]] = {}
+    for i in order.tolist():
+        r, t = int(rank[i]), int(track[i])
+        key = (r, t)
+        if key not in seen:
+            seen[key] = per_rank.get(r, 0)
+            per_rank[r] = seen[key] + 1
+        nth[i] = seen[key]
+        if seen[key] not in first_track or r < first_track[seen[key]][0]:
+            first_track[seen[key]] = (r, t)
+    where = "stream" if basis == "device" else "thread"
+    labels: list[str] = []
+    ids: dict[tuple[int, int], int] = {}
+    out = np.zeros(len(idx), np.int64)
+    for i, (p, s) in enumerate(zip(pg.tolist(), nth.tolist())):
+        key = (p, -1) if p >= 0 else (-1, s)
+        g = ids.get(key)
+        if g is None:
+            g = ids[key] = len(labels)
+            labels.append(f"pg {profile.strings[p]}" if p >= 0 else
+                          (f"{where} {first_track[s][1]}" if basis == "device" else "host"))
+        out[i] = g
+    return out, labels
+
+
+def _ordinal(rank, group, kind, mode, slot, start) -> np.ndarray:
+    """0, 1, 2, ... over each rank's events of one (group, kind, mode, slot), by start."""
+    order = np.lexsort((start, slot, mode, kind, group, rank))
+    keys = np.stack([rank[order], group[order], kind[order], mode[order], slot[order]])
+    new = np.concatenate(([True], (keys[:, 1:] != keys[:, :-1]).any(axis=0)))
+    run_start = np.maximum.accumulate(np.where(new, np.arange(len(order)), 0))
+    out = np.empty(len(order), np.int64)
+    out[order] = np.arange(len(order)) - run_start
+    return out
+
+
+def _clock(inst, rank, end, n_ranks: int, same_host: bool) -> tuple[dict[int, int], str]:
+    """Each rank's clock offset from its collectives' ends, and what the clock is."""
+    ranks = np.unique(rank).tolist()
+    if n_ranks < 2:
+        return {}, "single_rank"
+    m = inst >= 0
+    if not m.any():
+        return {}, "shared" if same_host else "unknown"
+    ii, rr, ee = inst[m], rank[m], end[m]
+    ref = np.full(int(ii.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(ref, ii, rr)
+    is_ref = rr == ref[ii]
+    ref_end = np.zeros(len(ref), np.int64)
+    ref_end[ii[is_ref]] = ee[is_ref]
+    o = ~is_ref
+    pair_a, pair_b, diff = ref[ii[o]], rr[o], ee[o] - ref_end[ii[o]]
+    med: dict[int, list[tuple[int, int]]] = {}
+    if len(diff):
+        pairs, pinv = distinct_rows(pair_a, pair_b)
+        for j, (a, b) in enumerate(pairs.tolist()):
+            d = int(np.median(diff[pinv == j]))
+            med.setdefault(a, []).append((b, d))
+            med.setdefault(b, []).append((a, -d))
+    offsets: dict[int, int] = {}
+    for root in ranks:  # breadth-first over ranks that shared collectives
+        if root in offsets:
+            continue
+        offsets[root] = 0
+        todo = [root]
+        while todo:
+            a = todo.pop(0)
+            for b, d in sorted(med.get(a, [])):
+                if b not in offsets:
+                    offsets[b] = offsets[a] + d
+                    todo.append(b)
+    if same_host or all(abs(v) <= CLOCK_TOLERANCE_NS for v in offsets.values()):
+        return {r: 0 for r in ranks}, "shared"
+    return offsets, "collective_ends"
+
+
+def _instances(out: Collectives, profile: Profile, idx, meta, dur) -> None:
+    """Latency, skew, first and last rank, size of every matched collective; waits."""
+    m = out.inst >= 0
+    k = int(out.inst.max()) + 1 if m.any() else 0
+    out.wait = np.zeros(len(idx), np.int64)
+    if not k:
+        return
+    ii = out.inst[m]
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+    def red(fn, values, init):
+        a = np.full(k, init, np.int64)
+        fn.at(a, ii, values)
+        return a
+
+    s, e, r, d = out.start[m], out.end[m], out.rank[m], dur[m]
+    latest, earliest = red(np.maximum, s, small), red(np.minimum, s, big)
+    out.wait[m] = latest[ii] - s
+    out.i_latency = red(np.minimum, d, big)
+    out.i_start_skew = latest - earliest
+    out.i_end_skew = red(np.maximum, e, small) - red(np.minimum, e, big)
+    out.i_last = red(np.minimum, np.where(s == latest[ii], r, big), big)
+    out.i_first = red(np.minimum, np.where(s == earliest[ii], r, big), big)
+    ref = red(np.minimum, r, big)
+    is_ref = r == ref[ii]
+    rows = np.flatnonzero(m)[is_ref]  # the lowest rank's event of each collective
+    at = ii[is_ref]
+    out.i_kind = np.zeros(k, np.int64)
+    out.i_kind[at] = out.kind[rows]
+    out.i_group = np.zeros(k, np.int64)
+    out.i_group[at] = out.group[rows]
+    out.i_phase = np.zeros(k, np.int64)
+    out.i_phase[at] = profile.events["phase"][idx[rows]]
+    out.i_ranks = np.bincount(ii, minlength=k)
+    # sizes from the lowest rank's metadata: bytes of the payload, group size n
+    comms, strings = profile.comms, profile.strings
+    out.i_bytes = np.full(k, -1, np.int64)
+    out.i_size = out.i_ranks.copy()
+    mr = meta[rows]
+    for j, (row, c) in enumerate(zip(at.tolist(), mr.tolist())):
+        if c < 0:
+            continue
+        gs = int(comms["group_size"][c])
+        if gs >= 2:
+            out.i_size[row] = gs
+        kind = KIND_NAMES[int(out.i_kind[row])]
+        nel = int(comms["out_nelems"][c] if kind == "all_gather" else comms["in_nelems"][c])
+        dt = int(comms["dtype"][c])
+        width = dtype_bytes(strings[dt]) if dt >= 0 else -1
+        if nel >= 0 and width > 0:
+            out.i_bytes[row] = nel * width
+    # the set of ranks of each collective (for the parallel groups)
+    order = np.lexsort((r, ii))
+    sets: dict[tuple[int, ...], int] = {}
+    out.i_rankset = np.zeros(k, np.int64)
+    bounds = np.searchsorted(ii[order], np.arange(k + 1))
+    rs = r[order].tolist()
+    for j in range(k):
+        key = tuple(rs[bounds[j]:bounds[j + 1]])
+        out.i_rankset[j] = sets.setdefault(key, len(sets))
+    out.ranksets = list(sets)

@@ -1,0 +1,69 @@
+"""Graph replays in the attribution: their share of device time, and their fused ops
+through the capture traces of the run (``xpu_profiler.graphs``, ``xpu_profiler.capture``).
+
+A replayed kernel has no launching op of its own. With capture traces each one is
+matched to its captured launch and takes the fused op that launch's op chain or module
+gives (source ``capture``); unmatched ones, and all of them without capture traces,
+keep the fused op of their own name (source ``name``). What was found and matched is
+recorded in ``profile.run["graphs"]`` for the summary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from typing import TYPE_CHECKING
+
+from ..attribution_source import AttributionSource as Src
+from ..profile import K_RUNTIME, Profile
+from .launches import device_mask
+from ..taxonomy import Taxonomy
+
+if TYPE_CHECKING:
+    from ..graphs import Replays
+
+
+def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
+    """``graphs.find_replays``, skipped when the trace can hold no replay: no graph launch
+    among its runtime calls, and every correlated device event has its runtime call
+    (``rows``: ``launches.launch_rows``)."""
+    from ..graphs import GRAPH_LAUNCH, Replays, find_replays as find
+
+    ev = profile.events
+    rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
+    dev = device_mask(ev["kind"]) & (ev["corr"] >= 0) & (ev["start"] >= 0)
+    if (rows[dev] >= 0).all() and not any(GRAPH_LAUNCH.search(profile.strings[int(i)]) for i in rt.tolist()):
+        z = np.zeros(0, np.int64)
+        return Replays(launch=z, rank=np.zeros(0, np.int32), corr=z, rows=z, offsets=np.zeros(1, np.int64))
+    return find(profile)
+
+
+def attribute_replays(profile: Profile, replays: "Replays", capture: Profile | None, taxonomy: Taxonomy,
+                      fused: np.ndarray, source: np.ndarray) -> None:
+    """Overwrite ``fused``/``source`` of the replayed events the capture traces decide."""
+    # graphs and capture build on aggregate.intervals: imported here, not when aggregate loads
+    from ..capture import read_captures
+    from ..graphs import match_replays, replay_share
+
+    info = replay_share(profile, replays)
+    info["launches"] = int((replays.launch >= 0).sum())
+    if capture is not None:
+        info["capture_files"] = [str(s.get("path", "")) for s in capture.run.get("sources", [])]
+        caps = read_captures(capture, taxonomy, **_capture_hints(capture))
+        info["captured_graphs"] = len(caps)
+        att = match_replays(profile, replays, caps, taxonomy)
+        hit = att.source == Src.CAPTURE
+        fused[hit] = att.fused[hit]
+        source[hit] = Src.CAPTURE
+        info.update(att.stats)
+    if len(replays) or capture is not None:
+        profile.run["graphs"] = info
+    else:
+        profile.run.pop("graphs", None)
+
+
+def _capture_hints(capture: Profile) -> dict:
+    """Batch size and mode for a capture trace without capture ranges: what SGLang's
+    capture-details.json says of its one file."""
+    hints = capture.run.get("capture_details") or {}
+    return {"size": int(hints["size"]), "mode": str(hints.get("mode", ""))} if "size" in hints else {}

@@ -1,0 +1,106 @@
+"""The causal and device-side parts of the Perfetto trace: launch → device work flow
+arrows, each step's device span as its own track, and the idle breakdown as counters.
+
+Flows are v1 flow events as torch.profiler writes them (``ac2g``): an ``s`` at the
+runtime call's start on its host track (Perfetto binds it to the innermost slice open
+there: the call itself), an ``f`` with ``"bp": "e"`` at the device work's start on its
+stream track, one id per (launch, device event) pair, unique in the trace. A graph
+launch starts one flow per replayed kernel. Pairs that cannot bind (a zero-length
+slice, a kernel that starts before its launch on a skewed clock) are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..aggregate.intervals import lanes
+from ..aggregate.launches import launch_rows
+from ..profile import DEVICE_KINDS, Profile
+from ..summary import Summary
+
+DEVICE_STEP_TID = 2      # tids 2.. (one per lane) of each rank: the steps' device spans
+MAX_STEP_LANES = 90      # below HOST_TID0
+FLOW = '"cat":"ac2g","name":"ac2g"'
+
+
+def _ts(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def flows(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Flow events (texts, and their ts for sorting) from each launch to its device work;
+    ``idx``/``tid``/``pid``: the exported events and where they were put."""
+    ev = profile.events
+    rows = launch_rows(profile)
+    pos = np.full(len(ev), -1, np.int64)
+    pos[idx] = np.arange(len(idx))
+    dev = idx[np.isin(ev["kind"][idx], DEVICE_KINDS) & (rows[idx] >= 0)]
+    src = rows[dev]
+    ok = (pos[src] >= 0) & (ev["dur"][src] > 0) & (ev["dur"][dev] > 0) & (ev["start"][src] <= ev["start"][dev])
+    dev, src = dev[ok], src[ok]
+    texts: list[str] = []
+    for n, (ls, ds, lp, lt, dp, dt) in enumerate(zip(
+            ev["start"][src].tolist(), ev["start"][dev].tolist(), pid[pos[src]].tolist(), tid[pos[src]].tolist(),
+            pid[pos[dev]].tolist(), tid[pos[dev]].tolist()), start=1):
+        texts.append(f'{{"ph":"s","id":{n},"pid":{lp},"tid":{lt},"ts":{_ts(ls)},{FLOW}}}')
+        texts.append(f'{{"ph":"f","id":{n},"pid":{dp},"tid":{dt},"ts":{_ts(ds)},{FLOW},"bp":"e"}}')
+    ts = np.empty(2 * len(dev), np.int64)
+    ts[0::2], ts[1::2] = ev["start"][src], ev["start"][dev]
+    return texts, ts
+
+
+def device_step_tracks(summary: Summary | None, pid_of: dict[int, int], encode) -> tuple[list[dict], list[str],
+                                                                                        np.ndarray, np.ndarray]:
+    """Per rank: a track of the steps' device spans (lanes where they overlap) and a
+    counter of each step's device idle by cause. (metadata, texts, ts, dur)."""
+    meta: list[dict[str, Any]] = []
+    texts: list[str] = []
+    ts_l: list[int] = []
+    dur_l: list[int] = []
+    d = summary.device_steps if summary is not None else None
+    if d is None or not d.rank:
+        return meta, texts, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    start, end = np.array(d.device_start_ns, np.int64), np.array(d.device_end_ns, np.int64)
+    rank = np.array(d.rank, np.int64)
+    for r in sorted(set(d.rank)):
+        if r not in pid_of:
+            continue
+        pid = pid_of[r]
+        m = np.flatnonzero((rank == r) & (start >= 0))
+        if not len(m):
+            continue
+        m = m[np.argsort(start[m], kind="stable")]
+        lane = lanes(start[m], end[m], 500)
+        for k, i in enumerate(m.tolist()):
+            if lane[k] >= MAX_STEP_LANES:
+                continue
+            s0, s1 = int(start[i]), int(end[i])
+            us = lambda key: getattr(d, key)[i] / 1000.0  # noqa: E731
+            args = {"step_id": d.step_id[i], "phase": d.phase[i], "bound": d.bound[i] or "",
+                    "busy_us": us("device_busy_ns"), "idle_us": us("device_idle_ns"), "starved_us": us("starved_ns"),
+                    "host_wait_us": us("host_wait_ns"), "kernel_wait_us": us("kernel_wait_ns"),
+                    "other_us": us("other_ns")}
+            name = f"{d.phase[i]} step {d.step_id[i]} on device" + (f" ({d.bound[i]}-bound)" if d.bound[i] else "")
+            texts.append(encode({"ph": "X", "name": name, "pid": pid, "tid": DEVICE_STEP_TID + int(lane[k]),
+                                 "ts": s0 / 1000.0, "dur": (s1 - s0) / 1000.0, "args": args}).decode())
+            ts_l.append(s0)
+            dur_l.append(s1 - s0)
+            texts.append(encode({"ph": "C", "name": "step device idle (us)", "pid": pid, "tid": pid,
+                                 "ts": s0 / 1000.0,
+                                 "args": {"host_wait": us("host_wait_ns"), "kernel_wait": us("kernel_wait_ns"),
+                                          "other": us("other_ns")}}).decode())
+            ts_l.append(s0)
+            dur_l.append(0)
+        last = int(end[m].max())
+        texts.append(encode({"ph": "C", "name": "step device idle (us)", "pid": pid, "tid": pid, "ts": last / 1000.0,
+                             "args": {"host_wait": 0, "kernel_wait": 0, "other": 0}}).decode())
+        ts_l.append(last)
+        dur_l.append(0)
+        for lane_no in range(min(int(lane.max()) + 1, MAX_STEP_LANES)):
+            t = DEVICE_STEP_TID + lane_no
+            label = "engine steps on device" + (f" (lane {lane_no + 1})" if lane_no else "")
+            meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_name", "args": {"name": label}})
+            meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+    return meta, texts, np.array(ts_l, np.int64), np.array(dur_l, np.int64)

@@ -1,0 +1,222 @@
+"""``xpu_profiler record --url URL --steps N | --seconds S``: a torch.profiler window on a
+running server, without restarting it (through the plugin; through vLLM's own
+profiler: ``record_vllm``).
+
+The server runs with ``XPU_PROFILER_DIR`` (the plugin records its steps there in file
+mode). This command finds that directory (``locate``), drops a window request into its
+``control/`` directory and waits while the EngineCore tags the window's steps and the
+workers trace exactly those (``vllm/windows``, ``vllm/control_files``). Once every
+process has answered, it reads what the record files gained since the request (the
+window's steps, requests and counters; the traces the workers wrote), assembles them
+with ``assemble.build_profile`` like every live path, and writes the report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import XpuProfilerError
+from ..profile import K_ANNOTATION, Profile
+from . import assemble, locate
+from .console import Console
+from .vllm import control_files
+from .vllm.records import STEP_RANGE, read_record_files, record_sizes
+
+POLL_S = 0.25
+HTTP_TIMEOUT_S = 5.0
+
+
+def _get_json(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as r:
+            return json.loads(r.read() or b"{}")
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+def check_server(base: str) -> str | None:
+    """Raise when nothing answers at ``base``; the served model's name, when it says one."""
+    try:
+        with urllib.request.urlopen(base + "/health", timeout=HTTP_TIMEOUT_S) as r:
+            ok = r.status == 200
+    except (OSError, urllib.error.URLError) as e:
+        raise XpuProfilerError(f"no vLLM server answers at {base} ({getattr(e, 'reason', e)})") from None
+    if not ok:
+        raise XpuProfilerError(f"the server at {base} is not healthy (/health answered {r.status})")
+    models = _get_json(base + "/v1/models") or {}
+    data = models.get("data") or []
+    return str(data[0].get("id")) if data and isinstance(data[0], dict) else None
+
+
+class Window:
+    """One window request and what the server's processes answered."""
+
+    def __init__(self, srv: locate.Server, steps: int | None, seconds: float | None, level: str, timeout: float):
+        self.srv, self.steps, self.seconds, self.level = srv, steps, seconds, level
+        self.id = uuid.uuid4().hex[:12]
+        self.dir = srv.record_dir
+        self.since = record_sizes(self.dir)
+        self.created = time.time_ns()
+        self.expires = self.created + int(timeout * 1e9)
+        self.engines: list[dict] = []
+        self.workers: list[dict] = []
+
+    def request(self, cancel: bool = False) -> None:
+        control_files.write_json(control_files.request_path(self.dir, self.id), {
+            "id": self.id, "steps": self.steps, "seconds": self.seconds, "level": self.level,
+            "created_ns": self.created, "expires_ns": self.expires, "cancel": cancel})
+
+    def read_answers(self) -> None:
+        answers = control_files.answers(self.dir, self.id)
+        engines = [a for a in answers if a.get("role") == "engine"]
+        mine = [a for a in engines if self.srv.pid and str(a.get("run", "")).startswith(f"{self.srv.pid}-")]
+        self.engines = mine or engines  # a server of another user or container: its runs say no pid of ours
+        runs = {a.get("run") for a in self.engines}
+        self.workers = [a for a in answers if a.get("role") == "worker" and a.get("run") in runs]
+
+    @property
+    def failure(self) -> str | None:
+        """Why a worker could not trace the window, when one says so."""
+        return next((str(w.get("reason")) for w in self.workers if w.get("state") == "failed"), None)
+
+    @property
+    def traced_steps(self) -> list[int]:
+        return sorted({int(s) for w in self.workers for s in w.get("steps") or ()})
+
+    def complete(self) -> bool:
+        if not self.engines:
+            return False
+        if len(self.workers) < sum(int(e.get("world_size") or 1) for e in self.engines):
+            return False
+        steps = self.traced_steps
+        if not steps:
+            return False
+        if self.steps and not all(e.get("state") == "done" for e in self.engines):
+            return False
+        return all(int(e.get("flushed_step", -1)) >= steps[-1] for e in self.engines)
+
+    def status(self) -> str:
+        if not self.engines:
+            return "waiting for the server's next step"
+        tagged = sum(int(e.get("tagged") or 0) for e in self.engines)
+        if self.steps:
+            return f"{tagged}/{self.steps} steps" + (", writing the trace" if tagged >= self.steps else "")
+        return f"{tagged} steps"
+
+
+VIAS = ("auto", "plugin", "vllm")
+
+
+def record_from_cli(url: str, steps: int | None = None, seconds: float | None = None, record_dir: str | None = None,
+                    output: str | Path = "xpu_profiler_out", detail_level: str = "standard", timeout: float = 300.0,
+                    formats: Sequence[str] | None = None, quiet: bool = False, via: str = "auto",
+                    trace_dir: str | None = None) -> int:
+    """The record command; returns the exit code (0: the report is written).
+
+    ``via``: "plugin" (the plugin's control files in the server's XPU_PROFILER_DIR),
+    "vllm" (the server's own /start_profile, see ``record_vllm``), "auto": the plugin
+    when the server records with it, else vLLM's profiler when the server has one."""
+    from .. import analysis
+
+    if (steps is None) == (seconds is None):
+        raise XpuProfilerError("give the window as --steps N or --seconds S (one of them)")
+    if steps is not None and steps < 1:
+        raise XpuProfilerError("--steps must be at least 1")
+    if seconds is not None and not seconds > 0:
+        raise XpuProfilerError("--seconds must be more than 0")
+    if via not in VIAS:
+        raise XpuProfilerError(f"--via {via!r}: choose from {', '.join(VIAS)}")
+    fmts = list(formats or analysis.DEFAULT_FORMATS)
+    analysis.output_paths(output, fmts)  # bad formats or output before any waiting
+    srv = locate.find_server(url, record_dir)
+    model = check_server(srv.url)
+    con = Console(quiet=quiet)
+    profiler_dir = Path(trace_dir) if trace_dir else srv.profiler_dir
+    if via == "vllm" or (via == "auto" and srv.record_dir is None and profiler_dir is not None):
+        if profiler_dir is None:
+            raise XpuProfilerError(f"cannot tell where the server at {srv.url} writes its profiler's traces: "
+                                   f"pass --trace-dir (its --profiler-config torch_profiler_dir)")
+        from .record_vllm import server_profiler_window
+
+        con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {profiler_dir}")
+        files = server_profiler_window(srv, profiler_dir, steps, seconds, timeout, con)
+        with con.stage("export"):
+            prof, summary = analysis.analyze(files)
+            prof.run.update({"model": model, "server": srv.url})
+            if steps and summary.totals.steps != steps:
+                summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
+                                        f"of the {steps} iterations asked for (it counts empty ones too)")
+            written = analysis.export(prof, summary, output, fmts)
+        con.results(summary, written)
+        return 0
+    if srv.record_dir is None:
+        raise locate.no_way_to_record(srv)
+    win = Window(srv, steps, seconds, detail_level, timeout)
+    what = f"the next {steps} steps" if steps else f"{seconds:g} s of steps"
+    con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", records in {srv.record_dir}")
+    win.request()
+    try:
+        with con.stage(f"tracing {what}", status=win.status):
+            while True:
+                win.read_answers()
+                if win.failure:
+                    raise XpuProfilerError(f"the server could not trace the window: {win.failure}")
+                if win.complete():
+                    break
+                if time.time_ns() > win.expires:
+                    raise TimeoutError
+                time.sleep(POLL_S)
+    except BaseException as e:
+        win.request(cancel=True)  # the engine stops tagging steps; the workers end the window
+        if not isinstance(e, TimeoutError):
+            raise
+        if not win.engines:
+            raise XpuProfilerError(
+                f"no engine took the window request within {timeout:g} s: the server ran no step (send it requests), "
+                f"or it does not record in {srv.record_dir}") from None
+        raise XpuProfilerError(f"the window did not complete within {timeout:g} s ({win.status()}); it was "
+                               f"cancelled (are requests still flowing?)") from None
+    with con.stage("export"):
+        prof = window_profile(win, model)
+        summary = analysis.summarize(prof)
+        written = analysis.export(prof, summary, output, fmts)
+    control_files.remove_window(win.dir, win.id)
+    con.results(summary, written)
+    return 0
+
+
+def window_profile(win: Window, model: str | None) -> Profile:
+    """The Profile of a completed window: its steps from the records appended since the
+    request, and the traces its workers wrote."""
+    batches = read_record_files(win.dir, since=win.since, growing=True)
+    engines = {int(e["pid"]) for e in win.engines}
+    pids = engines | {int(w["pid"]) for w in win.workers}
+    files = {w["file"] for w in win.workers}
+    mine = [dict(b, torch_files=[f for f in b.get("torch_files") or () if f in files]) for b in batches
+            if b.get("pid") in pids or b.get("ppid") in engines or not b.get("pid")]
+    steps = win.traced_steps
+    run = {"model": model, "server": win.srv.url, "detail_level": win.level, "start_time_ns": win.created,
+           "window": {"id": win.id, "steps_asked": win.steps, "seconds_asked": win.seconds,
+                      "first_step": steps[0], "last_step": steps[-1], "steps": len(steps), "traces": sorted(files)}}
+    prof = assemble.build_profile(mine, steps=steps, run=run)
+    prof.run["sources"] = [{"path": str(win.dir), "format": "xpu_profiler records"}]
+    traced = traced_step_ids(prof)
+    if win.steps and (len(steps) != win.steps or steps != list(range(steps[0], steps[0] + win.steps))):
+        prof.warn(f"the window holds steps {steps[0]}..{steps[-1]} ({len(steps)} of them), not the "
+                  f"{win.steps} consecutive steps asked for")
+    if traced != steps:
+        prof.warn(f"the torch trace holds {len(traced)} of the window's {len(steps)} steps")
+    return prof
+
+
+def traced_step_ids(prof: Profile) -> list[int]:
+    """The step ids of the ``xpu_step#N`` ranges in a profile's trace events."""
+    ev = prof.events
+    names = prof.strings.lookup(ev["name"][ev["kind"] == K_ANNOTATION]) if len(ev) else []
+    return sorted({int(m.group(1)) for n in set(names) if (m := STEP_RANGE.match(n))})
