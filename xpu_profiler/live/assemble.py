@@ -20,7 +20,7 @@ from ..profile import Profile
 from . import memory, throughput, torch_traces
 from . import steps as steps_mod
 from .options import METRICS
-from .vllm.records import C_IDX, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, W_IDX
+from .vllm.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, worker_keys
 
 
 def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
@@ -38,14 +38,16 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
     """
     sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
     hook_ns = 0
+    engine_rank, layout = places(batches)
     for b in batches:
         sched += b.get("sched", [])
         worker += b.get("worker", [])
         counters += [tuple(c) for c in b.get("counters", [])]
-        requests += [tuple(r) for r in b.get("requests", [])]
+        rank = engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
+        requests += [(*r[:len(R_IDX)], rank) for r in b.get("requests", [])]
         hook_ns += int(b.get("hook_ns", 0) or 0)
         marks = b.get("torch_marks", [])
-        torch_files += [(f, marks) for f in b.get("torch_files", [])]
+        torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
 
     n_hooked = len(steps_mod.unique_sched(sched))
     if steps is not None:
@@ -59,8 +61,8 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
         return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
 
     sched = [r for r in sched if inside(r[S_IDX["t_sched"]])]
-    kept_steps = {r[S_IDX["step"]] for r in sched}
-    worker = [w for w in worker if w[W_IDX["step"]] in kept_steps]
+    kept_steps = {(r[S_IDX["dp_rank"]], r[S_IDX["step"]]) for r in sched}
+    worker = [w for w in worker if worker_keys(w)[:2] in kept_steps]
     ct = C_IDX["t"]
     counters = [c for c in counters if inside(c[ct])]
     arr, fin = R_IDX["arrival"], R_IDX["finish"]
@@ -69,9 +71,9 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
     times = [r[S_IDX["t_sched"]] for r in sched] + [c[ct] for c in counters] + [r[arr] for r in requests if r[arr] > 0]
     base = int(t_start if t_start is not None else (min(times) if times else time.time_ns()))
     prof = Profile(base_ns=base)
-    prof.steps = steps_mod.steps_table(sched, worker, prof.strings, base)
+    prof.steps = steps_mod.steps_table(sched, worker, prof.strings, base, engine_rank)
     if "throughput" in metrics:
-        counters += throughput.step_rate_samples(sched)
+        counters += throughput.step_rate_samples(sched, engine_rank)
         prof.requests = throughput.requests_table(requests, prof.strings, base)
         if t_start is not None and t_end is not None:
             prof.run["throughput"] = throughput.overall(sched, requests, t_start, t_end)
@@ -80,24 +82,45 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
     prof.counters = memory.counters_table(counters, prof.strings, base)
     prof.run.update(run or {})
     prof.run["step_source"] = "xpu_profiler_hooks"
+    if layout:
+        prof.run["parallel_ranks"] = layout
     if n_hooked:
         # the profiler's own cost: time spent inside the step hooks, all processes together
         prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
     prof.run["metrics"] = list(metrics)
-    torch_files += [(str(f), None) for f in wallclock_traces]
+    torch_files += [(str(f), None, None) for f in wallclock_traces]
     if torch_files and "execution_time" in metrics:
         tp = torch_traces.load_traces(torch_files)
         if tp is not None:
             tp.run.pop("step_source", None)
             merged = Profile.merge([prof, tp])
             merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
-            merged.run["torch_traces"] = [str(f) for f, _ in torch_files]
+            merged.run["torch_traces"] = [str(f) for f, _, _ in torch_files]
             prof = merged
             if trim_to_steps:
                 trim_events_to_steps(prof)
     for w in hook_warnings(batches):
         prof.warn(w)
     return prof
+
+
+def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:
+    """From the processes' ``place``: DP rank → global rank of that engine's first worker,
+    and global rank → {"dp", "pp", "tp"} of every worker (the run's parallel layout)."""
+    engine_rank: dict[int, int] = {}
+    layout: dict[int, dict] = {}
+    for b in batches:
+        p = b.get("place")
+        if not isinstance(p, dict):
+            continue
+        if "world" in p:
+            engine_rank[int(p.get("dp", 0))] = int(p.get("rank", 0))
+        elif "tp" in p:
+            layout[int(p["rank"])] = {k: int(p[k]) for k in ("dp", "pp", "tp") if k in p}
+    for rank, c in layout.items():  # an engine whose EngineCore did not report: its lowest worker
+        dp = c.get("dp", 0)
+        engine_rank[dp] = min(engine_rank.get(dp, rank), rank)
+    return engine_rank, {str(r): layout[r] for r in sorted(layout)}
 
 
 def hook_warnings(batches: Sequence[dict]) -> list[str]:
@@ -117,8 +140,14 @@ def hook_warnings(batches: Sequence[dict]) -> list[str]:
         out += list(b.get("warnings") or ())
     for symbol, procs in sorted(not_installed.items()):
         out.append(f"the hook on {symbol} did not install in {', '.join(sorted(procs))}: its records are missing")
+    unwritten = sorted(proc for proc, where in failures if where == FLUSH_FAILED)
+    if unwritten:  # one line for every process: the same directory, the same reason
+        first = failures[(unwritten[0], FLUSH_FAILED)][1]
+        out.append(f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
+                   f"their records were collected from the engine instead")
     for (proc, where), (n, first) in sorted(failures.items()):
-        out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
+        if where != FLUSH_FAILED:
+            out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
     return out
 
 

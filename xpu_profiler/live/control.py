@@ -5,7 +5,7 @@ worker (``collective_rpc``), and the start-up check of what they answer."""
 from __future__ import annotations
 
 from ..errors import XpuProfilerError
-from .vllm import commands, compat
+from .vllm import commands, compat, compat_llm
 
 NOT_LOADED = ("the xpu_profiler vLLM plugin is not loaded in the {where} (install xpu_profiler in the same "
               "environment; if VLLM_PLUGINS is set it must include xpu_profiler)")
@@ -17,18 +17,18 @@ class HookError(XpuProfilerError):
 
 def _client(llm):
     try:
-        return compat.engine_client(llm)
+        return compat_llm.engine_client(llm)
     except AttributeError:
         raise XpuProfilerError("profile() needs a vllm.LLM (V1 engine)") from None
 
 
 def call_engine(llm, cmd: str, arg: dict | None = None):
     client = _client(llm)
-    core = compat.inproc_engine_core(client)
+    core = compat_llm.inproc_engine_core(client)
     if core is not None:
         return commands.engine_control(core, cmd, arg)
     try:
-        return compat.call_utility(client, cmd, arg)
+        return compat_llm.call_utility(client, cmd, arg)
     except Exception as e:  # vLLM wraps the remote error in its own exception types
         if compat.CONTROL_METHOD in str(e) or isinstance(e, AttributeError):
             raise XpuProfilerError(NOT_LOADED.format(where="engine process")) from None
@@ -38,7 +38,7 @@ def call_engine(llm, cmd: str, arg: dict | None = None):
 def call_workers(llm, cmd: str, arg: dict | None = None) -> list:
     commands.attach()  # workers in this process (one-process layout)
     try:
-        return compat.collective_rpc(llm, (cmd, arg))
+        return compat_llm.collective_rpc(llm, (cmd, arg))
     except Exception as e:  # vLLM wraps the remote error in its own exception types
         if compat.CONTROL_METHOD in str(e):
             raise XpuProfilerError(NOT_LOADED.format(where="worker processes")) from None

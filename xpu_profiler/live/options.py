@@ -87,6 +87,19 @@ def engine_kwargs(model_path: str, is_builtin: bool, device_kind: str, options: 
     return kw
 
 
+def local_workers(kw: dict) -> int:
+    """Worker processes an engine configuration starts on this machine: TP x PP per
+    engine, times the data-parallel engines (all local unless said otherwise)."""
+    def size(key: str) -> int:
+        try:
+            return max(1, int(kw.get(key) or 1))
+        except (TypeError, ValueError):
+            return 1
+
+    dp = size("data_parallel_size_local") if kw.get("data_parallel_size_local") else size("data_parallel_size")
+    return size("tensor_parallel_size") * size("pipeline_parallel_size") * dp
+
+
 def load_prompts(path: str | Path, default_output_len: int) -> list[tuple[Any, int]]:
     """JSONL: {"prompt": str} or {"prompt_token_ids": [...]}, optional "output_len"/"max_tokens"."""
     p = Path(path)

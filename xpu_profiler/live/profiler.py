@@ -26,12 +26,8 @@ from ..errors import XpuProfilerError
 from ..profile import Profile
 from . import assemble, control, options
 from .memory import HostSampler
-from .vllm import compat
+from .vllm import compat, compat_llm
 from .vllm.records import read_record_files
-
-#: how long the engine processes get to flush their records after a Ctrl-C reached them too
-SETTLE_AFTER_SIGNAL_S = 1.5
-
 
 class Profiler:
     def __init__(self, llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard",
@@ -90,18 +86,23 @@ class Profiler:
         if self._own_dir:
             shutil.rmtree(self.trace_dir, ignore_errors=True)
 
-    def stop(self, incomplete: str | None = None, ask_engine: bool = True) -> Profile:
-        """Collect and assemble. ``ask_engine=False`` (the engine got the signal that ended
-        the run too) reads only what the engine processes flushed to the record files."""
+    def stop(self, incomplete: str | None = None, ask_engine: bool = True, t_end: int | None = None) -> Profile:
+        """Collect and assemble. ``ask_engine=False`` (the engine's processes are ended or
+        dying: a Ctrl-C reached them too, one of them died) reads only what they flushed
+        to the record files; the caller ends the engine first, so that every process has
+        written its last batch. A dead engine is never asked. ``t_end``: where the
+        profiled window ended, when that was before this call."""
         if not self._started:
             raise XpuProfilerError("the profiler was not started")
         self._started = False
-        self.t_end = time.time_ns()
+        self.t_end = t_end or time.time_ns()
         if incomplete:
             self.incomplete = incomplete
+        if ask_engine and compat_llm.engine_dead(self.llm):
+            ask_engine = False
+            if not self.incomplete:
+                self.incomplete = "an engine process died"
         errors = self._collect() if ask_engine else []
-        if not ask_engine:
-            time.sleep(SETTLE_AFTER_SIGNAL_S)
         if self.record_dir is not None:
             self.records += read_record_files(self.record_dir)
         samples = self._sampler.stop() if self._sampler else []
@@ -114,6 +115,11 @@ class Profiler:
                 self.incomplete = "records could not be collected from every engine process"
         self._finish_run_info()
         return self.profile
+
+    def restart_stop(self) -> None:
+        """A ``stop()`` cut short (a Ctrl-C inside it): the next one starts over, from the
+        records collected so far."""
+        self._started = True
 
     def _collect(self) -> list[str]:
         """Stop recording everywhere and take the records; what failed, one line per side."""
@@ -136,7 +142,7 @@ class Profiler:
         p.run.setdefault("start_time_ns", self.t_start)
         p.run.setdefault("host", socket.gethostname())
         p.run.setdefault("versions", versions())
-        p.run.setdefault("engine", compat.engine_config(self.llm))
+        p.run.setdefault("engine", compat_llm.engine_config(self.llm))
         p.run["incomplete"] = bool(self.incomplete)
         if self.incomplete:
             p.run["incomplete_reason"] = self.incomplete

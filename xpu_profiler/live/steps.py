@@ -3,7 +3,9 @@
 Scheduler records (EngineCore) give each step's time range, phase, tokens,
 requests and KV usage; worker records (one per rank) say which ranks ran the
 step. They are joined by the step id the scheduler hook tags onto the
-SchedulerOutput. One row per engine step per rank.
+SchedulerOutput, within one engine: data-parallel engines count their own steps, so
+the key is (DP rank, step id). One row per engine step per rank, the rank being the
+worker's global rank (unique across engines); ``step_id`` stays the engine's own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..profile import P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, StringTable, Table
-from .vllm.records import S_IDX, W_IDX
+from .vllm.records import S_IDX, worker_keys
 
 
 def step_name(pr: int, pt: int, dr: int, dt: int) -> str:
@@ -37,27 +39,42 @@ def unique_sched(records: list) -> list:
     return [seen[k] for k in sorted(seen)]
 
 
-def worker_ranks(worker: list) -> dict[int, set]:
-    """step id → ranks that executed it."""
-    out: dict[int, set] = {}
+def worker_ranks(worker: list) -> dict[tuple[int, int], set]:
+    """(DP rank, step id) → global ranks that executed it."""
+    out: dict[tuple[int, int], set] = {}
     for w in worker:
-        out.setdefault(int(w[W_IDX["step"]]), set()).add(int(w[W_IDX["rank"]]))
+        dp, step, rank = worker_keys(w)
+        out.setdefault((dp, step), set()).add(rank)
     return out
 
 
-def steps_table(sched: list, worker: list, strings: StringTable, base_ns: int) -> Table:
+def engine_ranks(by_step: dict[tuple[int, int], set]) -> dict[int, list]:
+    """DP rank → every global rank seen in that engine (the ranks of a step no worker
+    row reached, e.g. cut by the window's end)."""
+    out: dict[int, set] = {}
+    for (dp, _), ranks in by_step.items():
+        out.setdefault(dp, set()).update(ranks)
+    return {dp: sorted(r) for dp, r in out.items()}
+
+
+def steps_table(sched: list, worker: list, strings: StringTable, base_ns: int,
+                engine_rank: dict[int, int] | None = None) -> Table:
+    """``engine_rank``: DP rank → the global rank of its first worker (the row of an engine
+    none of whose workers reported; rank 0 when not known either)."""
     sched = unique_sched(sched)
     by_step = worker_ranks(worker)
-    all_ranks = sorted({r for rs in by_step.values() for r in rs}) or [0]
+    by_engine = engine_ranks(by_step)
+    first = engine_rank or {}
     cols: dict[str, list] = {k: [] for k in STEP_SCHEMA if k != "busy"}
     for r in sched:
         sid = int(r[S_IDX["step"]])
+        dp = int(r[S_IDX["dp_rank"]])
         pt, dt = int(r[S_IDX["prefill_tokens"]]), int(r[S_IDX["decode_tokens"]])
         pr, dr = int(r[S_IDX["prefill_reqs"]]), int(r[S_IDX["decode_reqs"]])
         name = strings.intern(step_name(pr, pt, dr, dt))
         t0, t1 = int(r[S_IDX["t_sched"]]), int(r[S_IDX["t_end"]])
         kv = r[S_IDX["kv_usage"]]
-        for rank in sorted(by_step.get(sid, all_ranks)):
+        for rank in sorted(by_step.get((dp, sid), by_engine.get(dp, [first.get(dp, 0)]))):
             cols["rank"].append(rank)
             cols["step_id"].append(sid)
             cols["name"].append(name)

@@ -23,7 +23,8 @@ def requests_table(records: list, strings: StringTable, base_ns: int) -> Table:
         return int(v) - base_ns if v is not None and int(v) >= 0 else -1
 
     return Table(REQUEST_SCHEMA, {
-        "rank": np.zeros(len(rows), np.int32),
+        # the assembler appends the rank of the engine that served it (absent: rank 0)
+        "rank": np.array([int(r[6]) if len(r) > 6 else 0 for r in rows], np.int32),
         "req": strings.intern_many(str(r[0]) for r in rows),
         "arrival": np.array([rel(r[1]) for r in rows], np.int64),
         "first_token": np.array([rel(r[2]) for r in rows], np.int64),
@@ -33,19 +34,22 @@ def requests_table(records: list, strings: StringTable, base_ns: int) -> Table:
     })
 
 
-def step_rate_samples(sched: list) -> list[tuple]:
-    """Per-step token rates as counter samples (rank 0, at each step's end)."""
+def step_rate_samples(sched: list, engine_rank: dict[int, int] | None = None) -> list[tuple]:
+    """Per-step token rates as counter samples at each step's end, filed under the rank of
+    the engine's first worker (``engine_rank``: DP rank → global rank; rank 0 unknown)."""
     out = []
+    first = engine_rank or {}
     for r in unique_sched(sched):
+        rank = first.get(int(r[S_IDX["dp_rank"]]), 0)
         t0, t1 = int(r[S_IDX["t_sched"]]), int(r[S_IDX["t_end"]])
         dur = t1 - t0
         if dur <= 0:
             continue
         pt, dt = r[S_IDX["prefill_tokens"]], r[S_IDX["decode_tokens"]]
-        first = r[S_IDX["first_tokens"]] if len(r) > S_IDX["first_tokens"] else 0
-        out.append((0, "prefill_tokens_per_s", t1, pt * 1e9 / dur))
-        out.append((0, "decode_tokens_per_s", t1, dt * 1e9 / dur))
-        out.append((0, "output_tokens_per_s", t1, (dt + first) * 1e9 / dur))
+        first_tok = r[S_IDX["first_tokens"]] if len(r) > S_IDX["first_tokens"] else 0
+        out.append((rank, "prefill_tokens_per_s", t1, pt * 1e9 / dur))
+        out.append((rank, "decode_tokens_per_s", t1, dt * 1e9 / dur))
+        out.append((rank, "output_tokens_per_s", t1, (dt + first_tok) * 1e9 / dur))
     return out
 
 

@@ -40,17 +40,29 @@ def align(prof: Profile, marks: list) -> int | None:
     return shift
 
 
-def load_traces(files: list[tuple[str, list | None]], default_rank: int = 0) -> Profile | None:
-    """[(trace path, marks)] → one Profile (ranks side by side), clocks aligned; marks None:
-    a trace without our step ranges (vLLM's own profiler), on the wall clock Kineto wrote."""
+def relabel(prof: Profile, rank: int) -> None:
+    """Every row of ``prof`` belongs to ``rank``."""
+    for table in (prof.events, prof.steps, prof.counters, prof.requests):
+        if len(table):
+            table["rank"][:] = rank
+
+
+def load_traces(files: list[tuple], default_rank: int = 0) -> Profile | None:
+    """[(trace path, marks, global rank or None)] → one Profile (ranks side by side), clocks
+    aligned; marks None: a trace without our step ranges (vLLM's own profiler), on the wall
+    clock Kineto wrote. The global rank the worker gave wins over the trace's own (its rank
+    inside its engine's process group, repeated by every data-parallel engine)."""
     from ..readers import kineto
 
     profiles = []
-    for path, marks in files:
+    for path, marks, *given in files:
         p = Path(path)
         if not p.exists():
             continue
         prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
+        rank = given[0] if given else None
+        if rank is not None:
+            relabel(prof, int(rank))
         if marks is not None and align(prof, marks) is None:
             prof.warn(f"{p.name}: no step ranges to align its clock; assumed to be wall-clock")
         profiles.append(prof)

@@ -32,7 +32,7 @@ def engine_control(core, cmd: str, arg=None):
         else:
             hooks_scheduler.install(type(sched))
             missing = compat.missing_hooks(sched, compat.SCHEDULER_HOOKS)
-        REC.dp_rank = compat.engine_dp_rank(core)
+            hooks_scheduler.adopt(sched)
         REC.pending.clear()
         if not missing:
             REC.active = True
@@ -56,8 +56,8 @@ def worker_control(wrapper, cmd: str, arg=None):
         if not missing:
             REC.active = True
             if REC.memory:
-                REC.mem.device(REC.counters, now(), REC.rank)
-        return {**_whoami(), "missing": missing, "vllm": compat.vllm_version(), "rank": REC.rank}
+                REC.mem.device(REC.counters, now(), REC.global_rank)
+        return {**_whoami(), "missing": missing, "vllm": compat.vllm_version(), "rank": REC.global_rank}
     if cmd == "stop" and REC.torch is not None:
         REC.torch.stop()
         data = _common(cmd, cfg)
@@ -79,7 +79,7 @@ def _common(cmd: str, cfg: dict):
             REC.file_dir = None  # the caller collects everything now; write no more files
         return REC.take(final=True)
     if cmd == "ping":
-        return {**_whoami(), "active": REC.active, "rank": REC.rank}
+        return {**_whoami(), "active": REC.active, "rank": REC.global_rank}
     raise ValueError(f"unknown xpu_profiler command {cmd!r}")
 
 

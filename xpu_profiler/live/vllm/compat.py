@@ -1,7 +1,8 @@
 """Every vLLM internal the live path patches, calls or reads — named here and nowhere else.
 
-``SYMBOLS`` is the table (what, where, why); the functions below are the only code
-that touches those names. When vLLM moves or renames one of them, this module is the
+``SYMBOLS`` is the table (what, where, why); the functions below (what runs inside the
+engine's processes) and those of ``compat_llm`` (the caller's side: ``vllm.LLM``) are the
+only code that touches those names. When vLLM moves or renames one of them, this module is the
 one to change, and the start-up check (``MISSING`` below, run by the control methods
 in every process) says which one broke, with the vLLM version, instead of leaving an
 empty profile. ``tests/test_live_compat.py`` checks that no other module of the live
@@ -76,12 +77,28 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("SyncMPClient.call_utility", "vllm.v1.engine.core_client", "call",
            "RPC into the EngineCore process"),
     Symbol("LLM.collective_rpc", "vllm.entrypoints.llm", "call", "RPC into every worker"),
+    Symbol("EngineCoreClient.shutdown", "vllm.v1.engine.core_client", "call",
+           "the live command ends the engine's processes itself (SIGTERM, then SIGKILL to the process tree "
+           "after the timeout) before it assembles and writes, also after a failure or Ctrl-C"),
+    Symbol("SyncMPClient.outputs_queue", "vllm.v1.engine.core_client", "call",
+           "an engine process died: the error is put here so that LLM.generate() returns (vLLM 0.32's "
+           "monitor shuts the output thread down without queueing one when the EngineCore is killed)"),
+    Symbol("MPClient.resources.engine_dead", "vllm.v1.engine.core_client", "read",
+           "set once an engine process died: nothing more can be asked over RPC"),
+    Symbol("MPClient.resources.engine_manager.processes", "vllm.v1.engine.utils", "read",
+           "the EngineCore processes (multiprocessing.Process: name, exitcode) that died first"),
+    Symbol("ProfilerConfig.capture_torch_profiler", "vllm.config.profiler", "read",
+           "comprehensive level: vLLM traces its own graph capture on local rank 0 into "
+           "<torch_profiler_dir>/capture_traces/ (requires profiler='torch'; field absent before ~0.20)"),
     Symbol("RequestOutput.outputs.token_ids", "vllm.outputs", "read", "tokens generate() produced"),
     Symbol("vllm.__version__", "vllm", "read", "named in the run metadata and in start-up failures"),
     # -- read inside the EngineCore --------------------------------------------------------
     Symbol("EngineCore.scheduler", ENGINE_CORE_MODULE, "read", "the scheduler object actually in use"),
-    Symbol("EngineCore.vllm_config.parallel_config.data_parallel_rank", ENGINE_CORE_MODULE, "read",
-           "the DP rank of this EngineCore (steps are keyed by it)"),
+    Symbol("Scheduler.parallel_config.data_parallel_index", SCHEDULER_MODULE, "read",
+           "the DP index of this EngineCore (its steps are keyed by it); data_parallel_rank is reset to 0 "
+           "for independent (dense) DP engines, data_parallel_index is not (data_parallel_rank before it existed)"),
+    Symbol("Scheduler.parallel_config.world_size", SCHEDULER_MODULE, "read",
+           "workers per engine (TP x PP): an engine's first global rank is dp index x world size"),
     Symbol("SchedulerOutput.total_num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
            "zero for the engine's empty clean-up steps (not recorded)"),
     Symbol("SchedulerOutput.num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
@@ -106,6 +123,10 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("WorkerWrapperBase.worker", WORKER_WRAPPER_MODULE, "read", "the platform's worker object"),
     Symbol("Worker.rank", GPU_WORKER_MODULE, "read", "global rank of the worker"),
     Symbol("Worker.local_rank", GPU_WORKER_MODULE, "read", "device index on its node (device logs)"),
+    Symbol("Worker.parallel_config.data_parallel_index", "vllm.v1.worker.worker_base", "read",
+           "the worker's engine's DP index (global rank = dp index x world_size + rank)"),
+    Symbol("Worker.parallel_config.tensor_parallel_size", "vllm.v1.worker.worker_base", "read",
+           "tp rank = rank % tp size, pp rank = rank // tp size (vLLM orders ranks [DP, PP, TP])"),
     Symbol("Worker.model_runner.model", GPU_WORKER_MODULE, "read",
            "the nn.Module whose layers get module ranges (get_model() where model is absent)"),
     Symbol("Worker.model_runner.get_model", GPU_WORKER_MODULE, "call", "the same, on runners without .model"),
@@ -117,6 +138,9 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("VLLM_ENABLE_V1_MULTIPROCESSING", "vllm.envs", "env",
            "'0' puts EngineCore and worker into the caller's process"),
     Symbol("VLLM_CPU_KVCACHE_SPACE", "vllm.envs", "env", "KV-cache GiB of the CPU build (the live command sets it)"),
+    Symbol("VLLM_CPU_OMP_THREADS_BIND", "vllm.envs", "env",
+           "CPU build: one core list per local worker ('0|1'); its default 'auto' needs a NUMA node per "
+           "worker and kills TP/DP > 1 on one-node machines, so the live command sets it unless the user did"),
     # -- a running server's own profiler (xpu_profiler record without our plugin's directory) --
     Symbol("/start_profile, /stop_profile", "vllm.entrypoints.serve.profile.api_router", "call",
            "HTTP routes of a server started with --profiler-config; start_profile takes max_iterations"),
@@ -217,11 +241,18 @@ def engine_scheduler(core):
     return getattr(core, "scheduler", None)
 
 
-def engine_dp_rank(core) -> int:
+def _dp_index(pc) -> int:
+    dp = getattr(pc, "data_parallel_index", None)
+    return int(getattr(pc, "data_parallel_rank", 0) or 0) if dp is None else int(dp)
+
+
+def engine_place(sched) -> tuple[int, int]:
+    """(DP index, workers per engine) of the engine that owns ``sched``; (0, 1) unknown."""
     try:
-        return int(core.vllm_config.parallel_config.data_parallel_rank)
+        pc = sched.parallel_config
+        return _dp_index(pc), max(1, int(pc.world_size))
     except (AttributeError, TypeError, ValueError):
-        return 0
+        return 0, 1
 
 
 def so_total_tokens(so) -> int:
@@ -279,6 +310,15 @@ def worker_rank(worker) -> int:
         return 0
 
 
+def worker_place(worker) -> tuple[int, int, int]:
+    """(DP index, workers per engine, TP size) of a worker; (0, 1, 1) unknown."""
+    try:
+        pc = worker.parallel_config
+        return _dp_index(pc), max(1, int(pc.world_size)), max(1, int(pc.tensor_parallel_size))
+    except (AttributeError, TypeError, ValueError):
+        return 0, 1, 1
+
+
 def worker_local_rank(worker) -> int:
     try:
         return int(getattr(worker, "local_rank", 0) or 0)
@@ -322,63 +362,13 @@ def layer_label(cls_name: str) -> str | None:
 
 
 # --------------------------------------------------------------------------------------
-# front-end
+# EngineCore process: its settings (read by a server's records and by the front-end)
 # --------------------------------------------------------------------------------------
 
-def engine_client(llm):
-    """The engine-core client of a ``vllm.LLM``; AttributeError when it is not one."""
-    return llm.llm_engine.engine_core
-
-
-def inproc_engine_core(client):
-    """The EngineCore object of the one-process layout, else None (it runs elsewhere)."""
-    core = getattr(client, "engine_core", None)
-    return core if core is not None and not hasattr(client, "call_utility") else None
-
-
-def call_utility(client, *args):
-    return client.call_utility(CONTROL_METHOD, *args)
-
-
-def collective_rpc(llm, args: tuple) -> list:
-    return list(llm.collective_rpc(CONTROL_METHOD, args=args))
-
-
-def llm_api():
-    """(LLM, SamplingParams); ImportError without vLLM."""
-    from vllm import LLM, SamplingParams
-
-    return LLM, SamplingParams
-
-
-def sampling_params(max_tokens: int, greedy: bool = True):
-    params = llm_api()[1]
-    return params(max_tokens=max_tokens, ignore_eos=True, **({"temperature": 0.0} if greedy else {}))
-
-
-def generate(llm, prompts, params, progress: bool = False) -> list:
-    return llm.generate(prompts, params, use_tqdm=progress)
-
-
-def generated_tokens(outputs) -> int:
-    return sum(len(o.outputs[0].token_ids) for o in outputs)
-
-
-def vocab_size(llm, default: int = 32000) -> int:
-    try:
-        return int(getattr(llm.llm_engine.vllm_config.model_config.hf_config, "vocab_size", default))
-    except (AttributeError, TypeError, ValueError):
-        return default
-
-
-def engine_config(llm) -> dict:
-    """The engine settings a report shows (empty when they cannot be read)."""
-    return _config_summary(getattr(getattr(llm, "llm_engine", None), "vllm_config", None))
-
-
 def scheduler_engine_config(sched) -> dict:
-    """The same, from inside the EngineCore (a server's records)."""
-    return _config_summary(getattr(sched, "vllm_config", None))
+    """The engine settings a report shows, from inside the EngineCore (a server's records);
+    empty when they cannot be read."""
+    return config_summary(getattr(sched, "vllm_config", None))
 
 
 def sched_world_size(sched) -> int:
@@ -389,7 +379,7 @@ def sched_world_size(sched) -> int:
         return 1
 
 
-def _config_summary(cfg) -> dict:
+def config_summary(cfg) -> dict:
     try:
         sc, pc, mc = cfg.scheduler_config, cfg.parallel_config, cfg.model_config
         return {
@@ -414,6 +404,8 @@ FRONTEND_TRACE_MARK = ".async_llm"
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: the CPU build's KV-cache size in GiB (it refuses to guess one)
 ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
+#: the CPU build's per-worker OpenMP core lists
+ENV_CPU_THREADS_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 
 
 def multiprocessing_layout() -> bool:

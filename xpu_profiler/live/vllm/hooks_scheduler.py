@@ -6,6 +6,10 @@ by object identity, which also holds with async scheduling's batch queue) and tr
 each request's first token and finish. The step id is tagged onto the SchedulerOutput
 so that the workers' records join it exactly (and, inside a profile window a running
 server was asked for, the window: see ``windows``).
+
+Each EngineCore numbers its own steps; a data-parallel engine's rows carry its DP index
+(``dp_rank``), and its KV-cache and host samples are filed under the global rank of its
+first worker, so that engines never overwrite each other (see ``adopt``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,13 @@ from . import compat, patching
 from .recorder import REC, now
 from .records import STEP_TAG
 from .windows import WINDOWS
+
+
+def adopt(sched) -> None:
+    """This engine's place in the parallel layout, from the scheduler's configuration."""
+    dp, world = compat.engine_place(sched)
+    REC.dp_rank, REC.global_rank = dp, dp * world
+    REC.place = {"dp": dp, "world": world, "rank": REC.global_rank}
 
 
 def split_tokens(sched, so) -> tuple[int, int, int, int, int]:
@@ -60,6 +71,8 @@ def wrap_schedule(orig):
         so = orig(self, *args, **kwargs)
         t1 = now()
         try:
+            if REC.place is None:
+                adopt(self)
             if compat.so_total_tokens(so) > 0:
                 sid = REC.next_step
                 REC.next_step += 1
@@ -102,12 +115,12 @@ def end_step(sched, so, out, t: int) -> None:
         # KV usage as the step ran it (after the scheduler allocated its slots)
         REC.sched.append((sid, t0, t1, t, pt, dt, pr, dr, run, wait, kv, REC.dp_rank, done))
         if REC.memory:
-            REC.counters.append((0, "kv_cache_usage", t1, kv))
-            REC.counters.append((0, "kv_cache_usage", t, compat.kv_usage(sched)))
+            REC.counters.append((REC.global_rank, "kv_cache_usage", t1, kv))
+            REC.counters.append((REC.global_rank, "kv_cache_usage", t, compat.kv_usage(sched)))
     if REC.throughput and out:
         track_requests(out, t)
     if REC.memory:
-        REC.mem.host(REC.counters, t, 0, "engine_core")
+        REC.mem.host(REC.counters, t, REC.global_rank, "engine_core")
     if REC.file_dir is not None:
         REC.maybe_flush(t, idle=not compat.has_requests(sched))
 

@@ -5,8 +5,10 @@ tagged; when it returns None, the step's ``sample_tokens()`` call follows and is
 into the same record. After the step the worker samples its memory and, while a
 torch.profiler window is armed, closes the step's ``xpu_step#N`` range.
 
-On its first recorded step a worker *adopts* its identity: its rank and, in file mode
-(``XPU_PROFILER_LEVEL=standard``), the torch.profiler window to arm (``REC.env_torch``).
+On its first recorded step a worker *adopts* its identity: its rank inside its engine,
+its engine's data-parallel index and its global rank across engines (every row and
+sample it records carries them), and, in file mode (``XPU_PROFILER_LEVEL=standard``),
+the torch.profiler window to arm (``REC.env_torch``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from .windows import WINDOWS
 
 
 def adopt(worker) -> None:
-    """Take this worker's rank (and, in file mode, arm its torch.profiler window)."""
+    """Take this worker's ranks (and, in file mode, arm its torch.profiler window)."""
     REC.worker_ready = True
     REC.rank = compat.worker_rank(worker)
+    dp, world, tp_size = compat.worker_place(worker)
+    REC.dp_rank, REC.global_rank = dp, dp * world + REC.rank
+    REC.place = {"dp": dp, "pp": REC.rank // tp_size, "tp": REC.rank % tp_size, "rank": REC.global_rank}
     if REC.env_torch is not None and REC.torch is None:
         REC.torch = TorchWindow(worker, *REC.env_torch)
 
@@ -70,7 +75,7 @@ def wrap_execute(orig):
             out = orig(self, scheduler_output, *args, **kwargs)
         finally:
             t1 = now()
-            rec = [sid, REC.rank, t0, t1, -1, -1, tokens]
+            rec = [sid, REC.rank, t0, t1, -1, -1, tokens, REC.dp_rank, REC.global_rank]
             REC.worker.append(rec)
             REC.last_worker = rec
             REC.open_range = handle
@@ -112,10 +117,10 @@ def end_step(t: int) -> None:
             REC.failed("torch.profiler window", e)
     if REC.memory:
         try:
-            REC.mem.device(REC.counters, t, REC.rank)
+            REC.mem.device(REC.counters, t, REC.global_rank)
         except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("device memory sample", e)
-        REC.mem.host(REC.counters, t, REC.rank, "worker")
+        REC.mem.host(REC.counters, t, REC.global_rank, "worker")
     REC.maybe_flush(t)
 
 

@@ -59,11 +59,12 @@ def start_file_mode(directory: str, level: str, steps: str | None) -> None:
         REC.env_torch = (os.path.join(REC.file_dir, "torch"), first, count, level)
     REC.active = True
     patching.on_import({compat.SCHEDULER_CLASS[0]: _patch_scheduler, compat.WORKER_CLASS[0]: _patch_worker})
-    atexit.register(REC.flush_to_file, True)
-    # multiprocessing children skip atexit when they end through os._exit; Finalize runs there too
+    atexit.register(REC.flush_at_exit)
+    # multiprocessing children skip atexit when they end through os._exit; Finalize runs there too,
+    # while the exception that ends the process (an engine that could not start) is still in flight
     from multiprocessing import util
 
-    util.Finalize(None, REC.flush_to_file, args=(True,), exitpriority=100)
+    util.Finalize(None, REC.flush_at_exit, exitpriority=100)
 
 
 def parse_steps(value: str | None) -> tuple[int, int]:

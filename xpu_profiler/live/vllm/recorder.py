@@ -2,6 +2,10 @@
 own overhead and failures, and the hand-over of what was recorded (``take``: over RPC;
 ``flush_to_file``: file mode, every second, when the engine goes idle and at exit).
 
+A record file that cannot be written (a full disk, a vanished directory) costs nothing
+but the file: the batch stays in memory, file writes stop, the failure is counted once
+and everything travels with the next batch taken over RPC (``held``).
+
 One ``Recorder`` per process (``REC``); its state is attributes, never rebound module
 globals. After a fork the child gets fresh locks and starts its own flusher thread
 (threads do not survive a fork). Nothing here imports vLLM or torch.
@@ -10,6 +14,7 @@ globals. After a fork the child gets fresh locks and starts its own flusher thre
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -17,6 +22,8 @@ from . import records
 from .memory_sampling import MemorySampler
 
 FLUSH_PERIOD_NS = 1_000_000_000
+#: the longest error text a process that ends with an exception leaves (vLLM's can embed configurations)
+MAX_FATAL_CHARS = 600
 DEFAULT_METRICS = ("execution_time", "memory_usage", "throughput")
 
 
@@ -57,8 +64,12 @@ class Recorder:
         self.pending: dict[int, tuple] = {}  # id(SchedulerOutput) -> what schedule() saw
         self.next_step = 0
         self.local_step = 0
-        self.dp_rank = 0
-        self.rank = 0
+        self.dp_rank = 0                    # data-parallel index of this process's engine
+        self.rank = 0                       # worker: its rank inside its engine
+        self.global_rank = 0                # worker: its rank across DP engines; EngineCore: its first worker's
+        self.place: dict | None = None      # the batch's "place" (see records), once known
+        self.held: dict | None = None       # batch whose file write failed, handed over with the next take()
+        self.fatal: str | None = None       # the exception this process ended with (file mode, at exit)
         self.worker_ready = False           # rank (and env-mode torch window) taken from the worker
         self.last_worker: list | None = None
         self.open_range = None              # the open xpu_step#N range handle of this worker
@@ -99,6 +110,10 @@ class Recorder:
                 batch["errors"], self.errors = self.errors, {}
             if self.hooks:
                 batch["hooks"], self.hooks = self.hooks, {}
+            if self.place is not None:
+                batch["place"] = self.place
+            if self.fatal is not None:
+                batch["fatal"], self.fatal = self.fatal, None
             if self.meta:
                 batch["meta"], self.meta = self.meta, {}
             self.hook_ns = 0
@@ -108,6 +123,8 @@ class Recorder:
             self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
             if final:
                 self.open_requests = {}
+            if self.held is not None:
+                batch, self.held = records.merge_into(batch, self.held), None
             return batch
 
     # -- file mode ------------------------------------------------------------------------
@@ -135,23 +152,37 @@ class Recorder:
                 self.flush_to_file()
 
     def flush_to_file(self, final: bool = False) -> None:
-        if self.file_dir is None:
-            return
         with self.flush_lock:
+            directory = self.file_dir
+            if directory is None:
+                return
             batch = self.take(final=final)
             if not records.has_records(batch):
                 return
             try:
-                records.append_batch(self.file_dir, batch)
-            except OSError as e:  # a full or vanished directory: say so on the console, once per flush
-                os.write(2, f"xpu_profiler: cannot write records to {self.file_dir}: {e.strerror}\n".encode())
+                records.append_batch(directory, batch)
+            except OSError as e:  # a full or vanished directory: keep the records, write no more files
+                self.file_dir = None
+                with self.lock:
+                    self.errors.setdefault(records.FLUSH_FAILED, [0, f"{directory}: {e.strerror}"])[0] += 1
+                    self.held = batch if self.held is None else records.merge_into(batch, self.held)
                 return
             from .windows import WINDOWS
 
             try:
-                WINDOWS.after_flush(self.file_dir, batch)  # answer the profile windows this batch completes
+                WINDOWS.after_flush(directory, batch)  # answer the profile windows this batch completes
             except OSError as e:
                 self.failed("profile window answer", e)
+
+    def flush_at_exit(self) -> None:
+        """The last flush of a process. One that ends with an exception (an EngineCore that
+        could not start, whose workers' start-up errors surface there) writes it too, so the
+        caller can say why in one line."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, Exception) and self.file_dir is not None:
+            msg = " ".join(str(exc).split())
+            self.fatal = (f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__)[:MAX_FATAL_CHARS]
+        self.flush_to_file(True)
 
     def after_fork(self) -> None:
         self.started_ns = now()

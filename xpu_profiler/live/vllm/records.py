@@ -14,9 +14,16 @@ as one line of ``<dir>/<process>-<pid>.records.jsonl``:
 - ``hook_ns``: time spent inside the hooks since the last batch (their overhead);
 - ``torch_files`` / ``torch_marks``: torch.profiler traces written since the last batch
   and the (step, wall-clock ns) at which their ``xpu_step#N`` ranges opened;
+  ``torch_rank``: the global rank their events belong to (a trace's own rank is the
+  rank inside its engine's process group: data-parallel engines repeat it);
   ``torch_windows``: {trace path: window id} for the windows ``xpu_profiler record``
   asked for (see ``windows``);
 - ``hooks``: {symbol: installed?} as this process found them (import-time patching);
+- ``place``: where this process sits in the parallel layout, once it knows:
+  {"dp", "world", "rank"} for an EngineCore (``rank``: the global rank of its first
+  worker, which its counters and requests are filed under), {"dp", "tp", "pp", "rank"}
+  for a worker (``rank``: its global rank across data-parallel engines);
+- ``fatal``: the error that stopped this process from starting (written at once);
 - ``errors``: {hook: [count, first message]} of failures inside the hooks since the
   last batch (a hook never raises into vLLM; its failures reach the profile's warnings);
 - ``warnings``: problems found while reading the batches back (a line cut by a crash).
@@ -34,8 +41,11 @@ from ...taxonomy import OUR_MODULE_PREFIX
 #: one per engine step (scheduler output), made in the EngineCore
 SCHED_FIELDS = ("step", "t_sched", "t_sched_end", "t_end", "prefill_tokens", "decode_tokens",
                 "prefill_reqs", "decode_reqs", "running", "waiting", "kv_usage", "dp_rank", "first_tokens")
-#: one per execute_model call, made in each worker
-WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens")
+#: one per execute_model call, made in each worker. ``rank`` is the worker's rank inside its
+#: engine (what vLLM calls its rank), ``dp_rank`` its engine's data-parallel index (the
+#: scheduler rows of that engine carry the same), ``global_rank`` = dp_rank x world size + rank
+WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens", "dp_rank",
+                 "global_rank")
 #: one per request (arrival / first token / finish ns, -1 when not seen)
 REQUEST_FIELDS = ("req", "arrival", "first_token", "finish", "prompt_len", "output_len")
 #: one per counter sample
@@ -60,6 +70,8 @@ MODULE_RANGE_PREFIX = OUR_MODULE_PREFIX
 MEMORY_COUNTER_PREFIXES = ("host_rss", "device_", "kv_cache")
 
 RECORD_SUFFIX = ".records.jsonl"
+#: the ``errors`` key under which a failed record-file write is counted
+FLUSH_FAILED = "record file"
 
 # How the caller tells vLLM's processes (which inherit its environment) what to record.
 #: record directory: set, the hooks install at import and every process appends its batches there
@@ -81,15 +93,67 @@ def step_range_name(step: int) -> str:
 
 def has_records(batch: dict) -> bool:
     return bool(batch["sched"] or batch["worker"] or batch["counters"] or batch["requests"]
-                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks"))
+                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks") or batch.get("fatal"))
+
+
+def worker_keys(row) -> tuple[int, int, int]:
+    """(dp rank, step, global rank) of a worker row; rows written before the DP fields
+    existed are data-parallel rank 0 with global rank = rank."""
+    n = len(row)
+    dp = int(row[W_IDX["dp_rank"]]) if n > W_IDX["dp_rank"] else 0
+    g = int(row[W_IDX["global_rank"]]) if n > W_IDX["global_rank"] else int(row[W_IDX["rank"]])
+    return dp, int(row[W_IDX["step"]]), g
+
+
+#: batch fields that are lists (appended when batches merge) and counts (added)
+_LISTS = ("sched", "worker", "counters", "requests", "torch_files", "torch_marks")
+
+
+def merge_into(into: dict, older: dict) -> dict:
+    """Put an ``older`` batch of the same process in front of ``into`` (a batch whose file
+    write failed is handed over with the next one)."""
+    for k in _LISTS:
+        if older.get(k):
+            into[k] = list(older[k]) + list(into.get(k) or [])
+    into["hook_ns"] = int(into.get("hook_ns", 0)) + int(older.get("hook_ns", 0))
+    errors = dict(older.get("errors") or {})
+    for where, (n, first) in (into.get("errors") or {}).items():
+        errors[where] = [errors[where][0] + n, errors[where][1]] if where in errors else [n, first]
+    if errors:
+        into["errors"] = errors
+    hooks = {**(older.get("hooks") or {}), **(into.get("hooks") or {})}
+    if hooks:
+        into["hooks"] = hooks
+    if not into.get("role"):
+        into["role"] = older.get("role", "")
+    windows = {**(older.get("torch_windows") or {}), **(into.get("torch_windows") or {})}
+    if windows:
+        into["torch_windows"] = windows
+    for k in ("place", "torch_rank", "fatal", "meta"):
+        if k not in into and k in older:
+            into[k] = older[k]
+    return into
 
 
 def append_batch(directory: str, batch: dict) -> None:
     """One batch as one line of this process's record file."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{batch['process']}-{batch['pid']}{RECORD_SUFFIX}")
-    with open(path, "a") as f:
-        f.write(json.dumps(batch, allow_nan=True) + "\n")
+    line = memoryview((json.dumps(batch, allow_nan=True) + "\n").encode())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            while line:
+                line = line[os.write(fd, line):]
+        except OSError:  # a full disk: no half line is left behind (the caller keeps the batch)
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
 
 
 def record_files(directory: str | Path) -> list[Path]:

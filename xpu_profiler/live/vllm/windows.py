@@ -184,7 +184,7 @@ class Windows:
         for tw in [*self.retired, *([REC.torch] if REC.torch is not None else [])]:
             if final and tw.closing and not tw.finished and threading.current_thread() is threading.main_thread():
                 tw.stop()  # (torch.profiler stops only on the thread that runs the steps)
-            tw.export(REC.rank)
+            tw.export(REC.global_rank)
             if tw.files:
                 files += tw.files
                 marks += tw.marks
@@ -195,6 +195,7 @@ class Windows:
         self.retired = [tw for tw in self.retired if tw.prof is not None or tw.stopped]
         if files:  # the marks travel with the trace they align (not with a periodic flush)
             batch["torch_files"], batch["torch_marks"] = files, marks
+            batch["torch_rank"] = REC.global_rank
         if owner:
             batch["torch_windows"] = owner
 
@@ -203,7 +204,7 @@ class Windows:
         """Once ``batch`` is in the record files: answer for what it holds."""
         traced, self.traced = self.traced, []
         for wid, path, steps in traced:
-            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.rank}
+            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank}
             if path is None:  # (steps: why the window could not run)
                 answer.update(state="failed", reason=steps)
             elif path in (batch.get("torch_windows") or {}):

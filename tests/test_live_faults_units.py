@@ -1,0 +1,189 @@
+"""Fault paths of the live run that need no engine: record files that cannot be written,
+the error an engine process ends with, vLLM's start-up errors in one line, the process
+watch, and graph-capture traces (asked for only where graphs are captured, kept beside
+the run's outputs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from xpu_profiler.live import engine, graph_capture
+from xpu_profiler.live.assemble import build_profile
+from xpu_profiler.live.processes import ProcessWatch, descendants
+from xpu_profiler.live.vllm import compat_llm
+from xpu_profiler.live.vllm.recorder import Recorder, proc_name
+from xpu_profiler.live.vllm.records import FLUSH_FAILED, read_record_files
+from xpu_profiler.profile import Profile
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
+CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
+
+
+def _sched_row(step, t0):
+    return (step, t0, t0 + 10, t0 + 100, 4, 0, 1, 0, 1, 0, 0.5, 0, 1)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_keeps_the_records_for_rpc_and_says_it_once(tmp_path):
+    rec = Recorder()
+    rec.file_dir = str(tmp_path)
+    # this process's record file is on a full disk: every write fails with ENOSPC
+    os.symlink("/dev/full", tmp_path / f"{proc_name()}-{os.getpid()}.records.jsonl")
+    rec.sched.append(_sched_row(0, 10**18))
+    rec.flush_to_file()
+    assert rec.file_dir is None  # no more attempts (and no line on the console per second)
+    rec.sched.append(_sched_row(1, 10**18 + 1000))
+    rec.maybe_flush(10**18 + 5 * 10**9)
+    rec.flush_to_file()
+    batch = rec.take(final=True)  # what the engine hands over at stop, over RPC
+    assert [r[0] for r in batch["sched"]] == [0, 1]
+    n, first = batch["errors"][FLUSH_FAILED]
+    assert n == 1 and first == f"{tmp_path}: No space left on device"
+    other = {**batch, "pid": 2, "process": "VllmWorker-0", "sched": []}
+    p = build_profile([batch, other])
+    assert p.steps["step_id"].tolist() == [0, 1]
+    assert p.run["warnings"] == [
+        f"the record files could not be written ({tmp_path}: No space left on device) by "
+        f"{proc_name()}, VllmWorker-0; their records were collected from the engine instead"]
+
+
+def test_a_process_that_ends_with_an_exception_leaves_it_in_the_record_dir(tmp_path):
+    rec = Recorder()
+    rec.file_dir = str(tmp_path)
+    try:
+        try:
+            raise RuntimeError("Worker failed with error 'No common block size for 7'.\n  see above")
+        finally:  # as multiprocessing runs the process's finalizers while the error propagates
+            rec.flush_at_exit()
+    except RuntimeError:
+        pass
+    fatal = [b["fatal"] for b in read_record_files(tmp_path) if b.get("fatal")]
+    assert fatal == ["RuntimeError: Worker failed with error 'No common block size for 7'. see above"]
+    # vLLM's own error in the caller says only "see above": the record dir says why
+    err = engine.start_error(RuntimeError("Engine core initialization failed. See root cause above."), tmp_path)
+    assert str(err) == ("vLLM could not start the engine: RuntimeError: Worker failed with error "
+                        "'No common block size for 7'. see above")
+    rec2 = Recorder()
+    rec2.file_dir = str(tmp_path / "clean")
+    rec2.flush_at_exit()  # a normal end writes nothing
+    assert not (tmp_path / "clean").exists()
+
+
+def test_configuration_errors_name_the_field_and_the_rule():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Cfg(pydantic.BaseModel):
+        max_model_len: int = pydantic.Field(ge=-1)
+
+    with pytest.raises(pydantic.ValidationError) as e:
+        Cfg(max_model_len=-5)
+    assert str(engine.start_error(e.value)) == ("vLLM could not start the engine: ValidationError: max_model_len: "
+                                               "Input should be greater than or equal to -1 (got -5)")
+    assert str(engine.start_error(TypeError("got an unexpected keyword argument 'x'\nmore"))) == \
+        "vLLM could not start the engine: TypeError: got an unexpected keyword argument 'x'"
+
+
+def test_process_watch_names_the_first_process_to_end_and_ends_the_rest():
+    # a stand-in engine: one parent (the "EngineCore") with two children (its "workers")
+    root = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 61 & wait"])
+    try:
+        deadline = time.time() + 10
+        while len(descendants(root.pid)) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        seen = []
+        watch = ProcessWatch(root.pid, on_end=seen.append).start()
+        assert len(watch.procs) == 2
+        first = sorted(watch.procs)[0]
+        os.kill(first, signal.SIGKILL)
+        deadline = time.time() + 10
+        while not watch.ended and time.time() < deadline:
+            time.sleep(0.02)
+        watch.stop()
+        assert [e.pid for e in watch.ended] == [first] and seen == watch.ended
+        # not our child: how it ended is not known, only that it did
+        assert watch.describe_first() == f"the engine process sleep (pid {first}) died"
+        assert watch.describe_first({first: -9}) == f"the engine process sleep (pid {first}) was killed by SIGKILL"
+        root.kill()  # the "EngineCore" is gone: its other child is orphaned, out of its reach
+        root.wait()
+        killed = watch.end_leftovers(wait_s=0.5)
+        assert len(killed) == 1 and not watch.left()
+    finally:
+        root.kill()
+        root.wait()
+
+
+def test_exit_codes_are_described():
+    from xpu_profiler.live.processes import describe_exit
+
+    assert describe_exit(-signal.SIGKILL) == "was killed by SIGKILL"
+    assert describe_exit(1) == "exited with code 1"
+    assert describe_exit(None) == "died"
+
+
+# -- graph-capture traces -----------------------------------------------------------------
+
+def _enable(kw, kind="cuda", level="comprehensive", tmp=Path("/tmp/x")):
+    said = []
+    return graph_capture.enable(kw, kind, level, tmp, said.append), said
+
+
+def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_path):
+    for kind, level, kw in (("cpu", "comprehensive", {}),                     # vLLM's CPU worker never captures
+                            ("cpu", "comprehensive", {"enforce_eager": False}),
+                            ("cuda", "standard", {}),
+                            ("cuda", "comprehensive", {"enforce_eager": True}),
+                            ("cuda", "comprehensive", {"compilation_config": {"cudagraph_mode": "NONE"}})):
+        before = dict(kw)
+        assert _enable(kw, kind, level, tmp_path) == (None, []) and kw == before
+    if not compat_llm.supports_capture_profiler():
+        pytest.skip("this vLLM has no capture_torch_profiler")
+    kw = {"enforce_eager": False}
+    where, _ = _enable(kw, tmp=tmp_path)
+    cfg = kw["profiler_config"]
+    assert cfg == {"profiler": "torch", "torch_profiler_dir": str(tmp_path / "vllm_profiler"),
+                   "capture_torch_profiler": True}
+    assert where == tmp_path / "vllm_profiler" / "capture_traces"
+    from vllm.config import ProfilerConfig
+
+    assert ProfilerConfig(**cfg).capture_torch_profiler is True  # what vLLM itself accepts
+    # the user's own torch profiler settings are kept, their directory too
+    kw = {"profiler_config": {"profiler": "torch", "torch_profiler_dir": "/their/dir", "torch_profiler_with_stack": False}}
+    where, _ = _enable(kw, tmp=tmp_path)
+    assert where == Path("/their/dir/capture_traces") and kw["profiler_config"]["torch_profiler_with_stack"] is False
+    kw = {"profiler_config": {"profiler": "cuda"}}
+    where, said = _enable(kw, tmp=tmp_path)
+    assert where is None and kw == {"profiler_config": {"profiler": "cuda"}} and "not torch.profiler" in said[0]
+
+
+@pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
+def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
+    from xpu_profiler.capture import is_capture_file, is_capture_profile
+    from xpu_profiler.readers import load
+
+    src = tmp_path / "vllm_profiler" / "capture_traces"
+    src.mkdir(parents=True)
+    # a real graph-capture trace, named as vLLM's tensorboard_trace_handler names them
+    name = "graph_capture_rank_0.1764700000000000000.pt.trace.json.gz"
+    shutil.copy(CAPTURE_TRACE, src / name)
+    said = []
+    prof = Profile()
+    kept = graph_capture.keep(prof, src, tmp_path / "out" / "report.html", said.append)
+    dest = tmp_path / "out" / "report.capture_traces"
+    assert kept == [dest / name] and (dest / name).read_bytes() == CAPTURE_TRACE.read_bytes()
+    assert prof.run["capture_traces"] == {"dir": str(dest), "files": [str(dest / name)]}
+    assert is_capture_file(kept[0]) and is_capture_profile(load(kept))
+    assert not list((tmp_path / "out").glob(".*tmp"))  # no temporary directory left
+    # an output directory: DIR/capture_traces/; a run again replaces the old ones
+    (tmp_path / "d").mkdir()
+    graph_capture.keep(Profile(), src, tmp_path / "d", said.append)
+    assert [p.name for p in (tmp_path / "d" / "capture_traces").iterdir()] == [name]
+    empty = Profile()
+    assert graph_capture.keep(empty, tmp_path / "none", tmp_path / "d", said.append) == []
+    assert empty.run["capture_traces"] == {"dir": None, "files": []} and said[-1] == "the engine wrote no graph-capture trace"
