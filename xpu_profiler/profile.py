@@ -46,6 +46,7 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
     "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
     "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
+    "flops": np.dtype(np.int64),    # host ops: FLOPs the trace records (with_flops) or shapes give, -1
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
@@ -87,6 +88,7 @@ SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCH
 # Defaults used when a column is not given: ids that mean "none" are -1.
 _DEFAULTS = {
     "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "launch": -1, "device": -1,
+    "flops": -1,
     "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
     "step_id": -1, "name": -1,
 }

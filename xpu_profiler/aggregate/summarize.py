@@ -9,7 +9,9 @@ from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
+from .kernels import kernel_stats, output_head, rank_fused
 from .memory import memory
+from .roofline import roofline, spec_from_sources
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -28,6 +30,15 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     ranks, dev_busy = ranks_table(profile, basis)
     timed = ev["start"] >= 0
     ts = token_steps(steps)
+    phases = br.phases(profile)
+    for ph, stats in kernel_stats(profile, basis).items():
+        _phase(phases, ph).kernels = stats
+    for ph, ns in (output_head(profile, basis) or {}).items():
+        _phase(phases, ph).output_head_ns = ns
+    for row, by_fused in zip(ranks, rank_fused(profile, basis, [r.rank for r in ranks]).values()):
+        row.time_ns_by_fused = by_fused
+    spec = device_spec(profile.run.get("device_spec") or spec_from_sources(profile))
+    wall = {p: int(steps["dur"][steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
@@ -45,17 +56,30 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
             prefill_tokens=int(steps["prefill_tokens"][ts].sum()),
             decode_tokens=int(steps["decode_tokens"][ts].sum()),
+            kernel_names=br.kernel_names(profile),
         ),
         fused_ops=br.fused_ops(),
-        phases=br.phases(profile),
+        phases=phases,
         top_kernels=br.top_kernels(profile, top),
         steps=steps_table(steps),
         ranks=ranks,
         memory=memory(profile),
         throughput=throughput(profile),
-        device=device_spec(profile.run.get("device_spec")),
+        device=spec,
+        roofline=roofline(profile, br.time, wall, spec),
         warnings=warnings(profile),
     )
+
+
+def _phase(phases: list, name: str):
+    """The Phase row of ``name`` (added when the breakdown had none)."""
+    for p in phases:
+        if p.phase == name:
+            return p
+    from ..summary import Phase
+
+    phases.append(Phase(phase=name))
+    return phases[-1]
 
 
 def warnings(profile: Profile) -> list[str]:

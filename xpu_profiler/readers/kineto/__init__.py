@@ -77,6 +77,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "rank": np.full(n, rank, np.int32),
         "device": np.where(is_dev, pid, -1).astype(np.int32),
         "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch,
+        "flops": cat("flops"),
     })
 
     if len(mem_t):

@@ -26,6 +26,9 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
     device_type: int = msgspec.field(default=-1, name="Device Type")
+    # with_flops / record_shapes: kept raw, decoded only for the GEMM ops that need them
+    flops: Union[float, str] = math.nan
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
 
 
 _NO_ARGS = Args()

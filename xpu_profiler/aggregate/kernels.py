@@ -1,0 +1,128 @@
+"""The units of work of each phase: how many, how long, how they were launched; op time
+per rank and fused op; the op time of the model's output head.
+
+- ``kernel_stats``: per phase, the kernels (top-level host ops on the host basis) with
+  their duration percentiles, the runtime calls that launched them (matched by
+  correlation id) and how many of those were graph replays — "one launch per kernel"
+  is eager execution, many kernels per launch a graph;
+- ``rank_fused``: each rank's op time by fused op (load balance across ranks);
+- ``output_head``: per phase, the op time launched inside the output-head layer module
+  (vLLM's ``LogitsProcessor``: the lm_head GEMM and the logits' post-processing), found
+  through the layer-module ranges of ``with_stack`` traces or of live runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graphs import GRAPH_LAUNCH
+from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
+from ..summary import KernelStats
+from ..taxonomy import FUSED_OPS, module_class
+from .attribution import _launch_points
+from .intervals import containing, group_ids
+
+PERCENTILES = np.arange(101)
+#: layer modules whose work is the model's output head
+HEAD_MODULES = ("LogitsProcessor", "ParallelLMHead")
+
+
+def _units(profile: Profile, basis: np.ndarray) -> tuple[np.ndarray, str]:
+    """Rows of the units of work, and their name: device kernels, else the basis."""
+    kind = profile.events["kind"]
+    kernels = np.flatnonzero(kind == K_KERNEL)
+    if len(kernels):
+        return kernels, "kernel"
+    if np.isin(kind, DEVICE_KINDS).any():  # device work without any kernel (memcpy only)
+        return np.flatnonzero(basis), "kernel"
+    return np.flatnonzero(basis), "host_op"
+
+
+def _launches(profile: Profile, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit: the event row of the runtime call with its correlation id (-1 none), and
+    whether that call is a graph launch."""
+    ev = profile.events
+    corr, rank = ev["corr"], ev["rank"].astype(np.int64)
+    rt = np.flatnonzero((ev["kind"] == K_RUNTIME) & (corr >= 0))
+    launch = np.full(len(units), -1, np.int64)
+    if not len(rt) or not len(units):
+        return launch, np.zeros(len(units), bool)
+    big = int(max(corr[rt].max(), corr[units].max(), 0)) + 1
+    rkey = rank[rt] * big + corr[rt]
+    order = np.argsort(rkey, kind="stable")
+    rkey_s = rkey[order]
+    ukey = rank[units] * big + corr[units]
+    pos = np.minimum(np.searchsorted(rkey_s, ukey), len(rkey_s) - 1)
+    ok = (corr[units] >= 0) & (rkey_s[pos] == ukey)
+    launch[ok] = rt[order[pos[ok]]]
+    names = profile.strings.strings
+    graph_name = {int(n): bool(GRAPH_LAUNCH.search(names[int(n)])) for n in np.unique(ev["name"][rt]).tolist()}
+    is_graph = np.zeros(len(units), bool)
+    is_graph[ok] = [graph_name[int(n)] for n in ev["name"][launch[ok]].tolist()]
+    return launch, is_graph
+
+
+def kernel_stats(profile: Profile, basis: np.ndarray) -> dict[str, KernelStats]:
+    """Per phase name: its units of work (only phases that have some)."""
+    ev, steps = profile.events, profile.steps
+    units, unit = _units(profile, basis)
+    units = units[ev["start"][units] >= 0]
+    launch, is_graph = _launches(profile, units)
+    phase = ev["phase"][units]
+    dur = ev["dur"][units]
+    out = {}
+    for p, name in enumerate(PHASES):
+        m = phase == p
+        if not m.any():
+            continue
+        n_steps = int((steps["phase"] == p).sum()) if len(steps) else 0
+        la, g = launch[m], is_graph[m]
+        launched = la >= 0
+        n_launch = len(np.unique(la[launched]))
+        out[name] = KernelStats(
+            unit=unit, count=int(m.sum()), time_ns=int(dur[m].sum()), steps=n_steps,
+            per_step=(float(m.sum()) / n_steps) if n_steps else None,
+            launches=n_launch, graph_launches=len(np.unique(la[launched & g])),
+            graph_kernels=int((launched & g).sum()),
+            per_launch=(float(launched.sum()) / n_launch) if n_launch else None,
+            dur_pct_ns=np.percentile(dur[m], PERCENTILES).tolist())
+    return out
+
+
+def rank_fused(profile: Profile, basis: np.ndarray, ranks: list[int]) -> dict[int, dict[str, int]]:
+    """Each rank's op time by fused op (fused ops with time only)."""
+    ev = profile.events
+    idx = np.flatnonzero(basis)
+    r = np.searchsorted(np.array(ranks, np.int64), ev["rank"][idx].astype(np.int64))
+    table = np.zeros((len(ranks), len(FUSED_OPS)), np.int64)
+    if len(idx):
+        np.add.at(table, (r, ev["fused"][idx].astype(np.int64)), ev["dur"][idx])
+    return {rank: {FUSED_OPS[f]: int(t) for f, t in enumerate(table[k].tolist()) if t}
+            for k, rank in enumerate(ranks)}
+
+
+def output_head(profile: Profile, basis: np.ndarray) -> dict[str, int] | None:
+    """Per phase name: op time launched inside an output-head module range; None when the
+    profile has no layer-module ranges at all (then nothing can be told apart)."""
+    ev = profile.events
+    ann = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["start"] >= 0))
+    if not len(ann):
+        return None
+    names = profile.strings.strings
+    cls = {int(n): module_class(names[int(n)]) for n in np.unique(ev["name"][ann]).tolist()}
+    if not any(c is not None for c in cls.values()):
+        return None
+    head = ann[np.array([cls[int(n)] in HEAD_MODULES for n in ev["name"][ann].tolist()], bool)]
+    out = {PHASES[p]: 0 for p in np.unique(ev["phase"][basis]).tolist()}
+    if not len(head):
+        return out
+    launch_t, launch_end, launch_track, _ = _launch_points(profile)
+    q = np.flatnonzero(basis & (ev["start"] >= 0))
+    rank = ev["rank"].astype(np.int64)
+    gid = group_ids(np.concatenate([rank[head], rank[q]]), np.concatenate([ev["track"][head], launch_track[q]]))
+    hit = containing(gid[:len(head)], ev["start"][head], ev["start"][head] + ev["dur"][head],
+                     gid[len(head):], launch_t[q], launch_end[q])
+    inside = q[hit >= 0]
+    for p in np.unique(ev["phase"][inside]).tolist():
+        out[PHASES[p]] = int(ev["dur"][inside[ev["phase"][inside] == p]].sum())
+    return out
