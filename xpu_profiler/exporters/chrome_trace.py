@@ -25,6 +25,7 @@ from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
 from ..validate import JS_SAFE
+from .trace_findings import markers
 
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
@@ -47,7 +48,7 @@ def _us_text(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
+def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Metadata events (dicts) and every other event as JSON text, in the order written.
 
     Slices are formatted straight from the columns: one f-string per event, no dict per
@@ -163,13 +164,19 @@ def build(profile: Profile) -> tuple[list[dict[str, Any]], list[str]]:
         ts_all.append(c["t"][ok])
         dur_all.append(np.zeros(int(ok.sum()), np.int64))
 
+    f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
+    meta += f_meta
+    texts += f_texts
+    ts_all.append(f_ts)
+    dur_all.append(np.zeros(len(f_ts), np.int64))
+
     ts_cat, dur_cat = np.concatenate(ts_all), np.concatenate(dur_all)
     order = np.lexsort((-dur_cat, ts_cat))  # by ts, longer first: parents before children
     return meta, [texts[i] for i in order.tolist()]
 
 
 def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
-    meta, texts = build(profile)
+    meta, texts = build(profile, summary)
     head = {
         "displayTimeUnit": "ns",
         "metadata": {

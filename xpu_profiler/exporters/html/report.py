@@ -11,6 +11,7 @@ from ...summary import Summary
 from .breakdown import build_fused_ops, build_phases
 from .counters import build_memory, build_rates
 from .figures import json_ready
+from .findings import build_findings, build_roofline
 from .header import build_header
 from .headline import build_headline
 from .page import plotly_version
@@ -21,9 +22,9 @@ from .timeline import build_steps
 PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
-    "headline": "Key figures", "fused_ops": "Time by fused op", "phases": "Prefill vs decode",
-    "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
-    "ranks": "Ranks",
+    "findings": "Findings", "headline": "Key figures", "fused_ops": "Time by fused op",
+    "phases": "Prefill vs decode", "roofline": "MFU & bandwidth", "steps": "Step timeline",
+    "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels", "ranks": "Ranks",
 }
 
 
@@ -35,7 +36,8 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
     figures: dict[str, Any] = {}
     report: dict[str, Any] = {"schema": "xpu_profiler.report", "version": 1,
                               "generator": f"xpu_profiler {__version__}",
-                              "header": build_header(summary), "headline": build_headline(summary)}
+                              "header": build_header(summary), "findings": build_findings(summary),
+                              "headline": build_headline(summary), "roofline": build_roofline(summary)}
     for key, builder in (("fused_ops", lambda: build_fused_ops(summary, colors)),
                          ("phases", lambda: build_phases(summary, colors)),
                          ("steps", lambda: build_steps(summary)),
