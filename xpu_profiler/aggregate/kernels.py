@@ -6,9 +6,10 @@ per rank and fused op; the op time of the model's output head.
   correlation id) and how many of those were graph replays — "one launch per kernel"
   is eager execution, many kernels per launch a graph;
 - ``rank_fused``: each rank's op time by fused op (load balance across ranks);
-- ``output_head``: per phase, the op time launched inside the output-head layer module
-  (vLLM's ``LogitsProcessor``: the lm_head GEMM and the logits' post-processing), found
-  through the layer-module ranges of ``with_stack`` traces or of live runs.
+- ``module_time``: per phase, the op time launched inside given layer modules — the
+  output head (vLLM's ``LogitsProcessor``: the lm_head GEMM and the logits'
+  post-processing) and the ``Sampler`` — found through the layer-module ranges of
+  ``with_stack`` traces or of live runs.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, P
 from ..summary import KernelStats
 from ..taxonomy import FUSED_OPS, module_class
 from .attribution import _launch_points
-from .intervals import containing, group_ids
+from .intervals import containing, group_ids, top_level
 
 PERCENTILES = np.arange(101)
-#: layer modules whose work is the model's output head
+#: layer modules whose work is the model's output head, and the sampler
 HEAD_MODULES = ("LogitsProcessor", "ParallelLMHead")
+SAMPLER_MODULES = ("Sampler", "TopKTopPSampler", "RejectionSampler")
+#: the share of a phase's op time module ranges must cover for its head time to mean anything
+MIN_MODULE_COVER = 0.5
 
 
 def _units(profile: Profile, basis: np.ndarray) -> tuple[np.ndarray, str]:
@@ -64,7 +68,7 @@ def _launches(profile: Profile, units: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def kernel_stats(profile: Profile, basis: np.ndarray) -> dict[str, KernelStats]:
     """Per phase name: its units of work (only phases that have some)."""
-    ev, steps = profile.events, profile.steps
+    ev = profile.events
     units, unit = _units(profile, basis)
     units = units[ev["start"][units] >= 0]
     launch, is_graph = _launches(profile, units)
@@ -75,7 +79,9 @@ def kernel_stats(profile: Profile, basis: np.ndarray) -> dict[str, KernelStats]:
         m = phase == p
         if not m.any():
             continue
-        n_steps = int((steps["phase"] == p).sum()) if len(steps) else 0
+        # the steps whose units were recorded (torch.profiler may cover only some of them)
+        step_rows = ev["step"][units[m]]
+        n_steps = int(len(np.unique(step_rows[step_rows >= 0])))
         la, g = launch[m], is_graph[m]
         launched = la >= 0
         n_launch = len(np.unique(la[launched]))
@@ -101,28 +107,39 @@ def rank_fused(profile: Profile, basis: np.ndarray, ranks: list[int]) -> dict[in
             for k, rank in enumerate(ranks)}
 
 
-def output_head(profile: Profile, basis: np.ndarray) -> dict[str, int] | None:
-    """Per phase name: op time launched inside an output-head module range; None when the
-    profile has no layer-module ranges at all (then nothing can be told apart)."""
+def module_time(profile: Profile, basis: np.ndarray, classes: tuple[str, ...]) -> dict[str, int | None] | None:
+    """Per phase name: op time launched inside a range of one of the layer-module
+    ``classes``. A phase whose work was mostly launched outside every layer-module range
+    gets None (graph replays, or a trace without module ranges: nothing can be told apart
+    there); None when the profile has no range of these modules at all."""
     ev = profile.events
     ann = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["start"] >= 0))
     if not len(ann):
         return None
     names = profile.strings.strings
     cls = {int(n): module_class(names[int(n)]) for n in np.unique(ev["name"][ann]).tolist()}
-    if not any(c is not None for c in cls.values()):
+    mods = ann[np.array([cls[int(n)] is not None for n in ev["name"][ann].tolist()], bool)]
+    if not len(mods):
         return None
-    head = ann[np.array([cls[int(n)] in HEAD_MODULES for n in ev["name"][ann].tolist()], bool)]
-    out = {PHASES[p]: 0 for p in np.unique(ev["phase"][basis]).tolist()}
-    if not len(head):
-        return out
+    head = np.array([cls[int(n)] in classes for n in ev["name"][mods].tolist()], bool)
+    if not head.any():  # the trace records other modules but never these: unknown, not zero
+        return None
     launch_t, launch_end, launch_track, _ = _launch_points(profile)
     q = np.flatnonzero(basis & (ev["start"] >= 0))
     rank = ev["rank"].astype(np.int64)
-    gid = group_ids(np.concatenate([rank[head], rank[q]]), np.concatenate([ev["track"][head], launch_track[q]]))
-    hit = containing(gid[:len(head)], ev["start"][head], ev["start"][head] + ev["dur"][head],
-                     gid[len(head):], launch_t[q], launch_end[q])
-    inside = q[hit >= 0]
-    for p in np.unique(ev["phase"][inside]).tolist():
-        out[PHASES[p]] = int(ev["dur"][inside[ev["phase"][inside] == p]].sum())
+    gid = group_ids(np.concatenate([rank[mods], rank[q]]), np.concatenate([ev["track"][mods], launch_track[q]]))
+    g_mod, g_q = gid[:len(mods)], gid[len(mods):]
+    m_start, m_end = ev["start"][mods], ev["start"][mods] + ev["dur"][mods]
+    outer = top_level(g_mod, m_start, m_end)
+    in_any = containing(g_mod[outer], m_start[outer], m_end[outer], g_q, launch_t[q], launch_end[q]) >= 0
+    h = mods[head]
+    g_h, h_start, h_end = g_mod[head], ev["start"][h], ev["start"][h] + ev["dur"][h]
+    h_outer = top_level(g_h, h_start, h_end)  # a Sampler holds its TopKTopPSampler: the outer one counts
+    in_head = containing(g_h[h_outer], h_start[h_outer], h_end[h_outer], g_q, launch_t[q], launch_end[q]) >= 0
+    phase, d = ev["phase"][q], ev["dur"][q]
+    out: dict[str, int | None] = {}
+    for p in np.unique(phase).tolist():
+        m = phase == p
+        covered = d[m & in_any].sum() / max(int(d[m].sum()), 1)
+        out[PHASES[p]] = int(d[m & in_head].sum()) if covered >= MIN_MODULE_COVER else None
     return out

@@ -9,7 +9,7 @@ from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
-from .kernels import kernel_stats, output_head, rank_fused
+from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time, rank_fused
 from .memory import memory
 from .roofline import roofline, spec_from_sources
 from .steps import token_steps
@@ -33,8 +33,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     phases = br.phases(profile)
     for ph, stats in kernel_stats(profile, basis).items():
         _phase(phases, ph).kernels = stats
-    for ph, ns in (output_head(profile, basis) or {}).items():
+    for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():
         _phase(phases, ph).output_head_ns = ns
+    for ph, ns in (module_time(profile, basis, SAMPLER_MODULES) or {}).items():
+        _phase(phases, ph).sampler_ns = ns
     for row, by_fused in zip(ranks, rank_fused(profile, basis, [r.rank for r in ranks]).values()):
         row.time_ns_by_fused = by_fused
     spec = device_spec(profile.run.get("device_spec") or spec_from_sources(profile))

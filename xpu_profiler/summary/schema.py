@@ -107,6 +107,7 @@ class Phase(_Struct):
     #: op time launched inside the model's output head (LogitsProcessor: lm_head GEMM and
     #: logits), None when the trace has no layer-module ranges to tell it apart
     output_head_ns: Optional[int] = None
+    sampler_ns: Optional[int] = None      # op time launched inside the Sampler module (None: unknown)
 
 
 class KernelStats(_Struct):
@@ -115,7 +116,7 @@ class KernelStats(_Struct):
     unit: str = "kernel"           # "kernel" (device work) or "host_op" (top-level host ops)
     count: int = 0
     time_ns: int = 0
-    steps: int = 0                 # steps of the phase
+    steps: int = 0                 # steps of the phase whose units were recorded
     per_step: Optional[float] = None
     launches: int = 0              # runtime calls that launched device work (by correlation id)
     graph_launches: int = 0        # of which graph replays (cudaGraphLaunch, hipGraphLaunch, ...)
