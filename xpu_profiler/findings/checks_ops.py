@@ -7,7 +7,7 @@ import numpy as np
 
 from ..summary import Summary
 from .base import Context, Hit, Thresholds
-from .inputs import (dur, engine_value, fused_time, pct, phase_row, share_below, step_ids, step_view,
+from .inputs import (all_wall, dur, engine_value, fused_time, pct, phase_row, share_below, step_ids, step_view,
                      time_below)
 
 
@@ -30,7 +30,7 @@ def graphs_off_decode(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         evidence.update(kernels=k.count, launches=k.launches, kernels_per_launch=k.per_launch,
                         graph_launches=k.graph_launches, graph_kernel_share=graph_share,
                         kernels_per_step=k.per_step)
-        if (k.per_launch or 0) > th["max_kernels_per_launch"] and graph_share >= th["min_graph_share"]:
+        if (k.per_launch or 0) > th["max_kernels_per_launch"] or graph_share >= th["min_graph_share"]:
             return None
         what = "off" if not k.graph_launches else "ineffective"
         title = (f"Decode runs without graphs ({what}): {k.per_launch:.2f} kernels per launch, "
@@ -51,7 +51,7 @@ def graphs_off_decode(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     else:
         return None
     idle, wall, dec = _decode_idle(s)
-    if not wall:
+    if not wall or not s.totals.op_time_ns:  # no op recorded (basic level): idle time is unknown
         return None
     evidence["decode_idle_ns"] = idle
     return Hit(at_stake=idle / wall, phase="decode", title=title, evidence=evidence, fix=fix,
@@ -106,7 +106,7 @@ def small_kernel_storm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     share = share_below(k.dur_pct_ns, limit)
     if share is None or share <= th["share"]:
         return None
-    wall = float(sum(step_view(s).wall))
+    wall = all_wall(s)
     small_ns = time_below(k.dur_pct_ns, k.count, limit)
     unit = "kernels" if k.unit == "kernel" else "host ops"
     return Hit(
@@ -125,13 +125,14 @@ def sampler_head_share(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     ph = phase_row(s, "decode")
     if ph is None or not ph.time_ns:
         return None
-    sampling = fused_time(s, "sampling", "decode")
+    # the Sampler module's time where module ranges tell it, else the "sampling" fused op
+    sampling = ph.sampler_ns if ph.sampler_ns is not None else fused_time(s, "sampling", "decode")
     head = ph.output_head_ns
     total = sampling + (head or 0)
     share = total / ph.time_ns
     if share <= th["share"]:
         return None
-    wall = float(sum(step_view(s).wall))
+    wall = all_wall(s)
     what = "sampler + logits + lm_head" if head is not None else "sampler (the output head is not told apart: no module ranges)"
     return Hit(
         at_stake=total / wall if wall else 0.0, phase="decode",
@@ -155,7 +156,7 @@ def moe_share(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if best is None:
         return None
     phase, share, moe, ph = best
-    wall = float(sum(step_view(s).wall))
+    wall = all_wall(s)
     roof = next((r for r in s.roofline if r.phase == phase and r.component == "moe"), None)
     eff = (roof.bw_share if phase == "decode" else roof.flops_share) if roof is not None else None
     return Hit(

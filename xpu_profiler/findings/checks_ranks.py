@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..summary import Summary
 from .base import Context, Hit, Thresholds
-from .inputs import dur, pct, tensor_parallel
+from .inputs import all_wall, dur, pct, tensor_parallel
 
 
 def exposed_comm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -60,8 +60,7 @@ def moe_imbalance(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     ratio = moe[hot] / mean if mean else 0.0
     if ratio <= th["max_over_mean"]:
         return None
-    wall = sum(w for r, w in zip(s.steps.rank, s.steps.wall_ns) if r == hot) or sum(
-        r.wall_ns for r in s.ranks if r.rank == hot)
+    wall = all_wall(s) / len(moe)  # one rank's step time
     return Hit(
         at_stake=(moe[hot] - mean) / wall if wall else 0.0, ranks=[hot],
         title=f"MoE time is uneven across ranks: rank {hot} {dur(moe[hot])}, {ratio:.2f}x the mean {dur(mean)}",

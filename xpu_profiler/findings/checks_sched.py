@@ -184,26 +184,35 @@ def chunked_prefill_budget(s: Summary, th: Thresholds, ctx: Context) -> Hit | No
 
 
 def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
+    """Steps far slower than their phase's median; in a phase with too few steps for a
+    median (one prefill, say), steps whose time per token is far above the window's
+    median time per token (a JIT compile of seconds stands out either way)."""
     v = step_view(s)
     if not v.total_wall:
         return None
+    tokens = np.maximum(v.prefill_tokens + v.decode_tokens, 1)
+    per_tok = v.wall / tokens
+    window_per_tok = float(np.median(per_tok))
     out = np.zeros(len(v.wall), bool)
-    medians = {}
+    expected = np.zeros(len(v.wall))    # what each step should have taken
     for ph in np.unique(v.phase).tolist():
         m = v.of(ph)
-        if m.sum() < th["min_steps"]:
-            continue
-        med = float(np.median(v.wall[m]))
-        medians[ph] = med
-        out |= m & (v.wall > th["ratio"] * med)
+        if m.sum() >= th["min_steps"]:
+            med = float(np.median(v.wall[m]))
+            expected[m] = med
+            out |= m & (v.wall > th["ratio"] * med)
+        else:
+            expected[m] = window_per_tok * tokens[m]
+            out |= m & (per_tok > th["ratio"] * window_per_tok)
     if not out.any():
         return None
-    excess = sum(float(v.wall[i] - medians[v.phase[i]]) for i in np.flatnonzero(out).tolist())
+    excess = float((v.wall[out] - expected[out]).sum())
     worst = int(np.flatnonzero(out)[np.argmax(v.wall[out])])
     return Hit(
         at_stake=excess / v.total_wall, phase=str(v.phase[worst]), steps=step_ids(v, out),
-        title=(f"{int(out.sum())} steps take over {th['ratio']:g}x their phase's median; the slowest, step "
-               f"{int(v.step_id[worst])}, {dur(v.wall[worst])} vs {dur(medians[v.phase[worst]])}"),
+        title=(f"{int(out.sum())} steps take over {th['ratio']:g}x what their phase's other steps take; the "
+               f"slowest, step {int(v.step_id[worst])}, {dur(v.wall[worst])} instead of about "
+               f"{dur(expected[worst])}"),
         evidence={"steps": int(out.sum()), "slowest_step": int(v.step_id[worst]),
-                  "slowest_wall_ns": int(v.wall[worst]), "phase_median_ns": medians[v.phase[worst]],
+                  "slowest_wall_ns": int(v.wall[worst]), "expected_wall_ns": float(expected[worst]),
                   "excess_ns": excess})

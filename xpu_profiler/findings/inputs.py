@@ -58,6 +58,14 @@ def step_view(summary: Summary) -> StepView:
         running=col(st.running, np.int64), waiting=col(st.waiting, np.int64), kv=kv)
 
 
+def all_wall(summary: Summary) -> float:
+    """Step time summed over every rank's rows: the basis for shares of op time, which is
+    summed over ranks too. The steps' wall time, or the op time inside them when that is
+    longer (a device running behind the host's step ranges)."""
+    stepped = sum(p.time_ns for p in summary.phases if p.phase != "unknown" or p.steps)
+    return float(max(sum(summary.steps.wall_ns), stepped))
+
+
 def engine_value(summary: Summary, key: str) -> Any:
     """A value of the run's engine configuration (None when not recorded)."""
     return summary.run.engine.get(key) if isinstance(summary.run.engine, dict) else None
