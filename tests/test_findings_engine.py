@@ -101,3 +101,30 @@ def test_odd_summaries_give_no_findings_and_no_error():
     out = findings.evaluate(old)
     assert all(f.rule in {r.id for r in RULES} for f in out)
     assert not [w for w in old.warnings if "finding rule" in w]
+
+
+def test_a_device_spec_given_at_analysis_wins_over_the_saved_one(host_bound_trace, tmp_path):
+    """A saved profile of a CPU run (its config recorded, the CPU's spec saved without
+    peaks): --device-spec at analysis gives MFU; without it the peak stays unknown."""
+    from xpu_profiler.devices import SPECS
+    from xpu_profiler.readers import load
+
+    prof = load([host_bound_trace])
+    prof.run.update(device="cpu", device_info={"kind": "cpu", "spec_key": "cpu"}, device_spec=SPECS["cpu"].to_json(),
+                    engine={"dtype": "bfloat16"}, model_config={
+                        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+                        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                        "head_dim": 128, "vocab_size": 128256})
+    saved = prof.save(tmp_path / "run.npz")
+    plain = analysis.summarize(load([saved]))
+    assert plain.roofline and all(r.flops_share is None and "unknown peak" in r.note for r in plain.roofline)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e12}\nmem_bw_bytes_s = 5.0e10\nsource = "measured"\n')
+    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(saved), "--device-spec", str(spec),
+                        "-o", str(tmp_path / "out"), "--format", "json", "-q"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    s = load_summary(tmp_path / "out" / "summary.json")
+    pre = next(x for x in s.roofline if x.phase == "prefill" and x.component == "step")
+    assert pre.peak_flop_s == 2.0e12 and pre.flops_share == pytest.approx(pre.flop_s / 2.0e12)
+    base = next(x for x in plain.roofline if x.phase == "prefill" and x.component == "step")
+    assert pre.flops == pytest.approx(base.flops) and pre.flop_s == pytest.approx(base.flop_s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import spec_for_name
+from ..devices import SPECS, spec_for_name
 from ..profile import K_CPU_OP, PHASES, P_DECODE, P_MIXED, P_PREFILL, Profile
 from ..summary import DeviceSpec, Roofline
 from ..taxonomy import FUSED_OPS
@@ -24,9 +24,18 @@ COMPONENTS = ("gemm", "attention", "moe")
 JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
 
 
-def spec_from_sources(profile: Profile) -> dict | None:
-    """The spec of the device a trace names (Kineto ``deviceProperties``), as a dict."""
-    for src in profile.run.get("sources") or []:
+def run_spec(profile: Profile) -> dict | None:
+    """The spec of the run's device, as a dict: from the device table by the key the run
+    recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
+    saved, else the device a trace names (Kineto ``deviceProperties``)."""
+    run = profile.run
+    info = run.get("device_info") if isinstance(run.get("device_info"), dict) else {}
+    key = info.get("spec_key") or (run.get("device") if run.get("device") in ("cpu", "kunlun_p800") else None)
+    if isinstance(key, str) and key in SPECS:
+        return SPECS[key].to_json()
+    if isinstance(run.get("device_spec"), dict):
+        return run["device_spec"]
+    for src in run.get("sources") or []:
         for name in (src.get("devices") or []) if isinstance(src, dict) else []:
             spec = spec_for_name(str(name))
             if spec is not None:
@@ -76,6 +85,7 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
             continue
         t_flops = traced & (ev["phase"] == p)
         comp_rows = []
+        untimed = []   # components with FLOPs or bytes but no op time recorded (basic level)
         for comp in COMPONENTS:
             t = int(time[FUSED_OPS.index(comp), p])
             flops = bytes_ = None
@@ -91,15 +101,19 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
                 if b[in_phase].sum() > 0:
                     bytes_ = float(b[in_phase].sum()) * n_ranks
                     source = source if source == "trace" else "analytic"
-            if (flops is None and bytes_ is None) or t <= 0:
+            if flops is None and bytes_ is None:
+                continue
+            if t <= 0:  # no op time to divide by: the work still counts for the whole phase
+                untimed.append((source, flops, bytes_))
                 continue
             comp_rows.append(_row(PHASES[p], comp, source, t, flops, bytes_, peak_f, peak_b, JUDGED[p],
                                   peak_note, ctx_note if comp == "attention" and p != P_PREFILL else ""))
-        if comp_rows:
-            w = int(wall.get(p, 0))
-            flops = sum(r.flops for r in comp_rows if r.flops is not None) or None
-            bytes_ = sum(r.bytes for r in comp_rows if r.bytes is not None) or None
-            sources = sorted({r.source for r in comp_rows})
+        w = int(wall.get(p, 0))
+        parts = [(r.source, r.flops, r.bytes) for r in comp_rows] + untimed
+        if comp_rows or (untimed and w > 0):
+            flops = sum(f for _, f, _ in parts if f is not None) or None
+            bytes_ = sum(b for _, _, b in parts if b is not None) or None
+            sources = sorted({src for src, _, _ in parts})
             out.append(_row(PHASES[p], "step", "+".join(sources), w, flops, bytes_, peak_f, peak_b, JUDGED[p],
                             peak_note, ctx_note if p != P_PREFILL else ""))
             out.extend(comp_rows)

@@ -11,7 +11,7 @@ from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time, rank_fused
 from .memory import memory
-from .roofline import roofline, spec_from_sources
+from .roofline import roofline, run_spec
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
@@ -39,7 +39,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         _phase(phases, ph).sampler_ns = ns
     for row, by_fused in zip(ranks, rank_fused(profile, basis, [r.rank for r in ranks]).values()):
         row.time_ns_by_fused = by_fused
-    spec = device_spec(profile.run.get("device_spec") or spec_from_sources(profile))
+    spec = device_spec(run_spec(profile))
     wall = {p: int(steps["dur"][steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
     return Summary(
         run=run_from_metadata(profile.run),
