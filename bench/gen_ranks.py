@@ -75,8 +75,14 @@ PID0 = 240100                      # rank r's worker process id is PID0 + r
 NVLINK_BYTES_PER_NS = 150.0        # achieved all-reduce bus bandwidth
 NCCL_LATENCY_NS = 9_000
 PROFILER_START_STAGGER_NS = 7_000_000_000   # rank r's baseTimeNanoseconds is r * 7 s earlier
-KERNELS = {**KERNELS, "nccl_allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"}
-KERNEL_RES = {**KERNEL_RES, "nccl_allgather": KERNEL_RES["nccl_allreduce"]}
+KERNELS = {**KERNELS, "nccl_allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+           "fused_moe": "fused_moe_kernel"}
+KERNEL_RES = {**KERNEL_RES, "nccl_allgather": KERNEL_RES["nccl_allreduce"], "fused_moe": (128, 32768, (128, 1, 1))}
+# --moe: each MLP is an expert-parallel MoE layer of MOE_EXPERTS experts (top-MOE_TOPK),
+# the experts spread evenly over the ranks; a "hot" rank gets a larger share of the tokens
+MOE_EXPERTS = 64
+MOE_TOPK = 8
+MOE_INTER = 1408
 
 
 class Rank:
@@ -111,6 +117,9 @@ class Rank:
         self.events = 0
         self.by_cat: dict[str, int] = {}
         self.kernels = self.kernel_dur = 0
+        self.moe = False                                # --moe: the MLPs are expert-parallel MoE layers
+        self.moe_load = 1.0                             # share of routed tokens against an even split
+        self.moe_dur = 0
         self.nccl_kernels = self.nccl_dur = 0
         self.nccl_wait = 0
         self.compute_dur = 0
@@ -423,6 +432,17 @@ def _attention_block(rk: Rank, T: int, qkv_n: int, n_dec: int, ctx_sum: int, pre
 def _mlp_block(rk: Rank, T: int) -> None:
     W = rk.world
     _op(rk, "_C::fused_add_rms_norm", "fused_add_rms_norm", 1800 + 3 * T * HIDDEN * 2 / HBM_BYTES_PER_NS, T)
+    if rk.moe:
+        _gemm(rk, T, MOE_EXPERTS, HIDDEN)                               # router
+        _op(rk, "_moe_C::topk_softmax", "topk_softmax", 2000 + T * MOE_EXPERTS * 4 / HBM_BYTES_PER_NS, T)
+        routed = T * MOE_TOPK / W * rk.moe_load                         # token-expert pairs on this rank
+        experts = min(MOE_EXPERTS // W, routed)
+        before = rk.kernel_dur
+        # a hot rank's experts see more tokens and more of them are active: the whole kernel scales
+        _op(rk, "vllm::fused_moe", "fused_moe", (4000 + 2 * routed * HIDDEN * 3 * MOE_INTER / FLOP_PER_NS
+            + experts * 3 * HIDDEN * MOE_INTER * 2 / HBM_BYTES_PER_NS) * rk.moe_load, max(1, int(routed)))
+        rk.moe_dur += rk.kernel_dur - before
+        return
     _gemm(rk, T, 2 * INTER // W, HIDDEN)
     _op(rk, "_C::silu_and_mul", "silu_and_mul", 1500 + T * INTER // W * 2 * 3 / HBM_BYTES_PER_NS, T)
     _gemm(rk, T, HIDDEN, INTER // W)
@@ -472,7 +492,8 @@ def _metadata(rk: Rank, first: int, last: int) -> list[str]:
 def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 32, seed: int = 0,
              slow_rank: int | None = None, slow_pct: float = 0.0, clock_offset_s: float = 3.0,
              gz: bool = False, collective_detail: bool = True, tp: int | None = None, vllm_names: bool = False,
-             start_steps: dict[int, int] | None = None) -> dict:
+             start_steps: dict[int, int] | None = None, moe: bool = False,
+             moe_hot_rank: int | None = None, moe_hot_pct: float = 0.0) -> dict:
     t_wall = time.perf_counter()
     if ranks < 2:
         raise ValueError("--ranks must be at least 2")
@@ -496,6 +517,9 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
         rks = [Rank(r, tp, seed, offsets[r], 1.0 + (slow_pct / 100.0 if r == slow_rank else 0.0),
                     cpu_files[r], gpu_files[r], world_size=ranks, first_step=start_steps.get(r, 0))
                for r in range(ranks)]
+        for rk in rks:
+            rk.moe = moe
+            rk.moe_load = 1.0 + (moe_hot_pct / 100.0 if rk.r == moe_hot_rank else 0.0)
         run = Run(rks, layers, seed, collective_detail)
         for rk in rks:
             rk.cpu_out.write(_header(rk))
@@ -543,6 +567,7 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
             "group": rk.group,
             "clock_offset_ns": rk.offset, "base_time_ns": rk.base,
             "kernels": rk.kernels, "kernel_dur_ns": rk.kernel_dur, "compute_kernel_dur_ns": rk.compute_dur,
+            "moe_kernel_dur_ns": rk.moe_dur, "moe_load": rk.moe_load,
             "nccl_kernels": rk.nccl_kernels, "nccl_kernel_dur_ns": rk.nccl_dur, "nccl_wait_ns": rk.nccl_wait,
             "events_by_cat": dict(sorted(rk.by_cat.items())),
         } for rk in rks],
@@ -581,6 +606,9 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-pct", type=float, default=25.0, help="how much longer, in %% (default 25)")
     ap.add_argument("--clock-offset", type=float, default=3.0,
                     help="max |clock offset| of ranks 1.. against rank 0, in seconds (default 3)")
+    ap.add_argument("--moe", action="store_true", help="expert-parallel MoE layers instead of dense MLPs")
+    ap.add_argument("--moe-hot-rank", type=int, default=None, help="rank whose experts get more tokens (--moe)")
+    ap.add_argument("--moe-hot-pct", type=float, default=60.0, help="how many more, in %% (default 60)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gzip", action="store_true", help="write rank-N.pt.trace.json.gz")
     ap.add_argument("--tp", type=int, default=None, help="tensor-parallel group size (default: all ranks)")
@@ -601,7 +629,7 @@ def main(argv=None) -> int:
         exp = generate(a.output, ranks=a.ranks, events=a.events, layers=a.layers, seed=a.seed,
                        slow_rank=a.slow_rank, slow_pct=a.slow_pct, clock_offset_s=a.clock_offset, gz=a.gzip,
                        collective_detail=not a.no_collective_detail, tp=a.tp, vllm_names=a.vllm_names,
-                       start_steps=starts)
+                       start_steps=starts, moe=a.moe, moe_hot_rank=a.moe_hot_rank, moe_hot_pct=a.moe_hot_pct)
     except ValueError as e:
         print(f"gen_ranks: {e}", file=sys.stderr)
         return 2

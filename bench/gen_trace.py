@@ -150,8 +150,9 @@ def _ts(t: int) -> str:
 class Gen:
     """Simulates the worker thread and stream 7, writing events as it goes."""
 
-    def __init__(self, seed: int, cpu_out, gpu_out):
+    def __init__(self, seed: int, cpu_out, gpu_out, host_gap_ns: int = 600):
         self.rng = random.Random(seed)
+        self.host_gap_ns = host_gap_ns
         self.cpu_out = cpu_out
         self.gpu_out = gpu_out
         self.cpu: list = []          # current step's CPU blocks (parents patched in later)
@@ -346,7 +347,7 @@ class Gen:
             self._runtime("cuLaunchKernel", CBID_CU_LAUNCH, corr, rt_start, rt_dur, cat="cuda_driver")
         else:
             self._runtime("cudaLaunchKernel", CBID_LAUNCH, corr, rt_start, rt_dur)
-        self.t = rt_start + rt_dur + self._jit(600)
+        self.t = rt_start + rt_dur + self._jit(self.host_gap_ns)
         self.kernels += 1
         self.kernel_dur += dur
         self.kernels_by_phase[self.phase] += 1
@@ -682,14 +683,14 @@ def metadata_blocks(t_first: int, t_last: int) -> list:
     ]
 
 
-def generate(events: int, out_path: str, seed: int = 0, gzip_copy: bool = False) -> dict:
+def generate(events: int, out_path: str, seed: int = 0, gzip_copy: bool = False, host_gap_ns: int = 600) -> dict:
     t_wall = time.perf_counter()
     out_dir = os.path.dirname(os.path.abspath(out_path)) or "."
     compress_only = out_path.endswith(".gz")
     plain_path = out_path[:-3] + ".tmp-plain" if compress_only else out_path
     with open(plain_path, "w", encoding="ascii", buffering=1 << 20) as cpu_out, \
             tempfile.TemporaryFile("w+", encoding="ascii", dir=out_dir, buffering=1 << 20) as gpu_out:
-        g = Gen(seed, cpu_out, gpu_out)
+        g = Gen(seed, cpu_out, gpu_out, host_gap_ns)
         cpu_out.write(HEADER.format(base=BASE_TIME_NS))
         while g.n_events + 13 + 1 < events:
             g.step()
@@ -767,8 +768,11 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output", required=True, help="output file (.json, or .json.gz to compress only)")
     ap.add_argument("--gzip", action="store_true", help="also write FILE.gz")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--host-gap-ns", type=int, default=600,
+                    help="host time between one kernel launch and the next (default 600): a slow host, e.g. "
+                         "20000, leaves the device idle between short decode kernels")
     a = ap.parse_args(argv)
-    exp = generate(a.events, a.output, seed=a.seed, gzip_copy=a.gzip)
+    exp = generate(a.events, a.output, seed=a.seed, gzip_copy=a.gzip, host_gap_ns=a.host_gap_ns)
     print(f"{a.output}: {exp['events']:,} events, {exp['steps']} steps {exp['steps_by_phase']}, "
           f"{exp['json_bytes']:,} bytes ({exp['json_bytes'] / exp['events']:.0f} B/event), "
           f"kernel time {exp['kernel_dur_ns'] / 1e9:.3f} s, generated in {exp['_wall_s']:.1f} s",

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregate, exporters
+from . import aggregate, exporters, findings
 from .capture import load_run
 from .errors import XpuProfilerError
+from .findings import FindingsConfig
 from .profile import Profile
 from .readers import ReadOptions
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
@@ -26,8 +27,11 @@ FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused
 
 def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
             options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
-            jobs: int | None = None, capture: Iterable[str | Path] = ()) -> tuple[Profile, Summary]:
-    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary.
+            jobs: int | None = None, capture: Iterable[str | Path] = (),
+            findings_config: FindingsConfig | None = None,
+            reference: Summary | None = None) -> tuple[Profile, Summary]:
+    """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
+    (with its findings; ``reference``: a basic-level run of the same workload).
 
     ``engine``/``jobs``: how the files are read (``readers.engines``: a local process pool
     for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``).
@@ -35,15 +39,17 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     input directory (vLLM's ``capture_traces/``) are picked up without it."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
     aggregate.attribute(profile, taxonomy, capture=capture_profile)
-    return profile, aggregate.summarize(profile, top=top)
+    summary = aggregate.summarize(profile, top=top)
+    return profile, findings.attach(summary, findings_config, reference)
 
 
-def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
-    """The Summary of a profile; attributes it first when it was not yet, or when a
-    taxonomy is given."""
+def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None,
+              findings_config: FindingsConfig | None = None, reference: Summary | None = None) -> Summary:
+    """The Summary of a profile, with its findings; attributes it first when it was not
+    yet, or when a taxonomy is given."""
     if taxonomy is not None or not profile.run.get("attributed"):
         aggregate.attribute(profile, taxonomy)
-    return aggregate.summarize(profile, top=top)
+    return findings.attach(aggregate.summarize(profile, top=top), findings_config, reference)
 
 
 def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:

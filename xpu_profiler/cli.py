@@ -56,6 +56,8 @@ def _csv(value: str | None) -> list[str]:
 @click.option("--enforce-eager/--no-enforce-eager", default=None)
 @click.option("--engine-arg", multiple=True, metavar="KEY=VALUE", help="Extra vLLM engine argument (repeatable).")
 @click.option("--device-spec", type=click.Path(dir_okay=False), help="TOML/JSON file overriding device specs.")
+@click.option("--findings-config", type=click.Path(dir_okay=False),
+              help="TOML file overriding the findings' thresholds (see the README's findings section).")
 @click.option("--device-logs/--no-device-logs", default=None,
               help="Send each worker's stdout/stderr to <output dir>/xpu_logs/rank_N.log and read the "
                    "[XPURT_PROF] kernel lines in them (default: on with kunlun_p800).")
@@ -78,9 +80,12 @@ def main(ctx: click.Context, **options) -> None:
         click.echo(ctx.get_help())
         ctx.exit(0)
     try:
+        from . import findings
         from .live.run import run_from_cli
 
-        code = run_from_cli(**options)
+        cfg = findings.load_config(options["findings_config"]) if options.get("findings_config") else findings.current()
+        with findings.using(cfg):
+            code = run_from_cli(**{k: v for k, v in options.items() if k != "findings_config"})
     except XpuProfilerError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -117,8 +122,16 @@ def main(ctx: click.Context, **options) -> None:
 @click.option("--lifetime", type=int, default=None,
               help="A server's record directory holding several server lifetimes (restarts): read lifetime N "
                    "(1 = the oldest; default: the latest).")
+@click.option("--findings-config", type=click.Path(path_type=Path),
+              help="TOML file overriding the findings' thresholds.")
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="A basic-level run of the same workload (summary.json, trace or directory): the "
+                   "profiler-overhead finding compares throughput against it.")
+@click.option("--device-spec", type=click.Path(path_type=Path),
+              help="TOML/JSON file with device peaks (FLOP/s, memory bandwidth) for MFU and bandwidth.")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
-def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime, quiet) -> None:
+def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime,
+            findings_config, baseline, device_spec, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -126,6 +139,13 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
     from .taxonomy import Taxonomy
 
     try:
+        from . import devices, findings
+        from .diff import load_input
+
+        fcfg = findings.load_config(findings_config) if findings_config else None
+        ref = load_input(baseline) if baseline else None
+        if device_spec:
+            devices.load_spec_overrides(device_spec)
         tax = Taxonomy.from_file(taxonomy) if taxonomy else None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         analysis.output_paths(output, fmts)  # reject bad formats before the long work
@@ -133,7 +153,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
         how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs,
-               "capture": captures}
+               "capture": captures, "findings_config": fcfg, "reference": ref}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update
@@ -162,6 +182,70 @@ def _size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
+
+
+@main.command("diff")
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("xpu_profiler_diff"),
+              show_default=True, help="Directory for diff.json and diff.html (or a .html/.json file name).")
+@click.option("--fail-on", "fail_on", type=float, default=None, metavar="PCT",
+              help="Exit 1 when the decode (or --fail-on-phase) cost per token regressed by more than PCT %.")
+@click.option("--fail-on-phase", default="decode", show_default=True,
+              type=click.Choice(["prefill", "decode", "mixed", "unknown"]), help="Phase --fail-on looks at.")
+@click.option("--fail-on-metric", default="per_token_ns", show_default=True,
+              help="Metric --fail-on looks at: per_token_ns, step_p50_ns, step_p99_ns (per phase), or "
+                   "output_tok_s, decode_tok_s, ttft_p50_ns, tpot_p50_ns, ...")
+@click.option("--findings-config", type=click.Path(path_type=Path), help="TOML file overriding the findings' thresholds.")
+@click.option("--quiet", "-q", is_flag=True, help="No terminal table.")
+def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, findings_config, quiet) -> None:
+    """Compare two runs (each a trace, directory, bundle or summary.json): step time per
+    phase, throughput, latency, fused-op and kernel costs per token, findings."""
+    from . import findings
+    from .diff import compare, gate, load_input
+    from .diff.compare import PHASE_METRICS
+    from .diff.render import render
+    from .exporters.html.diff_page import write_diff
+    from .findings.checks_run import LEVELS_WITH_TORCH
+    from .summary.diff import encode_diff
+
+    try:
+        fcfg = findings.load_config(findings_config) if findings_config else None
+        b, n = load_input(base), load_input(new)
+        findings.attach(b, fcfg)
+        ref = b if b.run.detail_level == "basic" and n.run.detail_level in LEVELS_WITH_TORCH else None
+        findings.attach(n, fcfg, reference=ref)
+        report = compare(b, n, str(base), str(new))
+        if fail_on is not None:
+            report.gate = gate(report, fail_on, fail_on_phase, fail_on_metric)
+            if report.gate.regression is None:
+                what = f"{fail_on_metric} of the {fail_on_phase} phase" if fail_on_metric in PHASE_METRICS \
+                    else fail_on_metric
+                raise XpuProfilerError(f"--fail-on: {what} is not known in both runs")
+        paths = _diff_paths(output)
+        for p in paths.values():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        paths["json"].write_bytes(encode_diff(report))
+        write_diff(report, paths["html"])
+    except XpuProfilerError as e:
+        _fail(e)
+    if not quiet:
+        click.echo(render(report))
+        click.echo("")
+    for kind, path in paths.items():
+        click.echo(f"wrote {kind:8s} {path}")
+    sys.stdout.flush()
+    sys.exit(1 if report.gate is not None and report.gate.failed else 0)
+
+
+def _diff_paths(output: Path) -> dict[str, Path]:
+    """diff.json and diff.html in a directory, or beside a named .json/.html file."""
+    if output.suffix.lower() in (".html", ".htm", ".json") and not output.is_dir():
+        stem = output.with_suffix("")
+        return {"json": stem.with_suffix(".json"), "html": stem.with_suffix(".html")}
+    if output.exists() and not output.is_dir():
+        raise XpuProfilerError(f"{output}: exists and is not a directory")
+    return {"json": output / "diff.json", "html": output / "diff.html"}
 
 
 @main.command()

@@ -161,9 +161,11 @@ T = 1e12
 GiB = 1 << 30
 
 SPECS: dict[str, DeviceSpec] = {
-    # A nominal CPU entry: real figures depend on the part; override with --device-spec.
-    "cpu": DeviceSpec("cpu", {"fp32": 1.0 * T, "bf16": 2.0 * T}, 100e9, None,
-                      "nominal placeholder (server CPU order of magnitude); override with --device-spec"),
+    # No peak figures for CPUs: they differ by part, core count and clock, and no data
+    # sheet backs one number; MFU and bandwidth shares stay "unknown peak" until given
+    # with --device-spec FILE ({"cpu": {"peak_flops": {"bf16": ...}, "mem_bw_bytes_s": ...}}).
+    "cpu": DeviceSpec("cpu", {}, None, None,
+                      "no sourced peak: CPU figures depend on the part; give them with --device-spec"),
     "cuda:H200": DeviceSpec("NVIDIA H200", {"bf16": 989 * T, "fp16": 989 * T, "fp8": 1979 * T,
                                             "tf32": 494 * T, "fp32": 67 * T, "int8": 1979 * T},
                             4.8e12, 141 * 10**9, "NVIDIA H200 data sheet (SXM, dense)"),
@@ -236,3 +238,9 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
 
 def spec_for(info: DeviceInfo) -> DeviceSpec | None:
     return SPECS.get(info.spec_key) if info.spec_key else None
+
+
+def spec_for_name(name: str) -> DeviceSpec | None:
+    """The spec of a device named as a trace names it ("NVIDIA H100 80GB HBM3"), if known."""
+    key = _spec_key_for("cuda", name)
+    return SPECS.get(key) if key else None

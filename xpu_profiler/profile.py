@@ -48,6 +48,7 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
     "comm": np.dtype(np.int32),     # row in `comms`: the collective's metadata the source wrote, -1
     "source": np.dtype(np.int8),    # derived: how the fused op was decided (attribution_source codes)
+    "flops": np.dtype(np.int64),    # host ops: FLOPs the trace records (with_flops) or shapes give, -1
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
@@ -106,6 +107,7 @@ STRING_COLUMNS = ("name", "cat", "group", "launch", "req", "coll", "pg", "pg_ran
 # Defaults used when a column is not given: ids that mean "none" are -1.
 _DEFAULTS = {
     "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "launch": -1, "device": -1,
+    "flops": -1,
     "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
     "step_id": -1, "name": -1, "comm": -1, "coll": -1, "pg": -1, "pg_ranks": -1, "seq": -1,
     "in_nelems": -1, "out_nelems": -1, "group_size": -1, "dtype": -1,

@@ -146,7 +146,7 @@ PATTERNS: list[Rule] = [
          r"fc_cdnn|xblas|fc_fusion|fc_int|xdnn_fc", "gemm", "gemm"),
     # --- sampling -------------------------------------------------------------------------
     Rule(r"sampl|top_?k_?top_?p|top_p|aten::topk$|multinomial|apply_penalties|penalt|"
-         r"gumbel|argmax_kernel|argmaxops|logprob|min_p|temperature|rejection_|bad_words|logits?_bias",
+         r"gumbel|greedy_argmax|argmax_kernel|argmaxops|logprob|min_p|temperature|rejection_|bad_words|logits?_bias",
          "sampling", "sampling"),
     # --- embedding ------------------------------------------------------------------------
     Rule(r"embedding|embeds?_|aten::embedding|bounds_check_indices|pooled_embs", "embedding", "embedding"),

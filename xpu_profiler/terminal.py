@@ -32,8 +32,39 @@ def _name(name: str) -> str:
     return fmt.clip(fmt.plain(name), NAME_WIDTH)
 
 
+def render_findings(summary: Summary) -> list[str]:
+    """The findings, first in every terminal summary: rank, time at stake, what, the fix."""
+    if not summary.findings:
+        return ["Findings: none above 0.5% of step time"]
+    out = [f"Findings ({len(summary.findings)}, by the share of step time at stake)"]
+    for i, f in enumerate(summary.findings, 1):
+        where = f" [{f.phase}]" if f.phase else ""
+        out.append(f"{i:2d}. {_pct(f.at_stake_share):>6s}  {f.rule}{where}: {fmt.plain(f.title)}")
+        out.append(f"             fix: {fmt.plain(f.fix)}")
+        if f.why:
+            out.append(f"             why: {fmt.plain(f.why)}")
+    return out
+
+
+def render_roofline(summary: Summary) -> list[str]:
+    """Achieved FLOP/s and bandwidth per phase against the device's peaks."""
+    rows = []
+    for r in summary.roofline:
+        rows.append([r.phase, r.component, r.source, fmt.count(r.flop_s and r.flop_s / 1e9, fmt.TERMINAL),
+                     fmt.count(r.bytes_s and r.bytes_s / 1e9, fmt.TERMINAL),
+                     _pct(r.flops_share) if r.flops_share is not None else "unknown peak",
+                     _pct(r.bw_share) if r.bw_share is not None else "unknown peak", r.judged_by])
+    if not rows:
+        return []
+    out = ["", "MFU and bandwidth (against the device's peak)"]
+    out += _table(["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
+                  rows, "lllrrrrl")
+    notes = sorted({r.note for r in summary.roofline if r.note})
+    return out + [f"  note: {n}" for n in notes]
+
+
 def render(summary: Summary, top: int = 10) -> str:
-    out: list[str] = []
+    out: list[str] = render_findings(summary) + [""]
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
     out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
@@ -80,6 +111,7 @@ def render(summary: Summary, top: int = 10) -> str:
             if d is not None and d.p50 is not None:
                 parts.append(f"{label} p50 {fmt_ns(d.p50)} p99 {fmt_ns(d.p99)}")
         out.append("Requests: " + ", ".join(parts) + " (each one in summary.json)")
+    out += render_roofline(summary)
     out += render_ranks(summary, _table)
     return "\n".join(out)
 

@@ -99,11 +99,22 @@ class Breakdown:
         cnt = np.bincount(inv)
         first = np.zeros(len(uniq), np.int64)
         first[inv[::-1]] = np.arange(len(inv))[::-1]
+        by_phase = np.zeros((len(uniq), len(PHASES)), np.int64)
+        n_phase = np.zeros((len(uniq), len(PHASES)), np.int64)
+        ph = ev["phase"][b_idx].astype(np.int64)
+        np.add.at(by_phase, (inv, ph), self.b_dur)
+        np.add.at(n_phase, (inv, ph), 1)
         rows = []
         for j in np.argsort(-tsum, kind="stable")[:top].tolist():
             i = int(b_idx[first[j]])
             rows.append(Kernel(
                 name=profile.strings[int(uniq[j])], fused_op=FUSED_OPS[int(ev["fused"][i])],
                 kind=KINDS[int(ev["kind"][i])], count=int(cnt[j]), time_ns=int(tsum[j]),
-                mean_ns=float(tsum[j] / cnt[j]), share=float(tsum[j] / self.op_time) if self.op_time else 0.0))
+                mean_ns=float(tsum[j] / cnt[j]), share=float(tsum[j] / self.op_time) if self.op_time else 0.0,
+                time_ns_by_phase={PHASES[p]: int(by_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]},
+                count_by_phase={PHASES[p]: int(n_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]}))
         return rows
+
+    def kernel_names(self, profile: Profile) -> int:
+        """How many distinct names the basis events have."""
+        return int(len(np.unique(profile.events["name"][self.b_idx]))) if len(self.b_idx) else 0

@@ -11,15 +11,17 @@ from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
 from .comm import comm_section
-from .layout import layout
 from .device_steps import add_phase_bounds, device_steps_section, device_timeline
 from .idle import per_stream_rows
+from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
 from .launches import device_mask, launch_rows
+from .layout import layout
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
 from .parallel import parallel_section
 from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
 from .requests import requests
+from .roofline import roofline, run_spec
 from .sources import attribution_section, graphs_section
 from .steps import token_steps
 from .tables import ranks_table, steps_table
@@ -54,6 +56,14 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     timed = ev["start"] >= 0
     ts = token_steps(profile)
     clock_known = coll.clock in ("shared", "collective_ends")
+    for ph, stats in kernel_stats(profile, basis).items():
+        _phase(phases, ph).kernels = stats
+    for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():
+        _phase(phases, ph).output_head_ns = ns
+    for ph, ns in (module_time(profile, basis, SAMPLER_MODULES) or {}).items():
+        _phase(phases, ph).sampler_ns = ns
+    spec = device_spec(run_spec(profile))
+    wall = {p: int(steps["dur"][steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
     return Summary(
         run=run_from_metadata(profile.run),
         has_timeline=profile.has_timeline,
@@ -73,6 +83,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
             prefill_tokens=int(steps["prefill_tokens"][ts].sum()),
             decode_tokens=int(steps["decode_tokens"][ts].sum()),
+            kernel_names=br.kernel_names(profile),
         ),
         fused_ops=br.fused_ops(),
         phases=phases,
@@ -90,9 +101,21 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         memory=memory(profile),
         throughput=throughput(profile, (tl.start, tl.end) if tl is not None else None),
         requests=requests(profile),
-        device=device_spec(profile.run.get("device_spec")),
+        device=spec,
+        roofline=roofline(profile, br.time, wall, spec),
         warnings=warnings(profile) + align.warnings + coll.warnings,
     )
+
+
+def _phase(phases: list, name: str):
+    """The Phase row of ``name`` (added when the breakdown had none)."""
+    for p in phases:
+        if p.phase == name:
+            return p
+    from ..summary import Phase
+
+    phases.append(Phase(phase=name))
+    return phases[-1]
 
 
 def warnings(profile: Profile) -> list[str]:

@@ -49,6 +49,7 @@ def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray] | None = 
             span = int(req["finish"][done].max() - req["arrival"].min())
             out.output_tokens = int(req["output_len"].sum())
             out.output_tok_s = (out.output_tokens / span * 1e9) if span else None
+        out.prompt_tokens = int(req["prompt_len"].sum())
     window = profile.run.get("throughput")  # a live run's figures over its measured window
     if isinstance(window, dict):
         for k, v in window.items():

@@ -28,6 +28,7 @@ from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
 from ..validate import JS_SAFE
+from .trace_findings import markers
 
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
@@ -181,6 +182,12 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
                    f'"ts":{_us_text(t_)},"args":{{"value":{enc(v_).decode()}}}}}')
         ts_all.append(c["t"][ok])
         dur_all.append(np.zeros(int(ok.sum()), np.int64))
+
+    f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
+    meta += f_meta
+    texts += f_texts
+    ts_all.append(f_ts)
+    dur_all.append(np.zeros(len(f_ts), np.int64))
 
     ts_cat, dur_cat = np.concatenate(ts_all), np.concatenate(dur_all)
     order = np.lexsort((-dur_cat, ts_cat))  # by ts, longer first: parents before children

@@ -143,6 +143,8 @@ class Profiler:
         p.run.setdefault("host", socket.gethostname())
         p.run.setdefault("versions", versions())
         p.run.setdefault("engine", compat_llm.engine_config(self.llm))
+        if "device" not in p.run:  # the Python API: the device this process runs on
+            _set_device(p.run)
         p.run["incomplete"] = bool(self.incomplete)
         if self.incomplete:
             p.run["incomplete_reason"] = self.incomplete
@@ -199,6 +201,19 @@ def versions() -> dict:
 
     out["xpu_profiler"] = __version__
     return out
+
+
+
+def _set_device(run: dict) -> None:
+    """The run's device, its name and the key of its spec (for MFU and bandwidth)."""
+    from .. import devices
+
+    try:
+        info = devices.detect("auto")
+    except Exception as e:  # a broken driver must not lose the profile
+        run.setdefault("device_detect_error", f"{type(e).__name__}: {e}")
+        return
+    run.update(device=info.kind, device_name=info.name, device_info=info.to_json())
 
 
 def profile(llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard",

@@ -70,6 +70,7 @@ class Totals(_Struct):
     unstepped_share: float = 0.0   # of op time outside every step
     prefill_tokens: int = 0        # over the engine steps (every TP/PP rank runs the same batch)
     decode_tokens: int = 0
+    kernel_names: int = 0          # distinct names on the basis (top_kernels lists the first ones)
 
 
 class FusedOp(_Struct):
@@ -123,6 +124,28 @@ class Phase(_Struct):
     bound: Optional[str] = None    # "host" or "device"; None without device work
     bound_evidence: Optional[str] = None  # the numbers behind the verdict, in one sentence
     device: Optional[DeviceTime] = None
+    #: the phase's units of work (kernels, or top-level host ops on the host basis)
+    kernels: Optional["KernelStats"] = None
+    #: op time launched inside the model's output head (LogitsProcessor: lm_head GEMM and
+    #: logits), None when the trace has no layer-module ranges to tell it apart
+    output_head_ns: Optional[int] = None
+    sampler_ns: Optional[int] = None      # op time launched inside the Sampler module (None: unknown)
+
+
+class KernelStats(_Struct):
+    """One phase's units of work and how they were launched."""
+
+    unit: str = "kernel"           # "kernel" (device work) or "host_op" (top-level host ops)
+    count: int = 0
+    time_ns: int = 0
+    steps: int = 0                 # steps of the phase whose units were recorded
+    per_step: Optional[float] = None
+    launches: int = 0              # runtime calls that launched device work (by correlation id)
+    graph_launches: int = 0        # of which graph replays (cudaGraphLaunch, hipGraphLaunch, ...)
+    graph_kernels: int = 0         # kernels those replays ran
+    per_launch: Optional[float] = None   # kernels per launching call; 1.0: one launch per kernel
+    #: duration percentiles 0, 1, ..., 100 (101 values, ns)
+    dur_pct_ns: list[float] = []
 
 
 class Steps(_Struct):
@@ -220,6 +243,8 @@ class Kernel(_Struct):
     time_ns: int = 0
     mean_ns: float = 0.0
     share: float = 0.0             # of op time
+    time_ns_by_phase: dict[str, int] = {}
+    count_by_phase: dict[str, int] = {}
 
 
 # -- throughput and memory ---------------------------------------------------------------
@@ -245,6 +270,7 @@ class Throughput(_Struct):
     e2e_ns: Optional[Distribution] = None
     output_tokens: Optional[int] = None
     output_tok_s: Optional[float] = None
+    prompt_tokens: Optional[int] = None        # prompt lengths of the requests, summed
     # over the measured window of a live run
     window_ns: Optional[int] = None
     window_prefill_tokens: Optional[int] = None
@@ -288,6 +314,25 @@ class DeviceSpec(_Struct):
     mem_bw_bytes_s: Optional[float] = None
     mem_bytes: Optional[int] = None
     source: str = ""
+
+
+class Roofline(_Struct):
+    """Achieved FLOP/s and bytes/s of one phase's component against the device's peaks."""
+
+    phase: str
+    component: str                 # gemm, attention, moe, or "step" (the whole phase, over wall time)
+    source: str                    # trace (with_flops), shapes (recorded input shapes), analytic
+    time_ns: int = 0               # op time of the component (wall time for "step")
+    flops: Optional[float] = None
+    bytes: Optional[float] = None
+    flop_s: Optional[float] = None
+    bytes_s: Optional[float] = None
+    peak_flop_s: Optional[float] = None
+    peak_bytes_s: Optional[float] = None
+    flops_share: Optional[float] = None   # of peak FLOP/s (MFU)
+    bw_share: Optional[float] = None      # of peak memory bandwidth
+    judged_by: str = "flops"       # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
+    note: str = ""                 # what is unknown (peak, dtype, model config)
 
 
 # -- device time and attribution --------------------------------------------------------
@@ -455,15 +500,16 @@ class Parallel(_Struct):
     source: str = ""               # where the layout was read: file names, process names, run
 
 
-# -- reserved sections ------------------------------------------------------------------
+# -- findings and the reserved diff --------------------------------------------------------
 
 class Finding(_Struct):
-    """Reserved: one finding of the rule table: what, how much time, what to change."""
+    """One finding of the rule table (``findings``): what, how much time, what to change."""
 
     rule: str
     title: str
     phase: Optional[str] = None
     at_stake_share: float = 0.0    # of step time
+    trigger: str = ""              # the trigger that fired, with its thresholds
     evidence: dict[str, Any] = {}
     fix: str = ""
     why: str = ""
@@ -506,6 +552,7 @@ class Summary(_Struct):
     memory: Memory = msgspec.field(default_factory=Memory)
     top_kernels: list[Kernel] = []
     device: Optional[DeviceSpec] = None
+    roofline: list[Roofline] = []
     warnings: list[str] = []
     attribution: Attribution = msgspec.field(default_factory=Attribution)
     graphs: Graphs = msgspec.field(default_factory=Graphs)
@@ -513,6 +560,5 @@ class Summary(_Struct):
     idle: list[Idle] = []
     comm: Comm = msgspec.field(default_factory=Comm)
     parallel: Parallel = msgspec.field(default_factory=Parallel)
-    # reserved
-    findings: list[Finding] = []
-    diff: Optional[Diff] = None
+    findings: list[Finding] = []   # ranked, filled by the facade (``findings.attach``)
+    diff: Optional[Diff] = None    # reserved (``xpu_profiler diff`` writes its own diff.json)

@@ -65,6 +65,10 @@ def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
         "tokens": float(p.tokens), "per_token_ns": None if no_ops else number(p.per_token_ns),
         "step_p50_ns": number(p.step_p50_ns), "step_p99_ns": number(p.step_p99_ns),
         "color": PHASE_COLORS.get(p.phase, OTHER_COLOR),
+        # the phase's units of work: kernels (host ops on the host basis) per step, median length, per launch
+        "units_per_step": number(p.kernels.per_step) if p.kernels else None,
+        "unit_p50_ns": number(p.kernels.dur_pct_ns[50]) if p.kernels and len(p.kernels.dur_pct_ns) == 101 else None,
+        "per_launch": number(p.kernels.per_launch) if p.kernels else None,
     } for p in rows_in]
     order = {p: i for i, p in enumerate(PHASES)}
     rows.sort(key=lambda r: order.get(r["phase"], len(PHASES)))
@@ -102,5 +106,7 @@ def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
         figs["per_token"] = {"data": data, "layout": layout(
             barmode="group", height=320, yaxis=axis("µs per token"), xaxis={"automargin": True})}
     known = any(r["phase"] != "unknown" for r in rows)
-    section = {"rows": rows, "mix": mix, "known": known, "figures": list(figs)}
+    unit = next((p.kernels.unit for p in rows_in if p.kernels), None)
+    section = {"rows": rows, "mix": mix, "known": known, "figures": list(figs),
+               "unit": {"kernel": "kernels", "host_op": "host ops"}.get(unit)}
     return section, figs

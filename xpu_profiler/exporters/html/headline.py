@@ -7,6 +7,7 @@ from typing import Any
 from ... import fmt
 from ...fmt import number
 from ...summary import Summary
+from .findings import mfu_cards
 from .style import MEMORY_LABELS
 
 
@@ -60,6 +61,8 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
             card("peak_host_rss", "Peak host RSS", value, "bytes", f"{process} process" if process else None)
     if number(peak.get("kv_cache_usage")) is not None:
         card("peak_kv", "Peak KV-cache usage", 100 * peak["kv_cache_usage"], "%")
+    for key, label, value, sub in mfu_cards(summary):
+        card(key, label, value, "%", sub)
     if has_ops:
         card("other_share", "Unattributed (\"other\")", 100 * tot.other_share, "%", "op time no fused op claimed")
     latency = []

@@ -12,6 +12,7 @@ from .breakdown import build_fused_ops, build_phases
 from .counters import build_memory, build_rates
 from .device import build_device
 from .figures import json_ready
+from .findings import build_findings, build_roofline
 from .header import build_header
 from .headline import build_headline
 from .multirank import build_comm, build_rank_steps
@@ -23,9 +24,10 @@ from .timeline import build_steps
 PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
-    "headline": "Key figures", "fused_ops": "Time by fused op", "phases": "Prefill vs decode",
-    "device": "Device time", "steps": "Step timeline", "rates": "Throughput", "memory": "Memory",
-    "kernels": "Top kernels", "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
+    "findings": "Findings", "headline": "Key figures", "fused_ops": "Time by fused op",
+    "phases": "Prefill vs decode", "roofline": "MFU & bandwidth", "device": "Device time",
+    "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
+    "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
 }
 
 
@@ -37,7 +39,8 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
     figures: dict[str, Any] = {}
     report: dict[str, Any] = {"schema": "xpu_profiler.report", "version": 1,
                               "generator": f"xpu_profiler {__version__}",
-                              "header": build_header(summary), "headline": build_headline(summary)}
+                              "header": build_header(summary), "findings": build_findings(summary),
+                              "headline": build_headline(summary), "roofline": build_roofline(summary)}
     for key, builder in (("fused_ops", lambda: build_fused_ops(summary, colors)),
                          ("phases", lambda: build_phases(summary, colors)),
                          ("device", lambda: build_device(summary)),

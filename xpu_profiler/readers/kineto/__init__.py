@@ -92,6 +92,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "rank": np.full(n, rank, np.int32),
         "device": np.where(is_dev, pid, -1).astype(np.int32),
         "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch, "comm": comm,
+        "flops": cat("flops"),
     })
     if n_comm:
         prof.comms = Table(COMM_SCHEMA, {"rank": np.full(n_comm, rank, np.int32),

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import TraceError
 from ...profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
+from ...op_flops import SHAPE_FLOPS, flops_from_shapes
 from .schema import PH_CODE, Args, Event
 
 # category → event kind; anything else keeps its category name and kind "unknown".
@@ -65,6 +66,7 @@ class Cols(msgspec.Struct):
     tid: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
+    flops: np.ndarray       # -1: none recorded
     launch_names: list      # kernel names runtime launches carry (chunk-local table)
     launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
     launch_ids: np.ndarray
@@ -160,6 +162,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
     launch_rows = rt_rows[has]
     launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
     comm = {f"comm_{k}": v for k, v in comm_columns(argss).items()}
+    flops = _flops(argss, uniq_names, name_ids)
     del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
@@ -191,7 +194,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
     return Cols(
         names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
         ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
-        pid=pid, tid=tid, ext=ext, corr=corr,
+        pid=pid, tid=tid, ext=ext, corr=corr, flops=flops,
         launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids, **comm,
         mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
@@ -303,6 +306,38 @@ def _ids(argss: list[Args], field: str) -> np.ndarray:
             except (ValueError, TypeError, OverflowError):
                 pass
         return out
+
+
+def _flops(argss: list[Args], names: list[str], name_ids: np.ndarray) -> np.ndarray:
+    """FLOPs per event: what with_flops wrote, else what the recorded shapes of a known
+    GEMM op give (``op_flops``), else -1."""
+    out = np.full(len(argss), -1, np.int64)
+    try:
+        raw = np.fromiter(map(attrgetter("flops"), argss), dtype=np.float64, count=len(argss))
+    except (ValueError, TypeError):  # a non-numeric string somewhere: those rows stay unknown
+        raw = np.array([_num(v) for v in map(attrgetter("flops"), argss)], np.float64)
+    ok = np.isfinite(raw) & (raw >= 0) & (raw < 2.0**62)
+    out[ok] = raw[ok].astype(np.int64)
+    gemm_ids = [i for i, n in enumerate(names) if n in SHAPE_FLOPS]
+    if gemm_ids:
+        for i in np.flatnonzero(np.isin(name_ids, gemm_ids) & ~ok).tolist():
+            dims = argss[i].input_dims
+            if not dims:
+                continue
+            try:
+                n = flops_from_shapes(names[name_ids[i]], msgspec.json.decode(dims))
+            except msgspec.DecodeError:
+                n = None
+            if n is not None:
+                out[i] = n
+    return out
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _ints(xs: list[Event], field: str) -> np.ndarray:

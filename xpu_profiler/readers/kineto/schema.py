@@ -39,6 +39,9 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     out_nelems: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Out msg nelems")
     group_size: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Group size")
     dtype: msgspec.Raw = msgspec.field(default=_NO_RAW, name="dtype")
+    # with_flops / record_shapes: kept raw, decoded only for the GEMM ops that need them
+    flops: Union[float, str] = math.nan
+    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
 
 
 _NO_ARGS = Args()

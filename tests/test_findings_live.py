@@ -1,0 +1,458 @@
+"""Findings of real vLLM runs on the CPU, each made to trigger a rule, and the same
+workload without the cause (silent); the diff of two runs that differ in one setting;
+MFU against the device's peak; the demo's report opening with its findings.
+
+The engine runs are few and shared (module fixtures, started on first use):
+
+- ``small``: 8 prompts of 512 tokens, max_num_seqs 8, max_num_batched_tokens 64 — the
+  healthy reference for the scheduler rules;
+- ``big``: the same with max_num_batched_tokens 1024 (the diff pair of ``small``);
+- ``compiled``: ``small`` without --enforce-eager (vLLM's torch.compile'd model);
+- ``kv``: a KV cache of 8 blocks of 32 tokens for 12 requests of 96 tokens (preemptions);
+- ``moe``: tiny-moe, 32 requests for max_num_seqs 16, and a findings config switching one
+  rule off;
+- ``vocab``: tiny-llama cut to one layer with a 32k vocabulary (a small model with a large
+  vocabulary: the lm_head outweighs the layers);
+- ``windows``: one engine, four profiled windows (tests/findings_workload.py);
+- ``demo``: exactly what ``./dev demo`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
+from xpu_profiler import analysis, findings
+from xpu_profiler.aggregate.model_cost import model_config, model_shape, step_costs
+from xpu_profiler.aggregate.steps import token_steps
+from xpu_profiler.profile import P_PREFILL, Profile
+from xpu_profiler.summary import load_summary
+from xpu_profiler.validate import validate_file
+
+pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
+
+WORKLOAD = ["--model", "tiny-llama", "--device", "cpu", "--num-prompts", "8", "--input-len", "512",
+            "--output-len", "32", "--engine-arg", "max_num_seqs=8"]
+RUNS = {
+    "small": WORKLOAD + ["--max-num-batched-tokens", "64"],
+    "big": WORKLOAD + ["--max-num-batched-tokens", "1024"],
+    "compiled": WORKLOAD + ["--max-num-batched-tokens", "64", "--no-enforce-eager"],
+    "kv": ["--model", "tiny-llama", "--device", "cpu", "--num-prompts", "12", "--input-len", "48",
+           "--output-len", "48", "--max-model-len", "128", "--engine-arg", "num_gpu_blocks_override=8",
+           "--engine-arg", "block_size=32"],
+    "moe": ["--model", "tiny-moe", "--device", "cpu", "--num-prompts", "32", "--input-len", "32",
+            "--output-len", "16", "--engine-arg", "max_num_seqs=16"],
+    "vocab": ["--load-format", "dummy", "--device", "cpu", "--num-prompts", "8", "--input-len", "32",
+              "--output-len", "16"],
+    "demo": ["--model", "tiny-llama", "--device", "cpu"],
+}
+MOE_CONFIG = "[graphs_off_decode]\nenabled = false\n"
+
+
+def cli(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, env=env, **kw)
+
+
+class Runs:
+    """Live CLI runs made on first use, each into its own directory."""
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.dirs: dict[str, Path] = {}
+        self.cache = factory.mktemp("model_cache")
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.dirs:
+            out = self.factory.mktemp(name)
+            args = list(RUNS[name])
+            if name == "moe":
+                (out / "findings.toml").write_text(MOE_CONFIG)
+                args += ["--findings-config", out / "findings.toml"]
+            if name == "vocab":
+                args += ["--model", self._big_vocab_model()]
+            r = cli(*args, "--output", out / "report.html", env=vllm_env(self.cache), timeout=900)
+            (out / "run.log").write_text(r.stdout + r.stderr)
+            assert r.returncode == 0, r.stderr[-3000:]
+            self.dirs[name] = out
+        return self.dirs[name]
+
+    def _big_vocab_model(self) -> Path:
+        """A copy of the built-in tiny-llama's directory with one layer and 32768 tokens."""
+        import os
+        import shutil
+
+        os.environ["XPU_PROFILER_CACHE"] = str(self.cache)
+        try:
+            from xpu_profiler.models.builtin import ensure_builtin
+
+            src = ensure_builtin("tiny-llama")
+        finally:
+            os.environ.pop("XPU_PROFILER_CACHE", None)
+        dst = self.factory.mktemp("big_vocab_model") / "model"
+        shutil.copytree(src, dst)
+        cfg = json.loads((dst / "config.json").read_text())
+        cfg.update(vocab_size=32768, num_hidden_layers=1)
+        (dst / "config.json").write_text(json.dumps(cfg))
+        return dst
+
+    def summary(self, name: str):
+        return load_summary(self[name] / "report.summary.json")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return Runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def windows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("windows")
+    r = subprocess.run([sys.executable, str(TESTS / "findings_workload.py"), str(out)], env=vllm_env(),
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    return out
+
+
+def rules(s) -> dict:
+    return {f.rule: f for f in s.findings}
+
+
+def phase(s, name):
+    return next(p for p in s.phases if p.phase == name)
+
+
+# -- each rule, both directions ----------------------------------------------------------
+
+def test_graphs_off_when_eager_and_silent_when_compiled(runs):
+    s = runs.summary("small")
+    f = rules(s)["graphs_off_decode"]
+    assert s.run.engine["enforce_eager"] is True and f.evidence["enforce_eager"] is True
+    dec = [i for i, p in enumerate(s.steps.phase) if p == "decode"]
+    assert f.evidence["decode_idle_ns"] == sum(s.steps.idle_ns[i] for i in dec)
+    assert f.at_stake_share == pytest.approx(f.evidence["decode_idle_ns"] / sum(s.steps.wall_ns))
+    assert f.steps == [s.steps.step_id[i] for i in dec]
+    c = runs.summary("compiled")
+    assert c.run.engine["enforce_eager"] is False and "graphs_off_decode" not in rules(c)
+    # the compiled model runs far fewer host ops per decode step
+    assert phase(c, "decode").kernels.per_step < 0.5 * phase(s, "decode").kernels.per_step
+
+
+def test_small_batch_while_requests_wait_kv_pressure_and_preemptions(runs):
+    s = runs.summary("kv")
+    f = rules(s)["small_batch_waiting"]
+    assert f.evidence["max_num_seqs"] == s.run.engine["max_num_seqs"] == 256
+    assert f.evidence["batch_p50"] < 0.25 * 256 and f.evidence["waiting_p50"] > 0
+    assert f.evidence["cause"] == "kv_cache" and "KV" in f.fix
+    k = rules(s)["kv_cache_pressure"]
+    # the share of the window the cache ran full, as the step table tells it
+    kv = [(w, u) for r, w, u in zip(s.steps.rank, s.steps.wall_ns, s.steps.kv_usage) if r == 0 and u is not None]
+    assert k.evidence["full_share"] == pytest.approx(sum(w for w, u in kv if u >= 0.95) / sum(w for w, _ in kv))
+    assert k.evidence["full_share"] > 0.1 and k.evidence["kv_usage_max"] >= 0.95
+    # requests went back to the queue, and their prompts were computed again
+    assert k.evidence["preemptions"] >= 1
+    assert k.evidence["recomputed_tokens"] == s.throughput.prefill_tokens - s.throughput.prompt_tokens > 0
+    assert s.throughput.prompt_tokens == 12 * 48
+    healthy = runs.summary("small")
+    assert not {"small_batch_waiting", "kv_cache_pressure", "batch_capped"} & set(rules(healthy))
+    assert max(v for v in healthy.steps.kv_usage if v is not None) < 0.95
+
+
+def test_client_limited_and_a_full_batch(runs):
+    f = rules(runs.summary("demo"))["client_limited"]
+    assert f.evidence["max_num_seqs"] == 256 and f.evidence["batch_p50"] == 8  # 8 prompts
+    assert "concurrent requests" in f.fix
+    assert "client_limited" not in rules(runs.summary("small"))  # 8 requests for max_num_seqs 8
+
+
+def test_batch_capped_at_max_num_seqs(runs):
+    s = runs.summary("moe")
+    f = rules(s)["batch_capped"]
+    assert f.evidence["max_num_seqs"] == 16 and f.evidence["batch_p50"] == 16 and f.evidence["waiting_p50"] >= 1
+    assert "max_num_seqs" in f.fix
+    assert "batch_capped" not in rules(runs.summary("small"))
+
+
+def test_chunked_prefill_budget(runs):
+    s = runs.summary("big")
+    f = rules(s)["chunked_prefill_budget"]
+    assert f.phase == "mixed" and f.evidence["max_num_batched_tokens"] == 1024
+    assert f.evidence["ratio"] > 3 and f.evidence["suggested_budget"] < 1024
+    mixed = [i for i, p in enumerate(s.steps.phase) if p == "mixed"
+             and s.steps.prefill_tokens[i] + s.steps.decode_tokens[i] >= 0.98 * 1024]
+    assert set(f.steps) <= {s.steps.step_id[i] for i in mixed}
+    small = runs.summary("small")
+    assert "chunked_prefill_budget" not in rules(small)
+    # the small budget is hit too, but its mixed steps stay close to a decode step
+    assert phase(small, "mixed").step_p50_ns < 3 * phase(small, "decode").step_p50_ns
+
+
+def test_moe_share_and_the_findings_config_of_the_live_command(runs):
+    s = runs.summary("moe")
+    f = rules(s)["moe_share"]
+    moe = next(x for x in s.fused_ops if x.fused_op == "moe")
+    assert f.evidence["moe_ns"] == moe.time_ns_by_phase[f.phase] and f.evidence["share"] > 0.3
+    assert f.evidence["phase_op_time_ns"] == phase(s, f.phase).time_ns
+    assert "moe_share" not in rules(runs.summary("small"))
+    # --findings-config switched graphs_off_decode off in this eager run, and only that
+    assert s.run.engine["enforce_eager"] is True and "graphs_off_decode" not in rules(s)
+    assert "graphs_off_decode" in {f.rule for f in findings.evaluate(s)}  # the default thresholds
+
+
+def test_sampler_and_head_share(runs):
+    s = runs.summary("vocab")
+    f = rules(s)["sampler_head_share"]
+    dec = phase(s, "decode")
+    assert f.evidence["output_head_ns"] == dec.output_head_ns > 0
+    assert f.evidence["decode_op_time_ns"] == dec.time_ns and f.evidence["share"] > 0.10
+    small = runs.summary("small")
+    assert "sampler_head_share" not in rules(small)
+    assert phase(small, "decode").output_head_ns < 0.10 * phase(small, "decode").time_ns
+
+
+def test_small_kernel_storm(runs):
+    s = runs.summary("small")
+    f = rules(s)["small_kernel_storm"]
+    k = phase(s, "decode").kernels
+    assert f.evidence["unit"] == "host_op" and f.evidence["small_share"] > 0.5
+    assert f.evidence["per_step"] == k.per_step and f.evidence["dur_p50_ns"] == k.dur_pct_ns[50] < 5000
+    c = runs.summary("compiled")
+    assert "small_kernel_storm" not in rules(c)
+
+
+def test_warmup_inside_the_window(windows):
+    cold = load_summary(windows / "cold.summary.json")
+    f = rules(cold)["warmup_in_window"]
+    # vLLM compiles its logprob kernel when the first request asks for logprobs: seconds
+    assert f.evidence["slowest_wall_ns"] > 1e9 and f.evidence["slowest_wall_ns"] == max(cold.steps.wall_ns)
+    assert f.evidence["slowest_wall_ns"] > 10 * f.evidence["expected_wall_ns"]
+    warm = load_summary(windows / "warm.summary.json")
+    assert "warmup_in_window" not in rules(warm)
+    assert max(warm.steps.wall_ns) < 1e9
+
+
+def test_profiler_overhead_against_a_basic_window(windows):
+    warm = load_summary(windows / "warm.summary.json")
+    comp = load_summary(windows / "comprehensive.summary.json")
+    short = load_summary(windows / "short.summary.json")
+    f = rules(findings.attach(comp, reference=warm))["profiler_overhead"]
+    drop = 1 - comp.throughput.window_output_tok_s / warm.throughput.window_output_tok_s
+    assert f.evidence["drop"] == pytest.approx(drop) and drop > 0.3 and f.at_stake_share == pytest.approx(drop)
+    assert "basic" in f.fix
+    # torch.profiler over only 4 steps: the window runs at about the basic speed
+    assert "profiler_overhead" not in rules(findings.attach(short, reference=warm))
+    assert "profiler_overhead" not in rules(findings.attach(warm, reference=warm))  # basic itself
+    # the same through the command line: analyze --baseline
+    r = cli("analyze", windows / "comprehensive.npz", "--baseline", windows / "warm.summary.json",
+            "--format", "json", "-o", windows / "out-overhead", "-q")
+    assert r.returncode == 0, r.stderr
+    s = load_summary(windows / "out-overhead" / "summary.json")
+    assert rules(s)["profiler_overhead"].evidence["basic_tok_s"] == warm.throughput.window_output_tok_s
+
+
+# -- MFU and bandwidth --------------------------------------------------------------------
+
+def test_traced_flops_agree_with_the_analytic_estimate(windows):
+    comp = load_summary(windows / "comprehensive.summary.json")
+    warm = load_summary(windows / "warm.summary.json")
+    rows = {(r.phase, r.component): r for r in comp.roofline}
+    # the comprehensive window recorded the GEMMs' shapes: FLOPs from them ...
+    assert rows[("prefill", "gemm")].source == "trace"
+    # ... equal the estimate from the model config and the window's own token counts
+    prof = Profile.load(windows / "comprehensive.npz")
+    steps = token_steps(prof)
+    shape = model_shape(model_config(prof.run), prof.run["engine"].get("dtype"))
+    f, _ = step_costs(shape, prof.steps["prefill_tokens"][steps], prof.steps["decode_tokens"][steps],
+                      prof.steps["prefill_reqs"][steps], None)["gemm"]
+    analytic = float(f[prof.steps["phase"][steps] == P_PREFILL].sum())
+    assert rows[("prefill", "gemm")].flops == pytest.approx(analytic, rel=0.01)
+    # every prompt token prefilled once (in prefill or mixed steps, as the requests arrived)
+    assert comp.totals.prefill_tokens == warm.totals.prefill_tokens == 8 * 64
+    # the basic window recorded no op time: no component rows, the whole phase from the estimate
+    est = {(r.phase, r.component): r for r in warm.roofline}
+    assert ("prefill", "gemm") not in est and est[("prefill", "step")].source == "analytic"
+    assert est[("prefill", "step")].flops > rows[("prefill", "gemm")].flops  # attention and lm_head too
+    # the CPU has no sourced peak: no share is made up
+    assert all(r.flops_share is None and r.bw_share is None and "unknown peak" in r.note for r in comp.roofline)
+    assert rows[("decode", "step")].judged_by == "bandwidth" and rows[("prefill", "step")].judged_by == "flops"
+
+
+def test_peaks_from_a_device_spec_file(windows, tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e12}\nmem_bw_bytes_s = 5.0e10\nsource = "measured"\n')
+    r = cli("analyze", windows / "comprehensive.npz", "--device-spec", spec, "-o", tmp_path / "out",
+            "--format", "json,html")
+    assert r.returncode == 0, r.stderr
+    assert "of peak FLOP/s" in r.stdout
+    s = load_summary(tmp_path / "out" / "summary.json")
+    pre = next(x for x in s.roofline if x.phase == "prefill" and x.component == "step")
+    assert pre.peak_flop_s == 2.0e12 and pre.flops_share == pytest.approx(pre.flop_s / 2.0e12)
+    dec = next(x for x in s.roofline if x.phase == "decode" and x.component == "step")
+    assert dec.bw_share == pytest.approx(dec.bytes_s / 5.0e10)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'data-key="mfu_prefill"' in html and 'data-key="bw_decode"' in html
+
+
+# -- the Perfetto trace ----------------------------------------------------------------------
+
+def test_findings_are_marked_on_the_trace_at_their_steps(runs):
+    import gzip
+
+    out = runs["big"]
+    trace = out / "report.trace.json.gz"
+    assert validate_file(trace) == []
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    s = runs.summary("big")
+    f = rules(s)["chunked_prefill_budget"]
+    marks = [e for e in events if e.get("ph") == "i" and e["args"].get("rule") == f.rule]
+    start = {sid: t for sid, t in zip(s.steps.step_id, s.steps.start_ns)}
+    assert sorted(round(e["ts"] * 1000) for e in marks) == sorted(start[i] for i in f.steps)
+    tracks = {(e["pid"], e["tid"]) for e in marks}
+    names = [e for e in events if e.get("ph") == "M" and e["name"] == "thread_name" and (e["pid"], e["tid"]) in tracks]
+    assert [n["args"]["name"] for n in names] == ["findings"]
+
+
+# -- diff --------------------------------------------------------------------------------
+
+def test_diff_of_two_budgets_names_the_change(runs, tmp_path):
+    r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert [s["key"] for s in d["settings"]] == ["engine.max_num_batched_tokens"]
+    assert (d["settings"][0]["base"], d["settings"][0]["new"]) == (64, 1024)
+    # the change sits in the phase the token budget shapes: prefill chunks inside mixed steps
+    assert d["headline_phase"] == "mixed" and d["headline"].startswith("mixed:")
+    mixed = {m["name"]: m for m in d["metrics"] if m["phase"] == "mixed"}
+    small, big = runs.summary("small"), runs.summary("big")
+    assert mixed["step_p50_ns"]["change"] == pytest.approx(phase(big, "mixed").step_p50_ns
+                                                           / phase(small, "mixed").step_p50_ns - 1)
+    # per-token deltas of the fused ops add up to the phase's change
+    rows = [x for x in d["fused_ops"] if x["phase"] == "mixed"]
+    assert sum(x["share_of_change"] for x in rows) == pytest.approx(1.0)
+    assert sum(x["delta_per_token_ns"] for x in rows) == pytest.approx(
+        phase(big, "mixed").per_token_ns - phase(small, "mixed").per_token_ns)
+    assert {"rule": "chunked_prefill_budget", "status": "appeared"}.items() <= next(
+        f for f in d["findings"] if f["rule"] == "chunked_prefill_budget").items()
+    assert "Settings that differ" in r.stdout and "max_num_batched_tokens" in r.stdout
+    assert (tmp_path / "d" / "diff.html").is_file()
+
+
+def test_diff_of_a_run_with_itself_is_no_change(runs, tmp_path):
+    d_ = runs["small"]
+    # the summary.json against its run directory (read through that same summary.json)
+    r = cli("diff", d_ / "report.summary.json", d_, "-o", tmp_path / "same.json", "--fail-on", "0")
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "same.json").read_text())
+    assert d["unchanged"] is True and d["headline"] == "no change" and d["settings"] == []
+    assert d["kernels_added"] == [] and d["kernels_removed"] == []
+    assert all(f["status"] == "kept" for f in d["findings"])
+    assert d["gate"]["regression"] == 0 and d["gate"]["failed"] is False
+
+
+def test_fail_on_exit_codes(runs, tmp_path):
+    # decode gets dearer per token with the small budget (fewer requests batched per decode step)
+    r = cli("diff", runs["big"], runs["small"], "-o", tmp_path / "a", "--fail-on", "5", "-q")
+    d = json.loads((tmp_path / "a" / "diff.json").read_text())
+    assert d["gate"]["metric"] == "per_token_ns" and d["gate"]["phase"] == "decode"
+    assert d["gate"]["regression"] > 0.05 and r.returncode == 1, r.stderr
+    assert cli("diff", runs["small"], runs["big"], "-o", tmp_path / "b", "--fail-on", "5", "-q").returncode == 0
+    r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "c", "--fail-on", "50", "--fail-on-phase",
+            "mixed", "--fail-on-metric", "step_p50_ns", "-q")
+    assert r.returncode == 1  # mixed steps grew with the larger budget
+    r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "e", "--fail-on", "5", "--fail-on-metric",
+            "no_such_metric")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no_such_metric" in r.stderr
+
+
+# -- the demo's report opens with its findings ------------------------------------------------
+
+def _timeline(report: dict) -> dict[float, dict]:
+    """The step timeline figure's data per step (keyed by its x): phase, tokens, requests, idle."""
+    fig = report["figures"]["steps"]["data"]
+    steps: dict[float, dict] = {}
+    for t in fig:
+        if t.get("mode") == "markers":
+            for x in t["x"]:
+                steps.setdefault(x, {})["phase"] = t["name"]
+    series = {"decode tokens": "decode", "waiting requests": "waiting", "host overhead (wall − busy)": "idle_ms"}
+    for t in fig:
+        if t["name"] in series:
+            for x, y in zip(t["x"], t["y"]):
+                steps.setdefault(x, {})[series[t["name"]]] = y
+    return steps
+
+
+def _engine(report: dict) -> dict[str, str]:
+    return dict(report["header"]["engine"])
+
+
+def _phase_row(report: dict, name: str) -> dict:
+    return next(r for r in report["phases"]["rows"] if r["phase"] == name)
+
+
+#: per rule: each number of its evidence, read again from the report's own tables and charts
+DEMO_CHECKS = {
+    "client_limited": {
+        "max_num_seqs": lambda rp: int(_engine(rp)["max_num_seqs"]),
+        "batch_p50": lambda rp: statistics.median(
+            s["decode"] for s in _timeline(rp).values()
+            if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0),
+        "steps": lambda rp: sum(1 for s in _timeline(rp).values()
+                                if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0),
+    },
+    "graphs_off_decode": {
+        "enforce_eager": lambda rp: _engine(rp)["enforce_eager"] == "True",
+        "decode_steps": lambda rp: _phase_row(rp, "decode")["steps"],
+        "decode_idle_ns": lambda rp: 1e6 * sum(s["idle_ms"] for s in _timeline(rp).values() if s["phase"] == "decode"),
+        "units_per_step": lambda rp: _phase_row(rp, "decode")["units_per_step"],
+    },
+    "small_kernel_storm": {
+        "per_step": lambda rp: _phase_row(rp, "decode")["units_per_step"],
+        "dur_p50_ns": lambda rp: _phase_row(rp, "decode")["unit_p50_ns"],
+    },
+    "sampler_head_share": {
+        "decode_op_time_ns": lambda rp: _phase_row(rp, "decode")["time_ns"],
+    },
+}
+
+
+def test_the_demo_report_opens_with_its_findings(runs):
+    from report_helpers import Browser, chromium_missing
+
+    out = runs["demo"]
+    s = runs.summary("demo")
+    assert s.findings and s.findings[0].at_stake_share >= s.findings[-1].at_stake_share
+    # the terminal output leads with them too
+    log = (out / "run.log").read_text()
+    assert log.index("Findings (") < log.index("Time by fused op")
+    why = chromium_missing()
+    if why:
+        pytest.skip(why)
+    b = Browser()
+    try:
+        page = b.page()
+        page.goto((out / "report.html").resolve().as_uri(), wait_until="load")
+        # the first section after the run's header is the findings, in rank order
+        ids = page.eval_on_selector_all("main > section", "els => els.map(e => e.id)")
+        assert ids[:2] == ["run", "findings"], ids
+        shown = page.eval_on_selector_all("#findings .finding", "els => els.map(e => e.dataset.rule)")
+        assert shown == [f.rule for f in s.findings]
+        assert page.eval_on_selector_all("nav a", "els => els.map(e => e.textContent)")[0] == "Findings"
+        report = page.evaluate("window.XPU_REPORT")
+        page.close()
+    finally:
+        b.close()
+    checked = 0
+    for f in s.findings:
+        for key, read in DEMO_CHECKS.get(f.rule, {}).items():
+            value = read(report)
+            assert f.evidence[key] == pytest.approx(value, rel=1e-6, abs=1e-3), (f.rule, key, value)
+            checked += 1
+        assert f.rule in DEMO_CHECKS, f"no check of {f.rule}'s numbers against the report"
+    assert checked >= 5

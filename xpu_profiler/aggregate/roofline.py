@@ -1,0 +1,132 @@
+"""Achieved FLOP/s and bytes/s per phase, against the device's peaks (MFU and bandwidth).
+
+FLOPs come from the trace where it has them (``with_flops``, or the recorded input shapes
+of GEMM ops: comprehensive live runs record both), else from the analytic estimate of
+``model_cost`` (model config × token counts); bytes only from the estimate. Per phase,
+one row per component (GEMM, attention, MoE: FLOPs over that fused op's op time) and
+one for the whole phase over its wall time ("step": MFU proper). Decode is judged
+against memory bandwidth, prefill and mixed steps against peak FLOP/s. A peak the device
+spec does not have stays None ("unknown peak"), never a made-up figure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices import SPECS, spec_for_name
+from ..profile import K_CPU_OP, PHASES, P_DECODE, P_MIXED, P_PREFILL, Profile
+from ..summary import DeviceSpec, Roofline
+from ..taxonomy import FUSED_OPS
+from .model_cost import PEAK_KEY, decode_context, model_config, model_shape, step_costs
+from .steps import token_steps
+
+COMPONENTS = ("gemm", "attention", "moe")
+JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
+
+
+def run_spec(profile: Profile) -> dict | None:
+    """The spec of the run's device, as a dict: from the device table by the key the run
+    recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
+    saved, else the device a trace names (Kineto ``deviceProperties``)."""
+    run = profile.run
+    info = run.get("device_info") if isinstance(run.get("device_info"), dict) else {}
+    key = info.get("spec_key") or (run.get("device") if run.get("device") in ("cpu", "kunlun_p800") else None)
+    if isinstance(key, str) and key in SPECS:
+        return SPECS[key].to_json()
+    if isinstance(run.get("device_spec"), dict):
+        return run["device_spec"]
+    for src in run.get("sources") or []:
+        for name in (src.get("devices") or []) if isinstance(src, dict) else []:
+            spec = spec_for_name(str(name))
+            if spec is not None:
+                return spec.to_json()
+    return None
+
+
+def _peaks(spec: DeviceSpec | None, dtype: str | None) -> tuple[float | None, float | None, str]:
+    notes = []
+    if spec is None:
+        return None, None, "unknown peak: no device spec (give one with --device-spec)"
+    key = PEAK_KEY.get(str(dtype or "").replace("torch.", ""))
+    flops = spec.peak_flops.get(key) if key else None
+    if flops is None:
+        notes.append(f"unknown peak FLOP/s for {key or 'this dtype'} on {spec.name or 'this device'}"
+                     if spec.peak_flops else f"unknown peak FLOP/s ({spec.source or spec.name})")
+    if spec.mem_bw_bytes_s is None:
+        notes.append(f"unknown peak bandwidth on {spec.name or 'this device'}")
+    return flops, spec.mem_bw_bytes_s, "; ".join(notes)
+
+
+def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: DeviceSpec | None) -> list[Roofline]:
+    """Rows for prefill, decode and mixed; ``time`` is the (fused op × phase) op-time matrix,
+    ``wall`` each phase's summed step wall time (over ranks)."""
+    ev, steps, run = profile.events, profile.steps, profile.run
+    if not len(steps):
+        return []
+    engine = run.get("engine") if isinstance(run.get("engine"), dict) else {}
+    dtype = engine.get("dtype")
+    n_ranks = max(1, len(profile.ranks))
+    cfg = model_config(run)
+    shape = model_shape(cfg, dtype, int(engine.get("tensor_parallel_size") or n_ranks)) if cfg else None
+    rows = token_steps(profile)
+    costs, ctx_note = None, ""
+    if shape is not None and len(rows):
+        ctx = decode_context(profile, rows)
+        if ctx is None:
+            ctx_note = "decode KV-cache reads not counted (no request table for context lengths)"
+        costs = step_costs(shape, steps["prefill_tokens"][rows], steps["decode_tokens"][rows],
+                           steps["prefill_reqs"][rows], ctx)
+    traced = (ev["flops"] >= 0) & (ev["kind"] == K_CPU_OP)
+    peak_f, peak_b, peak_note = _peaks(spec, dtype)
+    out = []
+    for p in (P_PREFILL, P_DECODE, P_MIXED):
+        in_phase = steps["phase"][rows] == p
+        if not in_phase.any():
+            continue
+        t_flops = traced & (ev["phase"] == p)
+        comp_rows = []
+        untimed = []   # components with FLOPs or bytes but no op time recorded (basic level)
+        for comp in COMPONENTS:
+            t = int(time[FUSED_OPS.index(comp), p])
+            flops = bytes_ = None
+            source = ""
+            if t_flops.any():
+                m = t_flops & (ev["fused"] == FUSED_OPS.index(comp))
+                if m.any():
+                    flops, source = float(ev["flops"][m].sum()), "trace"
+            if costs is not None:
+                f, b = costs[comp]
+                if flops is None and f[in_phase].sum() > 0:
+                    flops, source = float(f[in_phase].sum()) * n_ranks, "analytic"
+                if b[in_phase].sum() > 0:
+                    bytes_ = float(b[in_phase].sum()) * n_ranks
+                    source = source if source == "trace" else "analytic"
+            if flops is None and bytes_ is None:
+                continue
+            if t <= 0:  # no op time to divide by: the work still counts for the whole phase
+                untimed.append((source, flops, bytes_))
+                continue
+            comp_rows.append(_row(PHASES[p], comp, source, t, flops, bytes_, peak_f, peak_b, JUDGED[p],
+                                  peak_note, ctx_note if comp == "attention" and p != P_PREFILL else ""))
+        w = int(wall.get(p, 0))
+        parts = [(r.source, r.flops, r.bytes) for r in comp_rows] + untimed
+        if comp_rows or (untimed and w > 0):
+            flops = sum(f for _, f, _ in parts if f is not None) or None
+            bytes_ = sum(b for _, _, b in parts if b is not None) or None
+            sources = sorted({src for src, _, _ in parts})
+            out.append(_row(PHASES[p], "step", "+".join(sources), w, flops, bytes_, peak_f, peak_b, JUDGED[p],
+                            peak_note, ctx_note if p != P_PREFILL else ""))
+            out.extend(comp_rows)
+    return out
+
+
+def _row(phase: str, comp: str, source: str, t: int, flops: float | None, bytes_: float | None,
+         peak_f: float | None, peak_b: float | None, judged: str, *notes: str) -> Roofline:
+    sec = t / 1e9 if t > 0 else None
+    flop_s = flops / sec if flops is not None and sec else None
+    bytes_s = bytes_ / sec if bytes_ is not None and sec else None
+    return Roofline(phase=phase, component=comp, source=source, time_ns=t, flops=flops, bytes=bytes_,
+                    flop_s=flop_s, bytes_s=bytes_s, peak_flop_s=peak_f, peak_bytes_s=peak_b,
+                    flops_share=flop_s / peak_f if flop_s is not None and peak_f else None,
+                    bw_share=bytes_s / peak_b if bytes_s is not None and peak_b else None,
+                    judged_by=judged, note="; ".join(n for n in notes if n))

@@ -1,0 +1,103 @@
+"""Threshold overrides from a TOML file (``--findings-config FILE``)::
+
+    min_at_stake = 0.01            # drop findings under 1% of step time (default 0.5%)
+
+    [kv_cache_pressure]            # a rule id
+    usage = 0.9                    # one of its thresholds
+    window_share = 0.1
+
+    [client_limited]
+    enabled = false                # switch a rule off
+
+Unknown rule ids, threshold names or non-numeric values end with one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from ..errors import XpuProfilerError
+from .rules import RULES
+
+MIN_AT_STAKE = 0.005
+
+
+@dataclass(frozen=True)
+class FindingsConfig:
+    thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # rule id → overrides
+    disabled: frozenset = frozenset()
+    min_at_stake: float = MIN_AT_STAKE
+    source: str = ""
+
+    def for_rule(self, rule_id: str) -> dict[str, float]:
+        rule = next(r for r in RULES if r.id == rule_id)
+        return {**rule.thresholds, **self.thresholds.get(rule_id, {})}
+
+
+DEFAULT = FindingsConfig()
+_current: list[FindingsConfig] = [DEFAULT]
+
+
+def load_config(path: str | Path) -> FindingsConfig:
+    """Read and check a findings TOML file."""
+    import tomllib
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise XpuProfilerError(f"{p}: no such findings config file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise XpuProfilerError(f"{p}: cannot read findings config ({e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise XpuProfilerError(f"{p}: not valid TOML ({e})") from None
+    rules = {r.id: r for r in RULES}
+    thresholds: dict[str, dict[str, float]] = {}
+    disabled = set()
+    min_at_stake = MIN_AT_STAKE
+    for key, value in data.items():
+        if key == "min_at_stake":
+            min_at_stake = _number(p, key, value)
+            continue
+        if key not in rules:
+            raise XpuProfilerError(f"{p}: unknown rule {key!r} (rules: {', '.join(rules)})")
+        if not isinstance(value, dict):
+            raise XpuProfilerError(f"{p}: [{key}] must be a table of thresholds")
+        for name, v in value.items():
+            if name == "enabled":
+                if not isinstance(v, bool):
+                    raise XpuProfilerError(f"{p}: [{key}] enabled must be true or false")
+                if not v:
+                    disabled.add(key)
+            elif name not in rules[key].thresholds:
+                known = ", ".join(rules[key].thresholds) or "none"
+                raise XpuProfilerError(f"{p}: rule {key!r} has no threshold {name!r} (thresholds: {known})")
+            else:
+                thresholds.setdefault(key, {})[name] = _number(p, f"{key}.{name}", v)
+    return FindingsConfig(thresholds=thresholds, disabled=frozenset(disabled), min_at_stake=min_at_stake,
+                          source=str(p))
+
+
+def _number(p: Path, key: str, v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise XpuProfilerError(f"{p}: {key} must be a number, not {v!r}")
+    return float(v)
+
+
+def current() -> FindingsConfig:
+    """The configuration in force (the default unless ``using`` set another)."""
+    return _current[-1]
+
+
+@contextlib.contextmanager
+def using(config: FindingsConfig) -> Iterator[FindingsConfig]:
+    """Evaluate findings with ``config`` inside the block (the live command sets its
+    ``--findings-config`` this way around the run)."""
+    _current.append(config)
+    try:
+        yield config
+    finally:
+        _current.pop()

@@ -1,0 +1,121 @@
+"""The Summary's step table and run metadata as the rules read them (stateless helpers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import fmt
+from ..summary import Phase, Summary
+
+
+@dataclass
+class StepView:
+    """One rank's step rows as numpy arrays (every TP rank runs the same batch)."""
+
+    step_id: np.ndarray
+    phase: np.ndarray          # str
+    wall: np.ndarray
+    busy: np.ndarray
+    idle: np.ndarray
+    prefill_tokens: np.ndarray
+    decode_tokens: np.ndarray
+    prefill_reqs: np.ndarray
+    decode_reqs: np.ndarray
+    running: np.ndarray        # -1 unknown
+    waiting: np.ndarray        # -1 unknown
+    kv: np.ndarray             # NaN unknown
+
+    @property
+    def total_wall(self) -> int:
+        return int(self.wall.sum())
+
+    def of(self, phase: str) -> np.ndarray:
+        return self.phase == phase
+
+    def median_wall(self, phase: str) -> Optional[float]:
+        m = self.of(phase)
+        return float(np.median(self.wall[m])) if m.any() else None
+
+
+def step_view(summary: Summary) -> StepView:
+    st = summary.steps
+    rank = np.asarray(st.rank, np.int64)
+    keep = rank == rank.min() if len(rank) else np.zeros(0, bool)
+
+    def col(values: list, dtype: Any) -> np.ndarray:
+        return np.asarray(values, dtype=dtype)[keep] if len(values) == len(rank) else np.zeros(int(keep.sum()), dtype)
+
+    kv = np.array([np.nan if v is None else float(v) for v in st.kv_usage], np.float64)[keep] \
+        if len(st.kv_usage) == len(rank) else np.full(int(keep.sum()), np.nan)
+    return StepView(
+        step_id=col(st.step_id, np.int64), phase=col(st.phase, object).astype(str),
+        wall=col(st.wall_ns, np.int64), busy=col(st.busy_ns, np.int64), idle=col(st.idle_ns, np.int64),
+        prefill_tokens=col(st.prefill_tokens, np.int64), decode_tokens=col(st.decode_tokens, np.int64),
+        prefill_reqs=col(st.prefill_reqs, np.int64), decode_reqs=col(st.decode_reqs, np.int64),
+        running=col(st.running, np.int64), waiting=col(st.waiting, np.int64), kv=kv)
+
+
+def all_wall(summary: Summary) -> float:
+    """Step time summed over every rank's rows: the basis for shares of op time, which is
+    summed over ranks too. The steps' wall time, or the op time inside them when that is
+    longer (a device running behind the host's step ranges)."""
+    stepped = sum(p.time_ns for p in summary.phases if p.phase != "unknown" or p.steps)
+    return float(max(sum(summary.steps.wall_ns), stepped))
+
+
+def engine_value(summary: Summary, key: str) -> Any:
+    """A value of the run's engine configuration (None when not recorded)."""
+    return summary.run.engine.get(key) if isinstance(summary.run.engine, dict) else None
+
+
+def engine_int(summary: Summary, key: str) -> Optional[int]:
+    v = engine_value(summary, key)
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def tensor_parallel(summary: Summary) -> int:
+    """TP size: the engine's, else the number of ranks in the trace."""
+    return engine_int(summary, "tensor_parallel_size") or max(1, summary.totals.ranks)
+
+
+def phase_row(summary: Summary, name: str) -> Optional[Phase]:
+    return next((p for p in summary.phases if p.phase == name), None)
+
+
+def fused_time(summary: Summary, fused: str, phase: str) -> int:
+    f = next((f for f in summary.fused_ops if f.fused_op == fused), None)
+    return int(f.time_ns_by_phase.get(phase, 0)) if f is not None else 0
+
+
+def share_below(pct_ns: list[float], limit_ns: float) -> Optional[float]:
+    """Share of durations under ``limit_ns`` from the 0..100 percentiles (1% resolution)."""
+    if len(pct_ns) != 101:
+        return None
+    p = np.asarray(pct_ns, np.float64)
+    return float(np.interp(limit_ns, p, np.arange(101) / 100.0, left=0.0, right=1.0)) if p[-1] > p[0] \
+        else (1.0 if p[0] < limit_ns else 0.0)
+
+
+def time_below(pct_ns: list[float], count: int, limit_ns: float) -> float:
+    """Approximate summed duration of the units under ``limit_ns`` (from the percentiles)."""
+    if len(pct_ns) != 101 or not count:
+        return 0.0
+    p = np.asarray(pct_ns, np.float64)
+    mids = (p[:-1] + p[1:]) / 2  # one per 1% slice
+    return float(mids[mids < limit_ns].sum() * count / 100.0)
+
+
+def step_ids(view: StepView, mask: np.ndarray, limit: int = 200) -> list[int]:
+    return [int(x) for x in view.step_id[mask][:limit].tolist()]
+
+
+def pct(x: Optional[float]) -> str:
+    """A share in a finding's title (terminal style: titles are plain text)."""
+    return fmt.pct(x, fmt.TERMINAL)
+
+
+def dur(ns: Optional[float]) -> str:
+    return fmt.ns(ns, fmt.TERMINAL)

@@ -1,0 +1,108 @@
+"""``diff.json``: how a NEW run compares with a BASE run (the typed contract of ``xpu_profiler diff``).
+
+Costs are compared per token of their phase (op time / the phase's tokens), so runs of
+different lengths compare; ``change`` is ``new / base − 1``; ``share_of_change`` is an
+op's part of its phase's whole per-token change (signed: the parts add up to 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import msgspec
+
+from .schema import _Struct
+
+DIFF_SCHEMA = "xpu_profiler.diff"
+DIFF_SCHEMA_VERSION = 1
+
+
+class SettingDelta(_Struct):
+    """An engine or workload setting that differs between the runs."""
+
+    key: str
+    base: Any = None
+    new: Any = None
+
+
+class MetricDelta(_Struct):
+    name: str                      # step_p50_ns, step_p99_ns, per_token_ns, decode_tok_s, ttft_p50_ns, ...
+    phase: Optional[str] = None
+    base: Optional[float] = None
+    new: Optional[float] = None
+    change: Optional[float] = None  # new / base - 1
+    better: str = "lower"          # "lower" or "higher": which direction is an improvement
+    #: per_token_ns only: the op time the change moves at BASE's token count (ns, signed)
+    impact_ns: Optional[float] = None
+
+    @property
+    def regression(self) -> Optional[float]:
+        """How much worse NEW is (positive), or better (negative); None if unknown."""
+        if self.change is None:
+            return None
+        return self.change if self.better == "lower" else -self.change
+
+
+class OpDelta(_Struct):
+    """One fused op or kernel in one phase, per token of that phase."""
+
+    phase: str
+    key: str                       # fused op, or kernel name with its argument list stripped
+    kind: str = "fused_op"         # fused_op or kernel
+    fused_op: str = ""
+    base_per_token_ns: Optional[float] = None
+    new_per_token_ns: Optional[float] = None
+    delta_per_token_ns: Optional[float] = None
+    change: Optional[float] = None
+    share_of_change: Optional[float] = None
+    status: str = "changed"        # changed, unchanged, added, removed
+
+
+class FindingDelta(_Struct):
+    rule: str
+    status: str                    # appeared, disappeared, kept
+    title: str = ""
+    phase: Optional[str] = None
+    base_at_stake_share: Optional[float] = None
+    new_at_stake_share: Optional[float] = None
+
+
+class Gate(_Struct):
+    """``--fail-on``: did a metric regress by more than the threshold?"""
+
+    metric: str
+    phase: Optional[str] = None
+    threshold: float = 0.0         # fraction (0.05 = 5%)
+    regression: Optional[float] = None
+    failed: bool = False
+
+
+class DiffReport(_Struct):
+    schema: str = DIFF_SCHEMA
+    schema_version: int = DIFF_SCHEMA_VERSION
+    base: str = ""
+    new: str = ""
+    base_run: dict[str, Any] = {}
+    new_run: dict[str, Any] = {}
+    settings: list[SettingDelta] = []
+    metrics: list[MetricDelta] = []
+    fused_ops: list[OpDelta] = []  # by |share of change| within each phase
+    kernels: list[OpDelta] = []    # in both runs, largest |delta| first
+    kernels_added: list[OpDelta] = []
+    kernels_removed: list[OpDelta] = []
+    #: kernels below the other run's top-kernels list cannot be said to be gone
+    kernels_unlisted: int = 0
+    findings: list[FindingDelta] = []
+    headline: str = ""             # the largest change, in words
+    headline_phase: Optional[str] = None  # the phase whose per-token change moves the most op time
+    notes: list[str] = []
+    unchanged: bool = False        # no metric or cost moved beyond the noise floor
+    gate: Optional[Gate] = None
+
+
+_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
+def encode_diff(report: DiffReport, indent: int = 1) -> bytes:
+    data = _ENCODER.encode(report)
+    return msgspec.json.format(data, indent=indent) if indent else data
