@@ -222,8 +222,11 @@ def test_small_kernel_storm(runs):
     k = phase(s, "decode").kernels
     assert f.evidence["unit"] == "host_op" and f.evidence["small_share"] > 0.5
     assert f.evidence["per_step"] == k.per_step and f.evidence["dur_p50_ns"] == k.dur_pct_ns[50] < 5000
-    c = runs.summary("compiled")
-    assert "small_kernel_storm" not in rules(c)
+    # silent on a real graph-replayed decode step (SGLang, batch 32: 45% of its kernels
+    # under 5 us); torch.compile on the CPU still runs most of its host ops under 5 us
+    real = ROOT.parent / "shared" / "data" / "real-traces" / "tracelens" / "sglang-qwen3-8b-decode.json.gz"
+    d = analysis.analyze([real])[1]
+    assert phase(d, "decode").kernels.count > 500 and "small_kernel_storm" not in rules(d)
 
 
 def test_warmup_inside_the_window(windows):

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..profile import Profile
 from ..summary import Summary
+from .chrome_device import DEVICE_STEP_TID, MAX_STEP_LANES
 
-FINDINGS_TID = 2
+FINDINGS_TID = DEVICE_STEP_TID + MAX_STEP_LANES  # after the device-step lanes, below the host threads
 MAX_MARKERS = 200  # per finding and rank: a finding seen in every step marks the first ones
 
 _enc = msgspec.json.Encoder()
