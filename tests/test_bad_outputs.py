@@ -632,3 +632,21 @@ def test_live_console_messages_are_escaped(capsys) -> None:
     con.warn("a\rb")
     err = capsys.readouterr().err
     assert err.splitlines() == ["xpu_profiler: model evil\\x1b]0;title\\x07\\u202e", "warning: a\\rb"]
+
+
+def test_view_echoes_the_trace_path_escaped(trace: Path, tmp_path: Path) -> None:
+    res = cli("analyze", trace, "-o", tmp_path, "--format", "perfetto", "-q")
+    assert res.exit_code == 0
+    odd = tmp_path / "run\x1b]0;pwned\x07.json.gz"
+    os.rename(tmp_path / "trace.json.gz", odd)
+    proc = subprocess.Popen([sys.executable, "-m", "xpu_profiler", "view", str(odd), "--no-browser", "--port", "0"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        first = proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=30)
+    assert first.startswith(f"xpu_profiler: serving {tmp_path}/run\\x1b]0;pwned\\x07.json.gz ("), first
+    assert "\x1b" not in first + rest and "\x07" not in first + rest
+    assert "Traceback" not in err

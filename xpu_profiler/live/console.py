@@ -119,12 +119,15 @@ class Console:
     @contextmanager
     def capture(self) -> Iterator["Console"]:
         """Capture for the block; when it fails, what the log says about why is shown."""
+        from ..atomic_write import OutputError
+
         self.start()
         try:
             yield self
-        except Exception:
+        except Exception as e:
             self._end_stage(False)
-            self.explain()
+            if not isinstance(e, OutputError):  # (an output that cannot be written is not vLLM's doing)
+                self.explain()
             raise
         finally:
             self.stop()
