@@ -229,10 +229,10 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     """Compare two runs (each a trace, directory, bundle or summary.json): step time per
     phase, throughput, latency, fused-op and kernel costs per token, findings."""
     from . import findings
+    from .atomic_write import OutputError, check_outputs, write_bytes
     from .diff import compare, gate, load_input
     from .diff.compare import PHASE_METRICS
     from .diff.render import render
-    from .atomic_write import OutputError, check_outputs, write_bytes
     from .exporters.html.diff_page import write_diff
     from .findings.checks_run import LEVELS_WITH_TORCH
     from .summary.diff import encode_diff
