@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from .. import atomic_write
 from ..aggregate.intervals import distinct_rows, lanes
 from ..fmt import place
 from .chrome_device import device_step_tracks, flows
@@ -222,6 +223,4 @@ def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
         with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=1) as gz:  # fast: traces are large
             gz.write(data)
         data = buf.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
+    return atomic_write.write_bytes(path, data)

@@ -133,7 +133,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     if via not in VIAS:
         raise XpuProfilerError(f"--via {via!r}: choose from {', '.join(VIAS)}")
     fmts = list(formats or analysis.DEFAULT_FORMATS)
-    analysis.output_paths(output, fmts)  # bad formats or output before any waiting
+    analysis.check_outputs(output, fmts, [record_dir, trace_dir])  # bad formats or outputs before any waiting
     srv = locate.find_server(url, record_dir)
     model = check_server(srv.url)
     con = Console(quiet=quiet)
@@ -152,7 +152,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
             if steps and summary.totals.steps != steps:
                 summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
                                         f"of the {steps} iterations asked for (it counts empty ones too)")
-            written = analysis.export(prof, summary, output, fmts)
+            written = analysis.export(prof, summary, output, fmts, [profiler_dir, *files])
         con.results(summary, written)
         return 0
     if srv.record_dir is None:
@@ -185,7 +185,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     with con.stage("export"):
         prof = window_profile(win, model)
         summary = analysis.summarize(prof)
-        written = analysis.export(prof, summary, output, fmts)
+        written = analysis.export(prof, summary, output, fmts, [win.dir])
     control_files.remove_window(win.dir, win.id)
     con.results(summary, written)
     return 0
