@@ -208,7 +208,8 @@ class Windows:
         """Once ``batch`` is in the record files: answer for what it holds."""
         traced, self.traced = self.traced, []
         for wid, path, steps in traced:
-            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank}
+            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank,
+                      "dp_rank": REC.dp_rank}
             if path is None:  # (steps: why the window could not run)
                 answer.update(state="failed", reason=steps)
             elif path in (batch.get("torch_windows") or {}):
