@@ -12,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import TraceError
 from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+from .tolerant import merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
 
@@ -37,6 +39,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         except ChunkFailed:
             parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
+    skipped = _skipped(path, parts)
 
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
     rank = int(resolve_rank(path, options, declared) or 0)
@@ -108,9 +111,8 @@ def read(path: Path, options: ReadOptions) -> Profile:
             "t": t[order],
             "value": np.concatenate([c.mem_v for c in parts])[order],
         })
-    odd = sum(c.odd for c in parts)
-    if odd:
-        prof.warn(f"{path.name}: skipped {odd} odd events")
+    for line in skip_lines(path.name, skipped):
+        prof.warn(line)
 
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
     if trace is not None and trace.deviceProperties:
@@ -126,3 +128,21 @@ def read(path: Path, options: ReadOptions) -> Profile:
     if dropped:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped
     return prof
+
+
+def _skipped(path: Path, parts: list) -> dict:
+    """The odd events every chunk skipped, numbered in the whole array; a file whose events
+    were all odd is no usable trace."""
+    offset, found = 0, []
+    for c in parts:
+        if c.skipped:
+            found.append(offset_skips(c.skipped, offset))
+        offset += c.n_events
+    skipped = merge_skips(found)
+    if skipped and sum(len(c.ts_ns) + len(c.mem_t) + len(c.thread_names) + len(c.process_names)
+                       for c in parts) == 0:
+        n = sum(v[0] for v in skipped.values())
+        lines = skip_lines("", skipped)
+        raise TraceError(path, f"not a valid trace: no usable event, all {n} skipped"
+                               f" ({'; '.join(x.removeprefix(': skipped ') for x in lines)})")
+    return skipped
