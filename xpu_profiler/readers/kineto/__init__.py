@@ -17,7 +17,7 @@ from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_ME
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
-from .tolerant import merge_skips, offset_skips, skip_lines
+from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
 
@@ -28,16 +28,24 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
-    trace, raw = top_level(path, data)
+    notes: list[str] = []
     try:
-        parts = decode_all(path, raw)
-    except ChunkFailed:
-        if trace is not None:  # the located array may have been a guess: find it exactly
-            trace, raw = top_level_exact(path, data)
+        trace, raw = top_level(path, data)
+    except TraceError as e:  # NaN, a huge number, an odd top-level field: the tolerant parse
+        if not e.problem.startswith(("malformed JSON", "not a valid trace:")):
+            raise
+        trace, parts, notes = from_document(path, data)
+        raw = None
+    if raw is not None:
         try:
             parts = decode_all(path, raw)
         except ChunkFailed:
-            parts = [decode_whole(path, raw, trace is not None)]
+            if trace is not None:  # the located array may have been a guess: find it exactly
+                trace, raw = top_level_exact(path, data)
+            try:
+                parts = decode_all(path, raw)
+            except ChunkFailed:
+                parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
     skipped = _skipped(path, parts)
 
@@ -56,6 +64,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
     # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
     # Either way the profile's base becomes the first event, so every time starts at 0.
     base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
+    if not 0 <= base_ns < 1 << 62:  # no clock reads that: the times stay relative
+        notes.append(f"{path.name}: ignored baseTimeNanoseconds {str(base_ns)[:24]} (out of range)")
+        base_ns = 0
     mem_t = np.concatenate([c.mem_t for c in parts])
     starts = [int(ts_ns.min())] if n else []
     starts += [int(mem_t.min())] if len(mem_t) else []
@@ -111,7 +122,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
             "t": t[order],
             "value": np.concatenate([c.mem_v for c in parts])[order],
         })
-    for line in skip_lines(path.name, skipped):
+    for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
 
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}

@@ -21,7 +21,7 @@ import msgspec
 
 from ...errors import TraceError
 from .columns import MAX_DUR_US, MAX_US, Cols, columns
-from .schema import Event
+from .schema import Event, Trace
 
 Skips = dict  # kind → [count, first index, first name]
 
@@ -207,9 +207,32 @@ def _name(e) -> str:
     return v if isinstance(v, str) else ""
 
 
-def tolerant_cols(path: Path, data: bytes | memoryview) -> Cols:
+def from_document(path: Path, data: bytes) -> tuple[Trace | None, list[Cols], list[str]]:
+    """A document the typed top-level decode refused (NaN, a number out of range, an odd
+    top-level field): parsed generically; top-level fields of a wrong type are dropped,
+    with a warning each. Broken JSON is a TraceError naming the problem."""
+    doc = generic(path, data)
+    if isinstance(doc, list):
+        return None, [tolerant_cols(path, doc)], []
+    if not isinstance(doc, dict) or "traceEvents" not in doc:
+        raise TraceError(path, "JSON is not a trace (no traceEvents array)")
+    events = doc.pop("traceEvents")
+    if not isinstance(events, list):
+        raise TraceError(path, "not a valid trace: traceEvents is not an array")
+    fields, notes = {}, []
+    for k in Trace.__struct_fields__:
+        if k in doc and k != "traceEvents":
+            try:
+                msgspec.convert({k: doc[k]}, Trace)
+                fields[k] = doc[k]
+            except msgspec.ValidationError:
+                notes.append(f"{path.name}: ignored the odd top-level field {k!r}")
+    return msgspec.convert(fields, Trace), [tolerant_cols(path, events)], notes
+
+
+def tolerant_cols(path: Path, data: bytes | memoryview | list) -> Cols:
     """Columns of a JSON array of events, odd events skipped and counted (``Cols.skipped``)."""
-    values = generic(path, data)
+    values = data if isinstance(data, list) else generic(path, data)
     if not isinstance(values, list):
         raise TraceError(path, "not a valid trace: traceEvents is not an array")
     skips: Skips = {}
