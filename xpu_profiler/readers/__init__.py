@@ -222,15 +222,18 @@ def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None =
             if bundles:
                 found = bundles
             if not found:
-                raise TraceError(p, "directory holds no trace or log file of a supported format")
+                first = f" (first: {unread[0].name}: {why_unreadable(unread[0])})" if unread else ""
+                raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")
             out.extend(found)
         else:
             if p.stat().st_size == 0:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
+            if mod is None and not read_head(p).strip() and not is_gzip(p):
+                raise TraceError(p, "empty file (only whitespace)")
             if mod is None:
-                if is_gzip(p):
-                    read_bytes(p)  # raises with what is wrong with the compressed stream
+                if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
+                    raise TraceError(p, "empty file (nothing inside the gzip)")
                 raise TraceError(p, "not a supported trace or log format "
                                     "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
                                     "an [XPURT_PROF] log or an xpu_profiler bundle)")
@@ -254,8 +257,8 @@ def why_unreadable(path: Path) -> str:
     try:
         if path.stat().st_size == 0:
             return "empty file"
-        if is_gzip(path):
-            read_bytes(path)
+        if is_gzip(path) and not read_bytes(path).strip():
+            return "empty file (nothing inside the gzip)"
     except TraceError as e:
         return e.problem
     except OSError as e:

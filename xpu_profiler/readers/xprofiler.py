@@ -120,7 +120,10 @@ def _num(v) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer of hundreds of digits: out of range, not unusable
+            return 1e308
     elif isinstance(v, str):
         try:
             x = float(v)

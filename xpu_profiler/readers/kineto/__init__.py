@@ -20,6 +20,7 @@ from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
+MAX_RANK = 1 << 20  # a declared rank beyond it is no rank of a real job
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -50,6 +51,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
     skipped = _skipped(path, parts)
 
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
+    if declared is not None and not 0 <= declared < MAX_RANK:
+        notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
+        declared = trace.distributedInfo = None
     rank = int(resolve_rank(path, options, declared) or 0)
 
     prof = Profile()
@@ -150,8 +154,7 @@ def _skipped(path: Path, parts: list) -> dict:
             found.append(offset_skips(c.skipped, offset))
         offset += c.n_events
     skipped = merge_skips(found)
-    if skipped and sum(len(c.ts_ns) + len(c.mem_t) + len(c.thread_names) + len(c.process_names)
-                       for c in parts) == 0:
+    if skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:  # track names alone are nothing
         n = sum(v[0] for v in skipped.values())
         lines = skip_lines("", skipped)
         raise TraceError(path, f"not a valid trace: no usable event, all {n} skipped"

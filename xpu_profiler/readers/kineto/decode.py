@@ -135,7 +135,7 @@ def _decode_chunk(span: tuple[int, int]) -> Cols:
         except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
             events = EVENTS_DECODER.decode(chunk)
         return columns(Path("-"), events)
-    except (msgspec.ValidationError, TraceError):
+    except (msgspec.ValidationError, TraceError, ValueError, TypeError, OverflowError):
         pass  # an odd event in this chunk: the tolerant decode below skips it
     except msgspec.DecodeError:
         pass  # NaN / Infinity (the tolerant decode reads them), or a chunk cut at a bad place
@@ -175,5 +175,5 @@ def decode_whole(path: Path, raw: memoryview, in_object: bool) -> Cols:
     whose errors say what is wrong with the file and whose event numbers are global."""
     try:
         return columns(path, EVENTS_DECODER.decode(raw))
-    except (msgspec.ValidationError, msgspec.DecodeError, TraceError):
+    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
         return tolerant_cols(path, raw)
