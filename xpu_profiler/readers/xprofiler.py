@@ -34,7 +34,6 @@ import math
 import re
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from ..errors import TraceError
@@ -53,7 +52,7 @@ from ..profile import (
 from . import ReadOptions, has_kineto_markers, is_chrome_json, read_bytes, resolve_rank
 from ..kernel_names import demangle_names
 from .kineto.columns import MAX_DUR_US, MAX_US
-from .kineto.tolerant import add_skip, generic, skip_lines
+from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 
 NAME = "xprofiler"
 
@@ -273,7 +272,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
     for i, e in enumerate(events):
         if not isinstance(e, dict):
-            skip("that are not JSON objects", i, e)
+            skip(NOT_OBJECT, i, e)
             continue
         ph = e.get("ph")
         ts = _num(e.get("ts"))

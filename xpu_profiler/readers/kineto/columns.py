@@ -231,6 +231,8 @@ def comm_columns(argss: list[Args]) -> dict:
         vals = _values(picked, _COMM_FIELDS[k])
         try:  # the usual case: plain numbers
             a = np.array(vals, dtype=np.int64)
+            if a.ndim != 1:  # lists among the values
+                raise ValueError
             out[k] = np.where(a < 0, -1, a)
         except (TypeError, ValueError, OverflowError):
             out[k] = np.array(list(map(_count, vals)), dtype=np.int64)

@@ -24,6 +24,7 @@ from .columns import MAX_DUR_US, MAX_US, Cols, columns
 from .schema import Event, Trace
 
 Skips = dict  # kind → [count, first index, first name]
+NOT_OBJECT = "that are not JSON objects"
 
 _EVENT_DECODER = msgspec.json.Decoder(Event)
 _EVENTS_DECODER = msgspec.json.Decoder(list[Event])
@@ -61,6 +62,10 @@ def skip_lines(label: str, skips: Skips) -> list[str]:
     lines = []
     for kind, (n, i, name) in sorted(skips.items(), key=lambda kv: kv[1][1]):
         what = "event" if n == 1 else "events"
+        if n == 1 and kind == NOT_OBJECT:
+            what, kind = "entry", "that is not a JSON object"
+        elif kind == NOT_OBJECT:
+            what = "entries"
         first = f"#{i} {name[:60]!r}" if name else f"#{i}"
         lines.append(f"{label}: skipped {n} {what} {kind} (first: {first})")
     return lines
@@ -118,7 +123,7 @@ def check(e) -> str | None:
     """Why an event is odd (the kind of a skip), or None for a usable event. Fixes in place
     what is merely loose (an id of a wrong type is taken as absent)."""
     if not isinstance(e, dict):
-        return "that are not JSON objects"
+        return NOT_OBJECT
     ph = e.get("ph")
     if ph is None:
         return "with no 'ph' field"
