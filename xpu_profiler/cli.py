@@ -198,6 +198,10 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
         for w in summary.warnings:
             click.echo(f"warning: {fmt.plain(w)}", err=True)
         click.echo("")
+    else:  # quiet, but an input left out is never left unsaid
+        for w in summary.warnings:
+            if any(w.startswith(f"{d.path}: dropped") for d in summary.dropped_inputs):
+                click.echo(f"warning: {fmt.plain(w)}", err=True)
     _wrote(written)
     sys.stdout.flush()
 
