@@ -54,8 +54,9 @@ def _cli(*args, timeout=300):
 
 
 class Server:
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, args: tuple[str, ...] = (), env: dict | None = None):
         self.tmp = tmp
+        self.args, self.env = list(args), dict(env or {})
         self.dir = tmp / "records"
         self.vllm_dir = self.dir / "vllm_profile"
         self.cache = tmp / "cache"
@@ -69,7 +70,7 @@ class Server:
 
     def start(self) -> None:
         env = vllm_env(self.cache, XPU_PROFILER_DIR=str(self.dir), XPU_PROFILER_LEVEL="standard",
-                       XPU_PROFILER_STEPS=f"{ENV_WINDOW[0]}:{ENV_WINDOW[1]}")
+                       XPU_PROFILER_STEPS=f"{ENV_WINDOW[0]}:{ENV_WINDOW[1]}", **self.env)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.tmp / f"serve-{self.port}.log"
@@ -79,7 +80,7 @@ class Server:
                 [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
                  "--load-format", "dummy", "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),
                  "--max-model-len", "256", "--max-num-batched-tokens", "64", "--gpu-memory-utilization", "0.2",
-                 "--profiler-config", profiler],
+                 "--profiler-config", profiler, *self.args],
                 env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 300
         while True:
