@@ -324,6 +324,44 @@ def test_output_dir_holding_the_input_is_refused(trace: Path, tmp_path: Path) ->
     assert sorted(os.listdir(tmp_path)) == ["trace.json.gz"]
 
 
+def test_a_directory_analysed_into_itself_again(trace: Path, tmp_path: Path) -> None:
+    """`analyze DIR -o DIR` twice: the earlier outputs are no inputs (not read back as one
+    more rank, free to be replaced), and what is left out is said."""
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "rank0.json").write_bytes(trace.read_bytes())
+    first = cli("analyze", d, "-o", d, "-q")
+    assert first.exit_code == 0, first.stderr
+    s1 = json.loads((d / "summary.json").read_text())
+    again = cli("analyze", d, "-o", d, "-q")
+    assert again.exit_code == 0, again.stderr
+    s2 = json.loads((d / "summary.json").read_text())
+    assert s1["totals"]["ranks"] == s2["totals"]["ranks"] == 1
+    assert s2["totals"]["events"] == s1["totals"]["events"]
+    assert s2["warnings"] == [f"{d / 'trace.json.gz'}: skipped (an earlier xpu_profiler output: its summary.json is beside it)"]
+    assert (d / "rank0.json").read_bytes() == trace.read_bytes()
+
+
+def test_analyze_dot_twice_with_the_default_output_inside(trace: Path, tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_bytes(trace.read_bytes())
+    before = sha(tmp_path / "rank0.json")
+    for _ in range(2):
+        res = child("analyze", ".", "-q", "--format", "perfetto,json", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+    s = json.loads((tmp_path / "xpu_profiler_out" / "summary.json").read_text())
+    assert s["totals"]["ranks"] == 1 and sha(tmp_path / "rank0.json") == before
+
+
+def test_an_earlier_trace_named_as_the_input_stays_protected(trace: Path, tmp_path: Path) -> None:
+    """Named on the command line, our own trace is an input like any other."""
+    assert cli("analyze", trace, "-o", tmp_path, "-q").exit_code == 0
+    before = sha(tmp_path / "trace.json.gz")
+    res = cli("analyze", tmp_path / "trace.json.gz", "-o", tmp_path, "-q")
+    assert res.exit_code == 2
+    one_error_line(res.stderr, str(tmp_path / "trace.json.gz"), "overwrite the input")
+    assert sha(tmp_path / "trace.json.gz") == before
+
+
 @pytest.mark.parametrize("link", ["symlink", "hardlink"])
 def test_output_linked_to_the_input_is_refused(link: str, trace: Path, tmp_path: Path) -> None:
     inp = tmp_path / "input.json"

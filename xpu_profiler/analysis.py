@@ -16,7 +16,7 @@ from .errors import XpuProfilerError
 from .findings import FindingsConfig
 from .fmt import plain
 from .profile import Profile
-from .readers import ReadOptions
+from .readers import ReadOptions, own_outputs
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
 from .taxonomy import Taxonomy
 
@@ -88,9 +88,10 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
 def check_outputs(output: str | Path, formats: Sequence[str], inputs: Iterable[str | Path | None] = ()
                   ) -> dict[str, Path]:
     """``output_paths``, refused before any work when one cannot be written (its parent is
-    a file, it is a directory, its name is too long) or would replace one of ``inputs``."""
+    a file, it is a directory, its name is too long) or would replace one of ``inputs``
+    (an earlier analysis's outputs in an input directory are no inputs)."""
     paths = output_paths(output, formats)
-    atomic_write.check_outputs(paths, inputs)
+    atomic_write.check_outputs(paths, inputs, own_outputs.our_files)
     return paths
 
 

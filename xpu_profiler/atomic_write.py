@@ -20,7 +20,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Mapping
+from typing import IO, Callable, Iterable, Iterator, Mapping
 
 from .errors import XpuProfilerError
 from .fmt import plain
@@ -93,8 +93,10 @@ def check_target(path: Path) -> os.stat_result | None:
         return None
 
 
-def input_identities(inputs: Iterable[str | os.PathLike | None]) -> dict[tuple[int, int], str]:
-    """(device, inode) → path of every input file, and of every file under an input directory."""
+def input_identities(inputs: Iterable[str | os.PathLike | None],
+                     not_inputs: Callable[[list[Path]], set[Path]] | None = None) -> dict[tuple[int, int], str]:
+    """(device, inode) → path of every input file, and of every file under an input
+    directory but those ``not_inputs`` picks out of a directory's files."""
     ids: dict[tuple[int, int], str] = {}
     for p in inputs:
         if p is None:
@@ -106,8 +108,11 @@ def input_identities(inputs: Iterable[str | os.PathLike | None]) -> dict[tuple[i
             continue  # a missing input is the reader's to report
         if stat.S_ISDIR(st.st_mode):
             for root, _dirs, files in os.walk(p):
+                skip = not_inputs([Path(root, f) for f in files]) if not_inputs else set()
                 for f in files:
                     full = os.path.join(root, f)
+                    if Path(full) in skip:
+                        continue
                     try:
                         fst = os.stat(full)
                     except OSError:
@@ -119,9 +124,11 @@ def input_identities(inputs: Iterable[str | os.PathLike | None]) -> dict[tuple[i
 
 
 def check_outputs(paths: Mapping[str, Path] | Iterable[Path],
-                  inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+                  inputs: Iterable[str | os.PathLike | None] = (),
+                  not_inputs: Callable[[list[Path]], set[Path]] | None = None) -> None:
     """Refuse, before any work, outputs that cannot be written and outputs that would
-    replace an input (the same file, through any link)."""
+    replace an input (the same file, through any link; ``not_inputs``: see
+    ``input_identities``)."""
     targets = list(paths.values()) if isinstance(paths, Mapping) else list(paths)
     ids = None
     for path in targets:
@@ -129,7 +136,7 @@ def check_outputs(paths: Mapping[str, Path] | Iterable[Path],
         if st is None:
             continue
         if ids is None:
-            ids = input_identities(inputs)
+            ids = input_identities(inputs, not_inputs)
         hit = ids.get((st.st_dev, st.st_ino))
         if hit is not None:
             same = os.path.abspath(hit) == os.path.abspath(path)

@@ -32,6 +32,7 @@ from typing import Callable, Iterable
 
 from ..errors import TraceError
 from ..profile import Profile
+from . import own_outputs
 
 HEAD_BYTES = 64 * 1024
 
@@ -183,7 +184,8 @@ def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
 
 
 def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None = None,
-           in_dirs: set[Path] | None = None) -> list[tuple[Path, ModuleType]]:
+           in_dirs: set[Path] | None = None,
+           skipped: list[tuple[Path, str]] | None = None) -> list[tuple[Path, ModuleType]]:
     """Resolve files and directories into (file, reader) pairs.
 
     A directory contributes itself as one input when a directory-level reader claims
@@ -195,6 +197,8 @@ def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None =
     in the name, or the same kind of name as a trace found beside them) but are no
     readable trace (empty, garbage, corrupt gzip) go there with the reason, instead of
     vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
+    A trace we wrote there ourselves (``own_outputs``) is left out when the directory
+    holds other traces; ``skipped``: when a list, those go there with the reason.
     """
     out: list[tuple[Path, ModuleType]] = []
     for raw in paths:
@@ -212,6 +216,12 @@ def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None =
                     found.append((f, mod))
                 else:
                     unread.append(f)
+            ours = own_outputs.our_files([f for f, _ in found] + unread)
+            unread = [f for f in unread if f not in ours]  # our summary, report, table: no traces
+            if ours and any(f not in ours for f, _ in found):
+                if skipped is not None:
+                    skipped.extend((f, own_outputs.REASON) for f, _ in found if f in ours)
+                found = [x for x in found if x[0] not in ours]
             if dropped is not None and found:
                 dropped.extend((f, why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
             if in_dirs is not None:
@@ -300,8 +310,9 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
             profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
     else:
         dropped_files: list[tuple[Path, str]] = []
+        skipped_files: list[tuple[Path, str]] = []
         in_dirs: set[Path] = set()
-        found = expand(paths, dropped_files, in_dirs)
+        found = expand(paths, dropped_files, in_dirs, skipped_files)
         tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs)
                            for path, mod in found])
         jobs = jobs or engines.default_jobs(len(tasks))
@@ -332,6 +343,8 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
         raise TraceError(drops[0]["path"], drops[0]["reason"])
     merged = Profile.merge(kept_profiles)
     _note_dropped(merged, drops)
+    for path, why in (skipped_files if name != "ray" else []):
+        merged.warn(f"{path}: skipped ({why})")
     return merged
 
 
