@@ -163,3 +163,18 @@ def test_bad_taxonomy_file(tmp_path: Path) -> None:
     res = run_cli("analyze", str(path), "--taxonomy", str(tax), cwd=tmp_path)
     assert res.returncode == 2
     assert str(tax) in res.stderr and "unknown fused op 'warp_drive'" in res.stderr
+
+
+def test_a_rank_named_text_file_beside_the_traces_is_no_dropped_rank(tmp_path):
+    """vLLM's profiler writes `rank0.profiler_out.txt` (its op table) beside each trace:
+    not a trace of rank 0, so nothing is said to be missing."""
+    from xpu_profiler import analysis
+
+    real = Path(__file__).parent / "data" / "tracelens" / "vllm_decode_full" / "graph_execution.json.gz"
+    (tmp_path / "rank0.pt.trace.json.gz").write_bytes(real.read_bytes())
+    (tmp_path / "rank0.profiler_out.txt").write_text("Name  Self CPU %  Self CPU\n----\n")
+    (tmp_path / "rank1.pt.trace.json.gz").write_bytes(b"")  # a broken trace of rank 1 is said
+    _, s = analysis.analyze([tmp_path])
+    assert [d.path for d in s.dropped_inputs] == [str(tmp_path / "rank1.pt.trace.json.gz")]
+    assert [w for w in s.warnings if "dropped" in w] == [
+        f"{tmp_path / 'rank1.pt.trace.json.gz'}: dropped (empty file); rank 1 is missing from the analysis"]

@@ -688,3 +688,18 @@ def test_view_echoes_the_trace_path_escaped(trace: Path, tmp_path: Path) -> None
     assert first.startswith(f"xpu_profiler: serving {tmp_path}/run\\x1b]0;pwned\\x07.json.gz ("), first
     assert "\x1b" not in first + rest and "\x07" not in first + rest
     assert "Traceback" not in err
+
+
+def test_a_device_spec_holds_for_its_command_only(trace: Path, tmp_path: Path) -> None:
+    """In one process (the Python API, a notebook), --device-spec of one command does not
+    change the peaks the next one uses."""
+    from xpu_profiler import devices
+
+    before = devices.SPECS["cpu"]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"cpu": {"peak_flops": {"fp32": 1e12}, "mem_bw_bytes_s": 1e11}}))
+    res = cli("analyze", trace, "--device-spec", spec, "-o", tmp_path / "a", "--format", "json", "-q")
+    assert res.exit_code == 0, res.stderr
+    res = cli("--model", "tiny-llama", "--device", "cpu", "--device-spec", spec, "--output", spec)
+    assert res.exit_code == 2  # refused (the output is the spec), after the spec was read
+    assert devices.SPECS["cpu"] is before and devices.SPECS["cpu"].peak_flops == {}

@@ -102,11 +102,11 @@ def main(ctx: click.Context, **options) -> None:
         click.echo(ctx.get_help())
         ctx.exit(0)
     try:
-        from . import findings
+        from . import devices, findings
         from .live.run import run_from_cli
 
         cfg = findings.load_config(options["findings_config"]) if options.get("findings_config") else findings.current()
-        with findings.using(cfg):
+        with findings.using(cfg), devices.spec_overrides(options.get("device_spec")):
             code = run_from_cli(**{k: v for k, v in options.items() if k != "findings_config"})
     except XpuProfilerError as e:
         _fail(e)
@@ -167,8 +167,8 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
 
         fcfg = findings.load_config(findings_config) if findings_config else None
         ref = load_input(baseline) if baseline else None
-        if device_spec:
-            devices.load_spec_overrides(device_spec)
+        if device_spec:  # for this command only
+            click.get_current_context().with_resource(devices.spec_overrides(device_spec))
         tax = Taxonomy.from_file(taxonomy) if taxonomy else None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]

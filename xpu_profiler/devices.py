@@ -7,11 +7,13 @@ memory is read through the ``torch.cuda`` API there).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from .errors import DeviceError, XpuProfilerError
 
@@ -234,6 +236,19 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
         fields["source"] = fields.get("source") or f"override from {p.name}"
         SPECS[key] = DeviceSpec(**fields)
     return SPECS
+
+
+@contextlib.contextmanager
+def spec_overrides(path: str | Path | None) -> Iterator[dict[str, DeviceSpec]]:
+    """SPECS with the overrides of ``path`` (``load_spec_overrides``) inside the block, the
+    table as it was after it: a ``--device-spec`` holds for one command, not for the
+    process (the Python API and in-process callers run many)."""
+    saved = dict(SPECS)
+    try:
+        yield load_spec_overrides(path) if path else SPECS
+    finally:
+        SPECS.clear()
+        SPECS.update(saved)
 
 
 def spec_for(info: DeviceInfo) -> DeviceSpec | None:

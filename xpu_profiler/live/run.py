@@ -63,7 +63,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     mets = options.parse_metrics(metrics)
     level = options.check_level(detail_level)
     options.check_workload(num_prompts, input_len, output_len, warmup_steps, profile_steps)
-    if device_spec:
+    if device_spec:  # (inside the command's devices.spec_overrides: restored after the run)
         devices.load_spec_overrides(device_spec)
     info = devices.detect(device)
     model_path, is_builtin = resolve_model(model)

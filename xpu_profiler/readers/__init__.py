@@ -257,9 +257,17 @@ def _kind_of_name(path: Path) -> str:
     return name[name.find("."):] if "." in name else ""
 
 
+#: endings of the names traces and logs have (a file with a rank in its name but another
+#: ending, vLLM's `rank0.profiler_out.txt` table, is no trace of that rank)
+TRACE_ENDINGS = (".json", ".json.gz", ".gz", ".log", ".npz", ".jsonl")
+
+
 def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
     kinds = {_kind_of_name(f) for f, _ in found if f.is_file()}
-    return rank_from_name(path) is not None or (_kind_of_name(path) in kinds and _kind_of_name(path) != "")
+    kind = _kind_of_name(path)
+    if kind != "" and kind in kinds:
+        return True
+    return rank_from_name(path) is not None and path.name.lower().endswith(TRACE_ENDINGS)
 
 
 def why_unreadable(path: Path) -> str:
