@@ -1,7 +1,9 @@
 """PyTorch profiler (Kineto) Chrome traces: `*.pt.trace.json[.gz]`, vLLM profiler dirs.
 
-Reading goes in three steps, one module each: ``decode`` finds the events array and
-decodes it in chunks (in parallel for large files) with the typed ``schema``;
+Reading goes in three steps, one module each: ``stream`` reads the file in blocks and
+decodes its events in chunks cut between two events as they come (in parallel for
+large files) with the typed ``schema``; a file it cannot take is read whole, and
+``decode`` finds the events array in it and decodes it in chunks;
 ``columns`` pulls numpy columns out of each chunk; ``read`` here joins the chunks into
 one Profile on one time base.
 """
@@ -16,6 +18,7 @@ from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_ME
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+from .stream import read_streamed
 
 NAME = "kineto"
 
@@ -25,7 +28,14 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
-    data = read_bytes(path, options.progress)
+    streamed = read_streamed(path, options.progress)
+    trace, parts = streamed if streamed is not None else _read_whole(path, options)
+    return _assemble(path, options, trace, parts)
+
+
+def _read_whole(path: Path, options: ReadOptions) -> tuple:
+    """The whole (decompressed) file in memory: for files the stream cannot take."""
+    data = read_bytes(path)
     trace, raw = top_level(path, data)
     try:
         parts = decode_all(path, raw)
@@ -37,7 +47,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
         except ChunkFailed:
             parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
+    return trace, parts
 
+
+def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
     rank = int(resolve_rank(path, options, declared) or 0)
 
