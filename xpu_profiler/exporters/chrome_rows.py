@@ -44,17 +44,21 @@ class Rows:
 
     # -- sources ------------------------------------------------------------------------
 
-    def set_slices(self, name_json: dict[int, bytes], name: np.ndarray, pid: np.ndarray, tid: np.ndarray,
-                   start: np.ndarray, dur: np.ndarray, kind: np.ndarray, kind_names: list[str],
-                   fused: np.ndarray, fused_names: list[str], step: np.ndarray, phase: np.ndarray,
-                   phase_names: list[str], corr: np.ndarray, corr_max: int) -> None:
-        has_step = step >= 0
-        has_corr = (corr >= 0) & (corr < corr_max)
-        variant = has_step.astype(np.int64) + 2 * has_corr
+    def set_slices(self, ev, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray, name_json: dict[int, bytes],
+                   kind_names: list[str], fused_names: list[str], phase_names: list[str], corr_max: int) -> None:
+        """Slices: rows ``idx`` of the event columns ``ev``, on tracks ``tid`` of processes ``pid``.
+        The columns are read per chunk through ``idx``: nothing per slice is copied but its
+        row, track and template."""
+        step, corr = ev["step"][idx], ev["corr"][idx]
+        variant = (step >= 0).astype(np.int64) + 2 * ((corr >= 0) & (corr < corr_max))
+        del step, corr
         # one template per distinct (name, pid, kind, fused, variant); phase is an arg
-        code = ((((name.astype(np.int64) << 12) + pid) << 4) + kind) << 10
-        code = (code + (fused.astype(np.int64) + 1)) * 4 + variant
+        code = ((((ev["name"][idx].astype(np.int64) << 12) + pid) << 4) + ev["kind"][idx]) << 10
+        code += ev["fused"][idx].astype(np.int64) + 1
+        code = code * 4 + variant
+        del variant
         uniq_code, key = np.unique(code, return_inverse=True)
+        del code
         uniq = np.stack([uniq_code >> 28, (uniq_code >> 16) & 0xFFF, (uniq_code >> 12) & 0xF,
                          ((uniq_code >> 2) & 0x3FF) - 1, uniq_code & 3], axis=1)
         fmts = []
@@ -66,16 +70,18 @@ class Rows:
                         + b',"tid":%d,"ts":%d.%03d,"dur":%d.%03d,"args":{' + _pct(args) + _VARIANT_TAIL[v] + b"}}")
         self.s_fmt = fmts
         self.s_key = key.reshape(-1).astype(np.int32)
-        self.s_variant = uniq[:, 4][self.s_key] if len(uniq) else np.zeros(0, np.int64)
-        self.s_tid, self.s_start, self.s_dur = tid, start, dur
-        self.s_step, self.s_corr = step, corr
+        del key
+        self.s_variant = uniq[:, 4].astype(np.int8)[self.s_key] if len(uniq) else np.zeros(0, np.int8)
+        self.s_idx, self.s_tid = idx, tid
+        self.s_start, self.s_dur, self.s_step, self.s_corr = ev["start"], ev["dur"], ev["step"], ev["corr"]
         self.s_phase = [p.encode() for p in phase_names]
-        self.s_phase_col = phase
+        self.s_phase_col = ev["phase"]
 
     def set_flows(self, src_ts: np.ndarray, src_pid: np.ndarray, src_tid: np.ndarray,
                   dev_ts: np.ndarray, dev_pid: np.ndarray, dev_tid: np.ndarray) -> None:
         """Flow pairs: row 2i is pair i's start, 2i+1 its end (ids 1, 2, ...)."""
-        self.f_cols = (src_ts, src_pid, src_tid, dev_ts, dev_pid, dev_tid)
+        self.f_cols = (src_ts, src_pid.astype(np.int32), src_tid.astype(np.int32),
+                       dev_ts, dev_pid.astype(np.int32), dev_tid.astype(np.int32))
 
     def set_counters(self, name_json: dict[int, bytes], name: np.ndarray, pid: np.ndarray, t: np.ndarray,
                      value: np.ndarray) -> None:
@@ -98,12 +104,13 @@ class Rows:
             if not len(pos):
                 continue
             r = rows[pos]
-            cols = [self.s_tid[r].tolist(), *_split_us(self.s_start[r]), *_split_us(self.s_dur[r])]
+            e = self.s_idx[r]  # event rows
+            cols = [self.s_tid[r].tolist(), *_split_us(self.s_start[e]), *_split_us(self.s_dur[e])]
             if v & 1:
-                cols.append(self.s_step[r].tolist())
-                cols.append(list(map(self.s_phase.__getitem__, self.s_phase_col[r].tolist())))
+                cols.append(self.s_step[e].tolist())
+                cols.append(list(map(self.s_phase.__getitem__, self.s_phase_col[e].tolist())))
             if v & 2:
-                cols.append(self.s_corr[r].tolist())
+                cols.append(self.s_corr[e].tolist())
             fmts = map(self.s_fmt.__getitem__, self.s_key[r].tolist())
             out[pos] = list(map(bytes.__mod__, fmts, zip(*cols)))
         return out.tolist()

@@ -101,20 +101,21 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
                          "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"}})
             meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
 
+    del is_dev, device, track, by_track, inv
     enc = _encoder.encode
     rows = Rows()
-    name_col = ev["name"][idx]
-    name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(name_col)}
-    pid_col = np.array([pid_of[r] for r in ranks], np.int64)[np.searchsorted(np.array(ranks), rank)] \
-        if len(idx) else np.zeros(0, np.int64)
-    rows.set_slices(name_json, name_col, pid_col, tid, start.astype(np.int64), dur.astype(np.int64),
-                    ev["kind"][idx], list(KINDS), ev["fused"][idx], list(FUSED_OPS),
-                    ev["step"][idx].astype(np.int64), ev["phase"][idx], list(PHASES),
-                    ev["corr"][idx].astype(np.int64), JS_SAFE)
+    name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
+    pid_col = np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)] \
+        if len(idx) else np.zeros(0, np.int32)
+    del rank
+    tid = tid.astype(np.int32)
+    rows.set_slices(ev, idx.astype(np.int32), tid, pid_col, name_json, list(KINDS), list(FUSED_OPS), list(PHASES),
+                    JS_SAFE)
     texts: list[str] = []  # the few events formatted one by one
     append = texts.append
     kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [start], [dur]
     flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
+    del idx, pid_col
     rows.set_flows(*flow)
     flow_ts = np.empty(2 * len(flow[0]), np.int64)
     flow_ts[0::2], flow_ts[1::2] = flow[0], flow[3]
@@ -185,15 +186,18 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     dur_all.append(np.zeros(len(f_ts), np.int64))
 
     kind_cat = np.concatenate(kinds_all)
-    ts_cat, dur_cat = np.concatenate(ts_all).astype(np.int64), np.concatenate(dur_all).astype(np.int64)
-    order = np.lexsort((-dur_cat, ts_cat))  # by ts, longer first: parents before children
-    del ts_cat, dur_cat
+    ts_cat = np.concatenate(ts_all).astype(np.int64)
+    del ts_all, start
+    neg_dur = -np.concatenate(dur_all).astype(np.int64)
+    del dur_all, dur
+    order = np.lexsort((neg_dur, ts_cat))  # by ts, longer first: parents before children
+    del ts_cat, neg_dur
     # each row's place in its own source: sources are contiguous in kind_cat except the
     # texts, which are numbered across their blocks in the order they were appended
-    row_in = np.empty(len(kind_cat), np.int64)
+    row_in = np.empty(len(kind_cat), np.int32)
     for k in (S_SLICE, S_FLOW, S_TEXT, S_COUNTER):
         m = np.flatnonzero(kind_cat == k)
-        row_in[m] = np.arange(len(m))
+        row_in[m] = np.arange(len(m), dtype=np.int32)
     rows.kind, rows.row = kind_cat[order], row_in[order]
     rows.texts = [t.encode() for t in texts]
     return meta, rows

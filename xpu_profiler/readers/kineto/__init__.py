@@ -59,7 +59,15 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
     # chunk-local string ids → profile ids, in chunk order (same ids as one sequential pass)
     name_ids = [strings.intern_many(c.names)[c.name_ids] if len(c.name_ids) else c.name_ids for c in parts]
     cat_ids = [strings.intern_many(c.cats)[c.cat_ids] if len(c.cat_ids) else c.cat_ids for c in parts]
-    cat = lambda k: np.concatenate([getattr(c, k) for c in parts])  # noqa: E731
+
+    def cat(k: str) -> np.ndarray:
+        """A column of every chunk joined; the chunks' own copies go (peak memory)."""
+        out = np.concatenate([getattr(c, k) for c in parts])
+        if k != "ts_ns":  # chunk lengths are read from ts_ns below
+            for c in parts:
+                setattr(c, k, out[:0])
+        return out
+
     kind, ts_ns, dur_ns, pid, tid = cat("kind"), cat("ts_ns"), cat("dur_ns"), cat("pid"), cat("tid")
     n = len(ts_ns)
 
