@@ -50,12 +50,13 @@ class Rows:
         The columns are read per chunk through ``idx``: nothing per slice is copied but its
         row, track and template."""
         step, corr = ev["step"][idx], ev["corr"][idx]
-        variant = (step >= 0).astype(np.int64) + 2 * ((corr >= 0) & (corr < corr_max))
+        variant = (step >= 0).astype(np.int8) + np.int8(2) * ((corr >= 0) & (corr < corr_max))
         del step, corr
         # one template per distinct (name, pid, kind, fused, variant); phase is an arg
-        code = ((((ev["name"][idx].astype(np.int64) << 12) + pid) << 4) + ev["kind"][idx]) << 10
-        code += ev["fused"][idx].astype(np.int64) + 1
-        code = code * 4 + variant
+        code = ev["name"][idx].astype(np.int64)  # in place: no temporaries of the full length
+        for bits, col in ((12, pid), (4, ev["kind"][idx]), (10, ev["fused"][idx] + 1), (2, variant)):
+            code <<= bits
+            code += col
         del variant
         uniq_code, key = np.unique(code, return_inverse=True)
         del code

@@ -70,22 +70,21 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     timed = ev["start"] >= 0
     host_ann = (ev["kind"] == K_ANNOTATION) & (ev["device"] < 0)
     idx = np.flatnonzero(timed & ((ev["kind"] != K_ANNOTATION) | host_ann))  # no gpu_user_annotation twins
-    rank = ev["rank"][idx].astype(np.int64)
-    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int64)
-    device = ev["device"][idx].astype(np.int64)
-    track = ev["track"][idx]
-    start = ev["start"][idx]
-    dur = ev["dur"][idx]
+    rank = ev["rank"][idx]
+    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
 
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
-    uniq, inv = distinct_rows(rank, is_dev, device, track)
+    uniq, inv = distinct_rows(rank, is_dev, ev["device"][idx], ev["track"][idx])
+    del is_dev
     by_track = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[by_track], np.arange(len(uniq) + 1))
-    tid = np.zeros(len(idx), np.int64)
+    del inv
+    tid = np.zeros(len(idx), np.int32)
+    ev_start, ev_end = ev["start"], ev["start"] + ev["dur"]
     next_tid: dict[tuple[int, int], int] = {}
     for u, (r, dev, d, tr) in enumerate(uniq.tolist()):
         m = by_track[bounds[u]:bounds[u + 1]]
-        lane_of = lanes(start[m], start[m] + dur[m], MAX_DEPTH)
+        lane_of = lanes(ev_start[idx[m]], ev_end[idx[m]], MAX_DEPTH)
         n_lanes = int(lane_of.max()) + 1 if len(lane_of) else 1
         base = (DEVICE_TID0 if dev else HOST_TID0) + next_tid.get((r, dev), 0)
         next_tid[(r, dev)] = next_tid.get((r, dev), 0) + n_lanes
@@ -101,19 +100,18 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
                          "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"}})
             meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
 
-    del is_dev, device, track, by_track, inv
+    del by_track, ev_end
     enc = _encoder.encode
     rows = Rows()
     name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
     pid_col = np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)] \
         if len(idx) else np.zeros(0, np.int32)
     del rank
-    tid = tid.astype(np.int32)
     rows.set_slices(ev, idx.astype(np.int32), tid, pid_col, name_json, list(KINDS), list(FUSED_OPS), list(PHASES),
                     JS_SAFE)
     texts: list[str] = []  # the few events formatted one by one
     append = texts.append
-    kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [start], [dur]
+    kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [ev_start[idx]], [ev["dur"][idx]]
     flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
     del idx, pid_col
     rows.set_flows(*flow)
@@ -187,9 +185,9 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
 
     kind_cat = np.concatenate(kinds_all)
     ts_cat = np.concatenate(ts_all).astype(np.int64)
-    del ts_all, start
+    del ts_all
     neg_dur = -np.concatenate(dur_all).astype(np.int64)
-    del dur_all, dur
+    del dur_all
     order = np.lexsort((neg_dur, ts_cat))  # by ts, longer first: parents before children
     del ts_cat, neg_dur
     # each row's place in its own source: sources are contiguous in kind_cat except the
