@@ -56,6 +56,10 @@ def _step_window(profile: Profile, lo: int | None, hi: int | None) -> np.ndarray
         chosen &= sid >= lo
     if hi is not None:
         chosen &= sid < hi
+    if not chosen.any():
+        have = f"steps {int(sid.min())} to {int(sid.max())}" if len(sid) else "no engine steps"
+        raise XpuProfilerError(f"--steps {'' if lo is None else lo}:{'' if hi is None else hi}: "
+                               f"no engine step in that range (the trace has {have})")
     ev = profile.events
     inside = np.zeros(len(ev), bool)
     for r in np.unique(steps["rank"][chosen]).tolist():
