@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,21 +35,26 @@ CASES = {
                          "no 'dur' field"),
     "missing_ph.json": (trace({"cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 1}),
                         "no 'ph' field"),
-    "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "dur 'long' is not a number"),
+    "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "1 event with a non-numeric 'dur' (first: #0 'k')"),
     "wrong_type_pid.json": (trace({**GOOD_EVENT, "pid": [1]}), "pid"),
     "absurd_ts.json": (trace({**GOOD_EVENT, "ts": 1e300}), "time out of range"),
     "deep.json": (b'{"traceEvents": [' + b"[" * 100000 + b"]" * 100000 + b"]}", "nested too deeply"),
     "wrong_type_name.json": (trace({**GOOD_EVENT, "name": 12}), "name"),
-    "nan.json": (trace(GOOD_EVENT)[:-2] + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}]}',
-                 "malformed JSON"),
+    "nan.json": (trace({**GOOD_EVENT, "dur": 1})[:-2] + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, '
+                                                        b'"dur": NaN}]}'[:-1], "truncated JSON"),
+    "garbage_json.json": (trace(GOOD_EVENT)[:-3] + b"@@@}]}", "malformed JSON"),
     "negative.json": (trace({**GOOD_EVENT, "dur": -5.0}), "negative duration"),
     "binary.bin": (bytes(range(256)) * 4, "not a supported"),
     "text.log": ("just some log line\nanother one\n".encode(), "not a supported"),
 }
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], cwd=cwd,
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, whatever the cwd
+    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -89,7 +95,23 @@ def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
                                         "args": {"Total Allocated": 10}}))
     res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "skipped 1 odd events" in res.stderr
+    assert "warning: odd.json: skipped 1 event with odd [memory] args (no usable time) (first: #1 '[memory]')" \
+        in res.stderr.splitlines()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["totals"]["device_kernel_ns"] == 2000
+
+
+def test_nan_and_negative_events_are_skipped_by_kind(tmp_path: Path) -> None:
+    """NaN (which Python and Perfetto read) and negative durations: skipped, one warning per kind."""
+    path = tmp_path / "nan.json"
+    odd = b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}'
+    neg = json.dumps({**GOOD_EVENT, "name": "odd_kernel", "dur": -3}).encode()
+    path.write_bytes(trace(GOOD_EVENT)[:-2] + odd + b", " + neg + b", " + neg + b"]}")
+    res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    warnings = [x for x in res.stderr.splitlines() if x.startswith("warning:")]
+    assert warnings == ["warning: nan.json: skipped 1 event with a non-finite time (NaN or Infinity) (first: #1 'n')",
+                        "warning: nan.json: skipped 2 events with a negative duration (first: #2 'odd_kernel')"]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["totals"]["device_kernel_ns"] == 2000
 

@@ -9,8 +9,8 @@ The engine runs are few and shared (module fixtures, started on first use):
 - ``big``: the same with max_num_batched_tokens 1024 (the diff pair of ``small``);
 - ``compiled``: ``small`` without --enforce-eager (vLLM's torch.compile'd model);
 - ``kv``: a KV cache of 8 blocks of 32 tokens for 12 requests of 96 tokens (preemptions);
-- ``moe``: tiny-moe, 32 requests for max_num_seqs 16, and a findings config switching one
-  rule off;
+- ``moe``: tiny-moe with experts 8x wider and top-4 routing (the expert GEMMs outweigh the
+  rest), 32 requests for max_num_seqs 16, and a findings config switching one rule off;
 - ``vocab``: tiny-llama cut to one layer with a 32k vocabulary (a small model with a large
   vocabulary: the lm_head outweighs the layers);
 - ``windows``: one engine, four profiled windows (tests/findings_workload.py);
@@ -46,7 +46,7 @@ RUNS = {
     "kv": ["--model", "tiny-llama", "--device", "cpu", "--num-prompts", "12", "--input-len", "48",
            "--output-len", "48", "--max-model-len", "128", "--engine-arg", "num_gpu_blocks_override=8",
            "--engine-arg", "block_size=32"],
-    "moe": ["--model", "tiny-moe", "--device", "cpu", "--num-prompts", "32", "--input-len", "32",
+    "moe": ["--load-format", "dummy", "--device", "cpu", "--num-prompts", "32", "--input-len", "32",
             "--output-len", "16", "--engine-arg", "max_num_seqs=16"],
     "vocab": ["--load-format", "dummy", "--device", "cpu", "--num-prompts", "8", "--input-len", "32",
               "--output-len", "16"],
@@ -75,16 +75,18 @@ class Runs:
             if name == "moe":
                 (out / "findings.toml").write_text(MOE_CONFIG)
                 args += ["--findings-config", out / "findings.toml"]
-            if name == "vocab":
-                args += ["--model", self._big_vocab_model()]
+            if name == "vocab":  # one layer, 32768 tokens: the output head weighs
+                args += ["--model", self._variant("tiny-llama", vocab_size=32768, num_hidden_layers=1)]
+            if name == "moe":  # experts 8x wider, top-4: the expert GEMMs outweigh the rest on any CPU
+                args += ["--model", self._variant("tiny-moe", moe_intermediate_size=1024, num_experts_per_tok=4)]
             r = cli(*args, "--output", out / "report.html", env=vllm_env(self.cache), timeout=900)
             (out / "run.log").write_text(r.stdout + r.stderr)
             assert r.returncode == 0, r.stderr[-3000:]
             self.dirs[name] = out
         return self.dirs[name]
 
-    def _big_vocab_model(self) -> Path:
-        """A copy of the built-in tiny-llama's directory with one layer and 32768 tokens."""
+    def _variant(self, builtin: str, **config) -> Path:
+        """A copy of a built-in model's directory with ``config`` changed."""
         import os
         import shutil
 
@@ -92,13 +94,13 @@ class Runs:
         try:
             from xpu_profiler.models.builtin import ensure_builtin
 
-            src = ensure_builtin("tiny-llama")
+            src = ensure_builtin(builtin)
         finally:
             os.environ.pop("XPU_PROFILER_CACHE", None)
-        dst = self.factory.mktemp("big_vocab_model") / "model"
+        dst = self.factory.mktemp(f"{builtin}_variant") / "model"
         shutil.copytree(src, dst)
         cfg = json.loads((dst / "config.json").read_text())
-        cfg.update(vocab_size=32768, num_hidden_layers=1)
+        cfg.update(config)
         (dst / "config.json").write_text(json.dumps(cfg))
         return dst
 

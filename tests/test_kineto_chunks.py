@@ -98,3 +98,37 @@ def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     located = decode.locate_events(data)
     assert located is not None
     assert bytes(located[1]) == bytes(decode.top_level_exact(trace, data)[1])
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_only_the_chunk_with_an_odd_event_is_decoded_tolerantly(workers: str, tmp_path: Path, monkeypatch) -> None:
+    """One kernel of a real trace with a negative duration: the chunks around it keep the typed
+    decode, only its chunk is decoded again, and the result is the trace without that event."""
+    from xpu_profiler.readers.kineto import tolerant
+
+    doc = json.loads(read_bytes(REAL))
+    kernels = [i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel"]
+    bad = kernels[len(kernels) // 2]
+    good_path, odd_path = tmp_path / "good.json", tmp_path / "odd.json"
+    name = doc["traceEvents"][bad]["name"]
+    without = {**doc, "traceEvents": doc["traceEvents"][:bad] + doc["traceEvents"][bad + 1:]}
+    good_path.write_text(json.dumps(without))
+    doc["traceEvents"][bad]["dur"] = -4.0
+    odd_path.write_text(json.dumps(doc))
+
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv("XPU_PROFILER_WORKERS", workers)
+    calls = []
+    real = tolerant.tolerant_cols
+    monkeypatch.setattr(decode, "tolerant_cols", lambda *a: calls.append(len(a[1])) or real(*a))
+    expect = kineto.read(good_path, ReadOptions())
+    assert calls == []  # a good trace never leaves the typed path
+    got = kineto.read(odd_path, ReadOptions())
+    n_chunks = len(decode.chunks(memoryview(decode.top_level(odd_path, read_bytes(odd_path))[1]), 256 << 10))
+    assert n_chunks > 20
+    if workers == "1":  # forked workers' calls are not seen here
+        assert len(calls) == 1 and calls[0] <= (256 << 10) + (64 << 10)
+    same(got, expect)
+    assert got.run["warnings"] == [f"odd.json: skipped 1 event with a negative duration (first: #{bad} {name[:60]!r})"]

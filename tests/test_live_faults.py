@@ -30,7 +30,8 @@ from conftest import HAVE_VLLM, ROOT, vllm_env
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 
 #: the profiled window of a run that is broken on purpose: long enough to be caught in it
-LONG = ["--num-prompts", "2", "--input-len", "16", "--output-len", "1500", "--warmup-steps", "0",
+#: (about 15 s of decode on two cores: a signal 2 s into the window lands mid-run)
+LONG = ["--num-prompts", "2", "--input-len", "16", "--output-len", "4000", "--warmup-steps", "0",
         "--detail-level", "basic"]
 #: how long after the signal the command may take to end (it ends the engine, assembles and
 #: writes; this machine is shared with other work, so the bound is loose: measured in the report)
@@ -182,8 +183,6 @@ def outputs_are_whole(tmp: Path) -> list[str]:
 
 # -- an engine process killed mid-run -------------------------------------------------------
 
-@pytest.mark.skip(reason="known flake: in about one run of three the run completes its requests after the "
-                         "SIGKILL (the process killed is not the one running the model); open")
 @pytest.mark.parametrize("victim", ["worker", "engine_core"])
 def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     run = live(*LONG)
@@ -208,7 +207,7 @@ def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     s = run.summary()  # what was collected up to then, marked incomplete with the reason
     assert s["run"]["incomplete"] is True and s["run"]["incomplete_reason"] == said
     assert s["totals"]["steps"] >= 3 and s["totals"]["prefill_tokens"] == 2 * 16
-    assert s["totals"]["decode_tokens"] < 2 * 1499
+    assert s["totals"]["decode_tokens"] < 2 * 3999
     outputs_are_whole(tmp_path)
     assert run.left_behind() == []
 

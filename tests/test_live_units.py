@@ -138,3 +138,31 @@ def test_recorder_hands_over_hook_failures_once():
     assert build_profile([batch]).run["warnings"] == [
         "Scheduler.schedule failed 2 time(s) in " + batch["process"] + " (first: KeyError: 'req-1'); "
         "those records are missing"]
+
+
+def test_two_threads_answering_one_window_at_once(tmp_path):
+    """A process's scheduler and flush threads both write its window answer: each write
+    lands whole, none fails on the other's temporary file."""
+    import threading
+
+    from xpu_profiler.live.vllm import control_files
+
+    path = control_files.answer_path(tmp_path, "w1", "EngineCore", os.getpid())
+    errors: list[BaseException] = []
+
+    def answer(who: int) -> None:
+        try:
+            for i in range(300):
+                control_files.write_json(path, {"who": who, "i": i})
+        except BaseException as e:  # noqa: BLE001 - the failure is the finding
+            errors.append(e)
+
+    threads = [threading.Thread(target=answer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    last = json.loads(path.read_text())
+    assert last["i"] == 299 and last["who"] in range(4)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left

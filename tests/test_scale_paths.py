@@ -39,8 +39,8 @@ def generated(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def whole(path: Path):
-    trace, parts = kineto._read_whole(path, ReadOptions())
-    return kineto._assemble(path, ReadOptions(), trace, parts)
+    trace, parts, notes = kineto._read_whole(path)
+    return kineto._assemble(path, ReadOptions(), trace, parts, notes)
 
 
 def same(a, b) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregate, exporters, findings, select
+from . import aggregate, atomic_write, exporters, findings, select
 from .capture import load_run
 from .errors import XpuProfilerError
 from .findings import FindingsConfig
+from .fmt import plain
 from .profile import Profile
 from .readers import ReadOptions
 from .select import Selection
@@ -94,8 +95,12 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     if unknown:
         raise XpuProfilerError(f"unknown output format(s) {', '.join(unknown)} "
                                f"(known: {', '.join(sorted(known))})")
+    try:
+        is_dir = output.is_dir()
+    except OSError as e:  # a name too long, no access
+        raise atomic_write.OutputError(output, atomic_write.reason(e)) from None
     named = exporters.by_suffix(output) if output.suffix else None
-    if named is not None and not output.is_dir():
+    if named is not None and not is_dir:
         folder = output.parent
         stem = output.name
         for suf in named.SUFFIXES:
@@ -108,20 +113,34 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
         if named.NAME not in out:
             out[named.NAME] = output
         return out
-    if output.exists() and not output.is_dir():
-        raise XpuProfilerError(f"{output}: exists and is not a directory")
+    if output.exists() and not is_dir:
+        raise XpuProfilerError(f"{plain(str(output))}: exists and is not a directory")
     return {f: output / FILE_NAMES[f] for f in formats}
 
 
+def check_outputs(output: str | Path, formats: Sequence[str], inputs: Iterable[str | Path | None] = ()
+                  ) -> dict[str, Path]:
+    """``output_paths``, refused before any work when one cannot be written (its parent is
+    a file, it is a directory, its name is too long) or would replace one of ``inputs``."""
+    paths = output_paths(output, formats)
+    atomic_write.check_outputs(paths, inputs)
+    return paths
+
+
 def export(profile: Profile, summary: Summary, output: str | Path,
-           formats: Sequence[str] = DEFAULT_FORMATS) -> dict[str, Path]:
-    """Write every requested format; returns {format: path}."""
+           formats: Sequence[str] = DEFAULT_FORMATS, inputs: Iterable[str | Path | None] = ()) -> dict[str, Path]:
+    """Write every requested format, each whole (a temporary file renamed into place);
+    returns {format: path}. An output that cannot be written raises ``OutputError``
+    (its ``written``: the outputs already in place, which stay); none replaces an input."""
     known = exporters.registry()
-    written = {}
-    for fmt, path in output_paths(output, formats).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "bundle":
-            written[fmt] = profile.save(path)
-        else:
-            written[fmt] = known[fmt].write(profile, summary, path)
+    written: dict[str, Path] = {}
+    for fmt, path in check_outputs(output, formats, inputs).items():
+        try:
+            if fmt == "bundle":
+                written[fmt] = profile.save(path)
+            else:
+                written[fmt] = known[fmt].write(profile, summary, path)
+        except atomic_write.OutputError as e:
+            e.written = dict(written)
+            raise
     return written

@@ -14,10 +14,32 @@ PROGRESS_MIN_BYTES = 32 << 20  # show a progress bar for inputs larger than this
 
 
 def _fail(e: BaseException) -> None:
+    """One line on stderr, exit 2 (after the paths of the outputs already written, which stay)."""
     from .fmt import plain
 
+    _wrote(getattr(e, "written", None) or {})
     click.echo(f"xpu_profiler: error: {plain(str(e))}", err=True)
     sys.exit(getattr(e, "exit_code", 2))
+
+
+def _os_error(e: OSError) -> XpuProfilerError:
+    """An OS error no reader or writer named: one line with the path and the OS's reason."""
+    from .atomic_write import reason
+
+    where = e.filename if e.filename is not None else "xpu_profiler"
+    return XpuProfilerError(f"{where}: {reason(e)}")
+
+
+def _interrupted(what: str = "interrupted") -> None:
+    click.echo(f"xpu_profiler: {what}", err=True)
+    sys.exit(130)
+
+
+def _wrote(written: dict) -> None:
+    from .fmt import plain
+
+    for kind, path in written.items():
+        click.echo(f"wrote {kind:8s} {plain(str(path))}")
 
 
 def _csv(value: str | None) -> list[str]:
@@ -88,9 +110,10 @@ def main(ctx: click.Context, **options) -> None:
             code = run_from_cli(**{k: v for k, v in options.items() if k != "findings_config"})
     except XpuProfilerError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
     except KeyboardInterrupt:
-        click.echo("xpu_profiler: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     sys.exit(code or 0)
 
 
@@ -152,7 +175,8 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
             devices.load_spec_overrides(device_spec)
         tax = Taxonomy.from_file(taxonomy) if taxonomy else None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
-        analysis.output_paths(output, fmts)  # reject bad formats before the long work
+        inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
+        analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
         total = sum(_size(p) for p in paths)
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
@@ -167,18 +191,25 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
                 profile, summary = analysis.analyze(paths, **how)
         else:
             profile, summary = analysis.analyze(paths, **how)
-        written = analysis.export(profile, summary, output, fmts)
+        written = analysis.export(profile, summary, output, fmts, inputs)
     except XpuProfilerError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
     except MemoryError:
         _fail(XpuProfilerError("out of memory while reading the input"))
+    except KeyboardInterrupt:
+        _interrupted()
     if not quiet:
         click.echo(terminal.render(summary, top=top))
         for w in summary.warnings:
             click.echo(f"warning: {fmt.plain(w)}", err=True)
         click.echo("")
-    for kind, path in written.items():
-        click.echo(f"wrote {kind:8s} {path}")
+    else:  # quiet, but an input left out is never left unsaid
+        for w in summary.warnings:
+            if any(w.startswith(f"{d.path}: dropped") for d in summary.dropped_inputs):
+                click.echo(f"warning: {fmt.plain(w)}", err=True)
+    _wrote(written)
     sys.stdout.flush()
 
 
@@ -209,6 +240,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     """Compare two runs (each a trace, directory, bundle or summary.json): step time per
     phase, throughput, latency, fused-op and kernel costs per token, findings."""
     from . import findings
+    from .atomic_write import OutputError, check_outputs, write_bytes
     from .diff import compare, gate, load_input
     from .diff.compare import PHASE_METRICS
     from .diff.render import render
@@ -216,7 +248,10 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     from .findings.checks_run import LEVELS_WITH_TORCH
     from .summary.diff import encode_diff
 
+    written: dict[str, Path] = {}
     try:
+        paths = _diff_paths(output)
+        check_outputs(paths, [base, new, findings_config])
         fcfg = findings.load_config(findings_config) if findings_config else None
         b, n = load_input(base), load_input(new)
         findings.attach(b, fcfg)
@@ -229,29 +264,40 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
                 what = f"{fail_on_metric} of the {fail_on_phase} phase" if fail_on_metric in PHASE_METRICS \
                     else fail_on_metric
                 raise XpuProfilerError(f"--fail-on: {what} is not known in both runs")
-        paths = _diff_paths(output)
-        for p in paths.values():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        paths["json"].write_bytes(encode_diff(report))
-        write_diff(report, paths["html"])
+        written["json"] = write_bytes(paths["json"], encode_diff(report))
+        try:
+            written["html"] = write_diff(report, paths["html"])
+        except OutputError as e:
+            e.written = dict(written)
+            raise
     except XpuProfilerError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
+    except KeyboardInterrupt:
+        _interrupted()
     if not quiet:
         click.echo(render(report))
         click.echo("")
-    for kind, path in paths.items():
-        click.echo(f"wrote {kind:8s} {path}")
+    _wrote(written)
     sys.stdout.flush()
     sys.exit(1 if report.gate is not None and report.gate.failed else 0)
 
 
 def _diff_paths(output: Path) -> dict[str, Path]:
     """diff.json and diff.html in a directory, or beside a named .json/.html file."""
-    if output.suffix.lower() in (".html", ".htm", ".json") and not output.is_dir():
+    from .atomic_write import OutputError, reason
+    from .fmt import plain
+
+    try:
+        is_dir = output.is_dir()
+    except OSError as e:  # a name too long, no access
+        raise OutputError(output, reason(e)) from None
+    if output.suffix.lower() in (".html", ".htm", ".json") and not is_dir:
         stem = output.with_suffix("")
         return {"json": stem.with_suffix(".json"), "html": stem.with_suffix(".html")}
-    if output.exists() and not output.is_dir():
-        raise XpuProfilerError(f"{output}: exists and is not a directory")
+    if output.exists() and not is_dir:
+        raise XpuProfilerError(f"{plain(str(output))}: exists and is not a directory")
     return {"json": output / "diff.json", "html": output / "diff.html"}
 
 
@@ -286,9 +332,10 @@ def record(url, steps, seconds, record_dir, output, formats, detail_level, timeo
                                via=via, trace_dir=trace_dir)
     except XpuProfilerError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
     except KeyboardInterrupt:
-        click.echo("xpu_profiler: interrupted; the window was cancelled", err=True)
-        sys.exit(130)
+        _interrupted("interrupted; the window was cancelled")
     sys.exit(code)
 
 
@@ -302,15 +349,17 @@ def validate(trace: Path) -> None:
         problems = validate_file(trace)
     except XpuProfilerError as e:
         _fail(e)
-    if problems:
-        from .fmt import plain
+    except OSError as e:
+        _fail(_os_error(e))
+    from .fmt import plain
 
+    if problems:
         for p in problems[:50]:
             click.echo(plain(p))
         if len(problems) > 50:
             click.echo(f"... and {len(problems) - 50} more")
         sys.exit(1)
-    click.echo(f"{trace}: ok")
+    click.echo(f"{plain(str(trace))}: ok")
 
 
 @main.command("view")
@@ -327,6 +376,8 @@ def view_command(trace: Path, port: int, no_browser: bool, keep: bool) -> None:
         code = serve_trace(trace, port=port, browser=not no_browser, keep=keep)
     except XpuProfilerError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(code)

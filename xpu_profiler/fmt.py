@@ -78,8 +78,10 @@ def pct(share: Any, style: Style = REPORT, scale: float = 100.0) -> str:
     return style.missing if v is None else f"{v * scale:.1f}%"
 
 
-# C0 and C1 control characters, DEL, and the Unicode line/paragraph separators
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0 and C1 control characters, DEL, the Unicode line/paragraph separators, and the
+# bidirectional marks, embeddings, overrides and isolates (text shown in another order
+# than it is stored: "Trojan Source")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def clip(text: str, width: int) -> str:
@@ -88,8 +90,10 @@ def clip(text: str, width: int) -> str:
 
 
 def plain(text: str) -> str:
-    """Text from a trace made safe for a terminal: control characters (escape sequences,
-    carriage returns, newlines) shown as ``\\x1b``-style escapes instead of acting."""
+    """Text from a trace (or a path) made safe for a terminal: control characters (escape
+    sequences, carriage returns, newlines, NUL, BEL) and bidirectional overrides shown as
+    ``\\x1b``/``\\u202e``-style escapes instead of acting. The one function for it: every
+    table and message that shows a name or a path goes through it."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 

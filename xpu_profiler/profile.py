@@ -322,7 +322,9 @@ class Profile:
         for tname in SCHEMAS:
             for c, v in self.table(tname).cols.items():
                 arrays[f"{tname}.{c}"] = v
-        with open(path, "wb") as f:
+        from .atomic_write import replacing
+
+        with replacing(path, "wb") as f:
             np.savez_compressed(f, **arrays)
         return path
 

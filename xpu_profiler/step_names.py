@@ -64,6 +64,8 @@ class StepName(NamedTuple):
         return self.decode_tokens / self.decode_reqs if self.decode_reqs else 0.0
 
 
+MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (and overflow int64 columns)
+
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
@@ -165,7 +167,13 @@ def parse_step_name(name: str) -> StepName | None:
     for rx, build in _FORMS:
         m = rx.match(name)
         if m:
-            return build(m)
+            try:
+                parsed = build(m)
+            except ValueError:  # more digits than int() converts
+                return None
+            # a count no engine step can have (more digits than int64) makes it no step name
+            counts = parsed[2:7] + (parsed.step,)
+            return parsed if all(abs(v) < MAX_COUNT for v in counts) else None
     return None
 
 

@@ -75,12 +75,12 @@ def render(summary: Summary, top: int = 10) -> str:
     phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
     rows = []
     for f in summary.fused_ops:
-        rows.append([f.fused_op, fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
+        rows.append([fmt.plain(f.fused_op), fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
                     + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases] + [_sources(f.time_ns_by_source)])
     out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases + ["attributed by"],
                                               rows, "lrrr" + "r" * len(phases) + "l")
     if summary.top_kernels:
-        rows = [[_name(k.name), k.fused_op, fmt_ns(k.time_ns), _pct(k.share),
+        rows = [[_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share),
                  f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
         label = "Top kernels" if summary.basis == "device" else "Top ops"
         out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")

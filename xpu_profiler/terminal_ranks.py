@@ -70,7 +70,7 @@ def _collectives(summary: Summary, table) -> list[str]:
     for c in cs[:MAX_COLLECTIVE_ROWS]:
         worst = max(c.wait_ns_by_rank.items(), key=lambda kv: kv[1], default=(None, 0))
         last = max(c.arrived_last_by_rank.items(), key=lambda kv: kv[1], default=(None, 0))
-        rows.append([c.kind, fmt.clip(fmt.plain(c.group), 24), c.phase, f"{c.count:,}", _ns(c.mean_latency_ns),
+        rows.append([fmt.plain(c.kind), fmt.clip(fmt.plain(c.group), 24), c.phase, f"{c.count:,}", _ns(c.mean_latency_ns),
                      _ns(c.start_skew_mean_ns), _ns(c.end_skew_mean_ns),
                      f"{_ns(worst[1])} (rank {worst[0]})" if worst[0] is not None else "-",
                      f"rank {last[0]} ({last[1] / c.count:.0%})" if last[0] is not None and c.count else "-",
@@ -88,11 +88,11 @@ def _parallel(summary: Summary, table) -> list[str]:
     par = summary.parallel
     out = []
     if par.groups:
-        rows = [[g.dim, g.key, ",".join(map(str, g.ranks)), f"{g.collectives:,}", _ns(g.exposed_ns),
+        rows = [[fmt.plain(g.dim), fmt.plain(g.key), ",".join(map(str, g.ranks)), f"{g.collectives:,}", _ns(g.exposed_ns),
                  _pct(g.exposed_share), _ns(g.wait_ns),
                  "-" if g.straggler is None else f"rank {g.straggler} ({_pct(g.straggler_share)})"]
                 for g in par.groups[:MAX_RANK_ROWS]]
-        out += ["", f"Parallel groups (from {par.source})"]
+        out += ["", f"Parallel groups (from {fmt.plain(par.source)})"]
         out += table(["dim", "group", "ranks", "collectives", "exposed", "of step", "wait", "straggler"], rows,
                      "lllrrrrl")
     if par.stages:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import XpuProfilerError
+from .fmt import plain
 
 PERFETTO_ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -194,7 +195,7 @@ def serve_trace(trace: str | os.PathLike, port: int = DEFAULT_PORT, browser: boo
     thread = threading.Thread(target=srv.serve_forever, name="xpu_profiler-view", daemon=True)
     thread.start()
     try:
-        return _announce_and_wait(srv, port, browser, keep, lambda line: print(line, file=out, flush=True))
+        return _announce_and_wait(srv, port, browser, keep, lambda line: print(plain(line), file=out, flush=True))
     except KeyboardInterrupt:  # Ctrl-C at any point, also while announcing
         print("xpu_profiler: stopped", file=out, flush=True)
         return 0 if srv.fetches else 130

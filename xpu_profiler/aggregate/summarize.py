@@ -104,6 +104,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         device=spec,
         roofline=roofline(profile, br.time, wall, spec),
         warnings=warnings(profile) + align.warnings + coll.warnings,
+        dropped_inputs=dropped_inputs(profile),
     )
 
 
@@ -116,6 +117,18 @@ def _phase(phases: list, name: str):
 
     phases.append(Phase(phase=name))
     return phases[-1]
+
+
+def dropped_inputs(profile: Profile) -> list:
+    """The input files the readers left out (``readers.load``), for the summary."""
+    from ..summary.schema import DroppedInput
+
+    out = []
+    for d in profile.run.get("dropped_inputs", []):
+        rank = d.get("rank")
+        out.append(DroppedInput(path=str(d.get("path", "")), reason=str(d.get("reason", "")),
+                                rank=rank if isinstance(rank, int) else None))
+    return out
 
 
 def warnings(profile: Profile) -> list[str]:

@@ -31,7 +31,7 @@ def render(report: DiffReport) -> str:
            f"Change: {fmt.plain(report.headline)}"]
     if report.settings:
         out += ["", "Settings that differ"] + _table(
-            ["setting", "base", "new"], [[s.key, fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
+            ["setting", "base", "new"], [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
             "lll")
     rows = [[m.phase or "-", m.name, _num(m, m.base), _num(m, m.new), _chg(m.change),
              "" if m.regression is None or abs(m.regression) < 1e-9 else ("worse" if m.regression > 0 else "better")]

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 import msgspec
 import numpy as np
 
+from .. import atomic_write
 from ..aggregate.intervals import distinct_rows, lanes
 from ..fmt import place
 from . import trace_stream
@@ -245,14 +246,13 @@ def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
 
 
 def _write_parts(path: Path, parts: Iterable[bytes]) -> None:
-    """Every byte of an output goes through here."""
-    with open(path, "wb") as f:
+    """The parts written in order, into a file renamed over ``path`` when all are in."""
+    with atomic_write.replacing(path, "wb") as f:
         for part in parts:
             f.write(part)
 
 
 def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     _write_parts(path, encode_parts(profile, summary, gzip=path.name.endswith(".gz")))
     return path

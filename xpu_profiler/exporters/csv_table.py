@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .. import atomic_write
 from ..profile import PHASES, Profile
 from ..summary import Summary
 
@@ -34,8 +35,7 @@ def rows(summary: Summary) -> list[dict]:
 
 def write(profile: Profile, summary: Summary, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_write.replacing(path, "w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows(summary))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import atomic_write
 from ..profile import Profile
 from ..summary import Summary, encode
 
@@ -12,7 +13,4 @@ SUFFIXES = ("summary.json",)
 
 
 def write(profile: Profile, summary: Summary, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(encode(summary) + b"\n")
-    return path
+    return atomic_write.write_bytes(path, encode(summary) + b"\n")

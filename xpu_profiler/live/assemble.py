@@ -25,13 +25,15 @@ from .vllm.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S
 
 def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
                   metrics: Sequence[str] = METRICS, extra_counters: Sequence[tuple] = (),
-                  run: dict | None = None, trim_to_steps: bool = True, steps: Collection[int] | None = None,
+                  run: dict | None = None, trim_to_steps: bool = True,
+                  steps: Collection[int] | Collection[tuple[int, int]] | None = None,
                   wallclock_traces: Sequence[str | Path] = ()) -> Profile:
     """Merge the per-process batches into one Profile.
 
     Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped;
-    with ``steps``, every step but those (step ids) too, and the other records outside
-    their time span. ``wallclock_traces``: torch traces without our step ranges (vLLM's
+    with ``steps``, every step but those (step ids, or (DP index, step id) pairs: each
+    data-parallel engine counts its own steps) too, and the other records outside their
+    time span. ``wallclock_traces``: torch traces without our step ranges (vLLM's
     own profiler files), placed by the wall clock Kineto wrote. With ``trim_to_steps``,
     trace events outside every engine step are dropped (counted in
     ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
@@ -51,8 +53,9 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
 
     n_hooked = len(steps_mod.unique_sched(sched))
     if steps is not None:
-        keep = set(steps)
-        sched = [r for r in sched if r[S_IDX["step"]] in keep]
+        keep = {k if isinstance(k, tuple) else (None, k) for k in steps}
+        dp, sid = S_IDX["dp_rank"], S_IDX["step"]
+        sched = [r for r in sched if (r[dp] if len(r) > dp else 0, r[sid]) in keep or (None, r[sid]) in keep]
         if sched:
             lo, hi = min(r[S_IDX["t_sched"]] for r in sched), max(r[S_IDX["t_end"]] for r in sched)
             t_start, t_end = max(lo, t_start or lo), min(hi, t_end or hi)

@@ -119,12 +119,15 @@ class Console:
     @contextmanager
     def capture(self) -> Iterator["Console"]:
         """Capture for the block; when it fails, what the log says about why is shown."""
+        from ..atomic_write import OutputError
+
         self.start()
         try:
             yield self
-        except Exception:
+        except Exception as e:
             self._end_stage(False)
-            self.explain()
+            if not isinstance(e, OutputError):  # (an output that cannot be written is not vLLM's doing)
+                self.explain()
             raise
         finally:
             self.stop()
@@ -139,8 +142,13 @@ class Console:
 
     def start(self) -> None:
         """From now on fds 1 and 2 (this process's, and those its children inherit) go to the log."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        from ..atomic_write import OutputError, reason
+
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        except OSError as e:
+            raise OutputError(self.log_path, reason(e)) from None
         _flush_std()
         try:
             for fd in (1, 2):
@@ -183,10 +191,10 @@ class Console:
     def say(self, msg: str) -> None:
         """One line of ours on the terminal (stderr)."""
         if not self.quiet:
-            self._line(f"xpu_profiler: {msg}")
+            self._line(f"xpu_profiler: {fmt.plain(msg)}")
 
     def warn(self, msg: str) -> None:
-        self._line(f"warning: {msg}")
+        self._line(f"warning: {fmt.plain(msg)}")
 
     def echo(self, text: str = "") -> None:
         """Results: to the terminal's stdout."""
@@ -205,7 +213,7 @@ class Console:
                 self.warn(fmt.plain(w))
             self.echo()
         for kind, path in written.items():
-            self.echo(f"wrote {kind:8s} {path}")
+            self.echo(f"wrote {kind:8s} {fmt.plain(str(path))}")
 
     def _line(self, text: str) -> None:
         with self._lock:

@@ -86,20 +86,30 @@ class Window:
         return next((str(w.get("reason")) for w in self.workers if w.get("state") == "failed"), None)
 
     @property
+    def traced(self) -> dict[int, list[int]]:
+        """Data-parallel index → the step ids its workers traced (each DP engine counts
+        its own steps)."""
+        out: dict[int, set[int]] = {}
+        for w in self.workers:
+            out.setdefault(int(w.get("dp_rank") or 0), set()).update(int(s) for s in w.get("steps") or ())
+        return {dp: sorted(s) for dp, s in sorted(out.items()) if s}
+
+    @property
     def traced_steps(self) -> list[int]:
-        return sorted({int(s) for w in self.workers for s in w.get("steps") or ()})
+        return sorted({s for steps in self.traced.values() for s in steps})
 
     def complete(self) -> bool:
         if not self.engines:
             return False
         if len(self.workers) < sum(int(e.get("world_size") or 1) for e in self.engines):
             return False
-        steps = self.traced_steps
-        if not steps:
+        traced = self.traced
+        if not traced:
             return False
         if self.steps and not all(e.get("state") == "done" for e in self.engines):
             return False
-        return all(int(e.get("flushed_step", -1)) >= steps[-1] for e in self.engines)
+        return all(int(e.get("flushed_step", -1)) >= traced.get(int(e.get("dp_rank") or 0), [-1])[-1]
+                   for e in self.engines)
 
     def status(self) -> str:
         if not self.engines:
@@ -133,7 +143,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     if via not in VIAS:
         raise XpuProfilerError(f"--via {via!r}: choose from {', '.join(VIAS)}")
     fmts = list(formats or analysis.DEFAULT_FORMATS)
-    analysis.output_paths(output, fmts)  # bad formats or output before any waiting
+    analysis.check_outputs(output, fmts, [record_dir, trace_dir])  # bad formats or outputs before any waiting
     srv = locate.find_server(url, record_dir)
     model = check_server(srv.url)
     con = Console(quiet=quiet)
@@ -152,7 +162,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
             if steps and summary.totals.steps != steps:
                 summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
                                         f"of the {steps} iterations asked for (it counts empty ones too)")
-            written = analysis.export(prof, summary, output, fmts)
+            written = analysis.export(prof, summary, output, fmts, [profiler_dir, *files])
         con.results(summary, written)
         return 0
     if srv.record_dir is None:
@@ -185,7 +195,7 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     with con.stage("export"):
         prof = window_profile(win, model)
         summary = analysis.summarize(prof)
-        written = analysis.export(prof, summary, output, fmts)
+        written = analysis.export(prof, summary, output, fmts, [win.dir])
     control_files.remove_window(win.dir, win.id)
     con.results(summary, written)
     return 0
@@ -200,16 +210,24 @@ def window_profile(win: Window, model: str | None) -> Profile:
     files = {w["file"] for w in win.workers}
     mine = [dict(b, torch_files=[f for f in b.get("torch_files") or () if f in files]) for b in batches
             if b.get("pid") in pids or b.get("ppid") in engines or not b.get("pid")]
+    per_dp = win.traced
     steps = win.traced_steps
+    window = {"id": win.id, "steps_asked": win.steps, "seconds_asked": win.seconds,
+              "first_step": steps[0], "last_step": steps[-1], "steps": sum(map(len, per_dp.values())),
+              "traces": sorted(files)}
+    if len(per_dp) > 1:  # data-parallel engines: each traced its own steps
+        window["engines"] = {str(dp): {"first_step": s[0], "last_step": s[-1], "steps": len(s)}
+                             for dp, s in per_dp.items()}
     run = {"model": model, "server": win.srv.url, "detail_level": win.level, "start_time_ns": win.created,
-           "window": {"id": win.id, "steps_asked": win.steps, "seconds_asked": win.seconds,
-                      "first_step": steps[0], "last_step": steps[-1], "steps": len(steps), "traces": sorted(files)}}
-    prof = assemble.build_profile(mine, steps=steps, run=run)
+           "window": window}
+    prof = assemble.build_profile(mine, steps=[(dp, s) for dp, ss in per_dp.items() for s in ss], run=run)
     prof.run["sources"] = [{"path": str(win.dir), "format": "xpu_profiler records"}]
+    for dp, ss in per_dp.items():
+        engine = f" of engine dp{dp}" if len(per_dp) > 1 else ""
+        if win.steps and ss != list(range(ss[0], ss[0] + win.steps)):
+            prof.warn(f"the window{engine} holds steps {ss[0]}..{ss[-1]} ({len(ss)} of them), not the "
+                      f"{win.steps} consecutive steps asked for")
     traced = traced_step_ids(prof)
-    if win.steps and (len(steps) != win.steps or steps != list(range(steps[0], steps[0] + win.steps))):
-        prof.warn(f"the window holds steps {steps[0]}..{steps[-1]} ({len(steps)} of them), not the "
-                  f"{win.steps} consecutive steps asked for")
     if traced != steps:
         prof.warn(f"the torch trace holds {len(traced)} of the window's {len(steps)} steps")
     return prof

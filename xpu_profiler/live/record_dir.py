@@ -87,8 +87,9 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
     return prof
 
 
-_BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
-_TS = re.compile(rb'"ts"\s*:\s*"?(\d+(?:\.\d*)?)')
+# at most 19 / 16 digits: a longer number is no clock reading (and would overflow int64 ns)
+_BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d{1,19})\b')
+_TS = re.compile(rb'"ts"\s*:\s*"?(\d{1,16}(?:\.\d*)?)(?![\d.])')
 
 
 def trace_start_ns(path: Path) -> int | None:

@@ -31,6 +31,8 @@ from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
 WARMUP_PROMPTS, WARMUP_INPUT_LEN = 2, 16
 #: what the terminal shows, in order
 STAGES = ("starting vLLM", "warm-up", "profiling", "export")
+#: what a live run writes (beside them: vllm.log)
+FORMATS = ("perfetto", "json", "html", "csv")
 
 
 def output_target(output: str | Path) -> Path:
@@ -55,7 +57,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                  device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
                  verbose: bool = False, **_ignored) -> int:
     """The live command. Returns the exit code (0 ok, 1 the engine failed, 130 interrupted)."""
-    from .. import devices
+    from .. import analysis, atomic_write, devices
     from ..models import resolve_model
 
     mets = options.parse_metrics(metrics)
@@ -66,7 +68,11 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     info = devices.detect(device)
     model_path, is_builtin = resolve_model(model)
     workload = options.load_prompts(prompts, output_len) if prompts else None
+    # before the engine starts: outputs that cannot be written, or that would replace an input
+    inputs = [prompts, device_spec, model_path if os.path.exists(model_path) else None]
+    analysis.check_outputs(output, FORMATS, inputs)
     out = output_target(output)
+    atomic_write.check_outputs([out.parent / LOG_NAME], inputs)
     kw = options.engine_kwargs(model_path, is_builtin, info.kind, dict(
         tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
         max_model_len=max_model_len, dtype=dtype, load_format=load_format, enforce_eager=enforce_eager,
@@ -127,7 +133,7 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                     profile_obj = prof.profile = attach_device_logs(profile_obj, out.parent, say)
                     prof._summary = None
                 with con.stage("export"):
-                    summary, written = _export(prof, profile_obj, out)
+                    summary, written = _export(prof, profile_obj, out, inputs)
         finally:
             REC.file_dir = None  # nothing more to flush from this process
             if capture_logs:
@@ -204,11 +210,11 @@ def _profiled_workload(llm, prof: Profiler, watch, workload, num_prompts, input_
     return prof.stop(incomplete=reason, ask_engine=False, t_end=t_end), code
 
 
-def _export(prof: Profiler, profile_obj: Profile, out: Path):
+def _export(prof: Profiler, profile_obj: Profile, out: Path, inputs=()):
     from .. import analysis
 
     summary = prof.summary()
-    return summary, analysis.export(profile_obj, summary, out, ("perfetto", "json", "html", "csv"))
+    return summary, analysis.export(profile_obj, summary, out, FORMATS, inputs)
 
 
 def _show_results(summary, written: dict, profile_obj: Profile, con: Console) -> int:

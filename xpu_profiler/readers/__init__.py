@@ -182,13 +182,19 @@ def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
     return units, claimed
 
 
-def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
+def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None = None,
+           in_dirs: set[Path] | None = None) -> list[tuple[Path, ModuleType]]:
     """Resolve files and directories into (file, reader) pairs.
 
     A directory contributes itself as one input when a directory-level reader claims
     it (a server's record directory), and every other file below it that some reader
     sniffs (a vLLM profiler directory, a directory of per-rank logs); files nobody
     claims are skipped there. A file named on the command line must be readable.
+
+    ``dropped``: when a list, the files of a directory that look like its traces (a rank
+    in the name, or the same kind of name as a trace found beside them) but are no
+    readable trace (empty, garbage, corrupt gzip) go there with the reason, instead of
+    vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
     """
     out: list[tuple[Path, ModuleType]] = []
     for raw in paths:
@@ -197,32 +203,67 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, ModuleType]]:
             raise TraceError(p, "no such file or directory")
         if p.is_dir():
             found, claimed = _claims(p)
+            unread = []
             for f in sorted(x for x in p.rglob("*") if x.is_file()):
                 if f.name.startswith(".") or f in claimed:
                     continue
                 mod = find_reader(f)
                 if mod is not None:
                     found.append((f, mod))
+                else:
+                    unread.append(f)
+            if dropped is not None and found:
+                dropped.extend((f, why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
+            if in_dirs is not None:
+                in_dirs.update(f for f, _ in found)
             # A directory holding our own bundle next to the trace we exported from it:
             # the bundle already holds everything, so read only it.
             bundles = [x for x in found if x[1].NAME == "bundle"]
             if bundles:
                 found = bundles
             if not found:
-                raise TraceError(p, "directory holds no trace or log file of a supported format")
+                first = f" (first: {unread[0].name}: {why_unreadable(unread[0])})" if unread else ""
+                raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")
             out.extend(found)
         else:
             if p.stat().st_size == 0:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
+            if mod is None and not read_head(p).strip() and not is_gzip(p):
+                raise TraceError(p, "empty file (only whitespace)")
             if mod is None:
-                if is_gzip(p):
-                    read_bytes(p)  # raises with what is wrong with the compressed stream
+                if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
+                    raise TraceError(p, "empty file (nothing inside the gzip)")
                 raise TraceError(p, "not a supported trace or log format "
                                     "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
                                     "an [XPURT_PROF] log or an xpu_profiler bundle)")
             out.append((p, mod))
     return out
+
+
+def _kind_of_name(path: Path) -> str:
+    """`rank_3.pt.trace.json.gz` → `.pt.trace.json.gz`: what kind of file its name says."""
+    name = path.name.lower()
+    return name[name.find("."):] if "." in name else ""
+
+
+def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
+    kinds = {_kind_of_name(f) for f, _ in found if f.is_file()}
+    return rank_from_name(path) is not None or (_kind_of_name(path) in kinds and _kind_of_name(path) != "")
+
+
+def why_unreadable(path: Path) -> str:
+    """Why no reader took a file: one short reason."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty file"
+        if is_gzip(path) and not read_bytes(path).strip():
+            return "empty file (nothing inside the gzip)"
+    except TraceError as e:
+        return e.problem
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    return "not a supported trace or log format"
 
 
 def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine: str | None = "serial",
@@ -258,7 +299,11 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
             tasks = runs_only(engines.ray_tasks([str(p) for p in paths]))
             profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
     else:
-        tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path)) for path, mod in expand(paths)])
+        dropped_files: list[tuple[Path, str]] = []
+        in_dirs: set[Path] = set()
+        found = expand(paths, dropped_files, in_dirs)
+        tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs)
+                           for path, mod in found])
         jobs = jobs or engines.default_jobs(len(tasks))
         if name == "auto":
             name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
@@ -266,7 +311,11 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     kept_profiles: list[Profile] = []
     aside: list[tuple[Path, Profile]] = []
+    drops = [{"path": str(p), "reason": why} for p, why in (dropped_files if name != "ray" else [])]
     for t, prof in zip(tasks, profiles):
+        if isinstance(prof, engines.DroppedInput):
+            drops.append({"path": prof.path, "reason": prof.problem})
+            continue
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
             prof.run["sources"].append({"path": t.path, "format": t.reader})
@@ -279,7 +328,25 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
         kept_profiles.append(aside.pop(0)[1])
     if captures is not None:
         captures.extend(p for p, _ in aside)
-    return Profile.merge(kept_profiles)
+    if not kept_profiles and drops:  # nothing readable at all: that is the error
+        raise TraceError(drops[0]["path"], drops[0]["reason"])
+    merged = Profile.merge(kept_profiles)
+    _note_dropped(merged, drops)
+    return merged
+
+
+def _note_dropped(prof: Profile, drops: list[dict]) -> None:
+    """Inputs of a directory that could not be read: one warning each (naming the file, why,
+    and the rank that is missing), and a list in the run (``summary.json``'s ``dropped_inputs``)."""
+    if not drops:
+        return
+    for d in drops:
+        rank = rank_from_name(Path(d["path"]))
+        d["rank"] = rank
+        missing = f"rank {rank} is missing from the analysis" if rank is not None and rank not in prof.ranks \
+            else "its events are missing from the analysis"
+        prof.warn(f"{d['path']}: dropped ({d['reason']}); {missing}")
+    prof.run.setdefault("dropped_inputs", []).extend(drops)
 
 
 def _file_size(path: Path) -> int:

@@ -38,6 +38,15 @@ class FileTask:
     reader: str                 # the reader's NAME
     size: int = 0
     node: str | None = None     # Ray node that holds the file; None: any
+    optional: bool = False      # one file of a directory: a broken one is dropped, not fatal
+
+
+@dataclass(frozen=True)
+class DroppedInput:
+    """In place of a Profile: an optional input that could not be read, and why."""
+
+    path: str
+    problem: str
 
 
 def read_one(path: str, reader: str, options, nested: bool = True):
@@ -65,14 +74,16 @@ def read_one(path: str, reader: str, options, nested: bool = True):
         return ("error", path, f"unreadable ({type(e).__name__}: {e})")
 
 
-def _unwrap(result) -> Profile:
+def _unwrap(result, task: FileTask | None = None) -> Profile | DroppedInput:
     if result[0] == "ok":
         return result[1]
+    if task is not None and task.optional:
+        return DroppedInput(task.path, result[2])
     raise TraceError(result[1], result[2])
 
 
 def serial(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile]:
-    return [_unwrap(read_one(t.path, t.reader, options)) for t in tasks]
+    return [_unwrap(read_one(t.path, t.reader, options), t) for t in tasks]
 
 
 def fork_is_safe() -> bool:
@@ -106,7 +117,7 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
         except BaseException:  # Ctrl-C or a worker that died: do not wait for the other files
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return [_unwrap(r) for r in out]
+    return [_unwrap(r, t) for r, t in zip(out, tasks)]
 
 
 # -- Ray -----------------------------------------------------------------------------

@@ -34,7 +34,6 @@ import math
 import re
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from ..errors import TraceError
@@ -52,6 +51,8 @@ from ..profile import (
 )
 from . import ReadOptions, has_kineto_markers, is_chrome_json, read_bytes, resolve_rank
 from ..kernel_names import demangle_names
+from .kineto.columns import MAX_DUR_US, MAX_US
+from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 
 NAME = "xprofiler"
 
@@ -97,19 +98,20 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _int(v, default: int = -1) -> int:
+    """An id from a JSON value; one beyond int64 (or no number at all) is ``default``."""
     if isinstance(v, bool):
         return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v == v:
-        return int(v)
-    if isinstance(v, str):
+    if isinstance(v, float):
+        v = int(v) if math.isfinite(v) else default
+    elif isinstance(v, str):
         try:
-            return int(v, 0)
+            v = int(v[:40], 0) if len(v) <= 40 else default
         except ValueError:
-            m = re.search(r"-?\d+", v)
-            return int(m.group()) if m else default
-    return default
+            m = re.search(r"-?\d{1,19}", v)
+            v = int(m.group()) if m else default
+    elif not isinstance(v, int):
+        return default
+    return v if -INT64 <= v < INT64 else default
 
 
 def _num(v) -> float | None:
@@ -117,7 +119,10 @@ def _num(v) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer of hundreds of digits: out of range, not unusable
+            return 1e308
     elif isinstance(v, str):
         try:
             x = float(v)
@@ -126,6 +131,22 @@ def _num(v) -> float | None:
     else:
         return None
     return x if math.isfinite(x) else None
+
+
+INT64 = 1 << 63
+
+
+def _time(e: dict, ts: float | None, dur: float | None) -> str | None:
+    """Why an event's times are unusable (the kind of a skip), or None."""
+    if ts is None:
+        return "with no usable 'ts' (missing, not a number, NaN or Infinity)"
+    if dur is None:
+        return "with no usable 'dur' (missing, not a number, NaN or Infinity)"
+    if abs(ts) > MAX_US or dur > MAX_DUR_US:
+        return "with a time out of range"
+    if dur < 0:
+        return "with a negative duration"
+    return None
 
 
 def _key(v):
@@ -168,13 +189,7 @@ def _kind(cat: str, name: str, has_device: bool) -> int:
 def _decode(path: Path, data: bytes):
     if not data.strip():
         raise TraceError(path, "empty file")
-    try:
-        doc = msgspec.json.decode(data)
-    except msgspec.DecodeError as e:
-        msg = str(e)
-        if "truncated" in msg.lower():
-            raise TraceError(path, "truncated JSON (file ends in the middle of the trace)") from None
-        raise TraceError(path, f"malformed JSON ({msg})") from None
+    doc = generic(path, data)  # NaN, huge numbers: read here, skipped by the checks
     if isinstance(doc, list):
         return {}, doc
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
@@ -210,7 +225,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
             pname = str(args.get("name", "")) if isinstance(args, dict) else ""
             pid_names[_key(e.get("pid"))] = pname
             m = _DEVICE_PROCESS.search(pname)
-            if m:
+            if m and len(m.group(1)) < 10:
                 pid_device[_key(e.get("pid"))] = int(m.group(1))
 
     names: list[str] = []
@@ -244,27 +259,35 @@ def read(path: Path, options: ReadOptions) -> Profile:
         cats.append(cat)
         kinds.append(kind)
         starts.append(ts)
-        durs.append(max(dur, 0.0))
+        durs.append(dur)
         devices.append(dev if kind in (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM) or dev != -1 else -1)
         tracks.append(stream if stream != -1 else _int(e.get("tid"), 0))
         corrs.append(_first(args, _CORR_KEYS))
 
-    for e in events:
+    skips: dict = {}
+
+    def skip(kind: str, i: int, e) -> None:
+        counts["skipped"] += 1
+        add_skip(skips, kind, i, e.get("name") if isinstance(e, dict) else "")
+
+    for i, e in enumerate(events):
         if not isinstance(e, dict):
-            counts["skipped"] += 1
+            skip(NOT_OBJECT, i, e)
             continue
         ph = e.get("ph")
         ts = _num(e.get("ts"))
         if ph == "X":
             dur = _num(e.get("dur"))
-            if ts is None or dur is None:
-                counts["skipped"] += 1
+            why = _time(e, ts, dur)
+            if why:
+                skip(why, i, e)
                 continue
             counts["complete"] += 1
             add(e, ts, dur)
         elif ph == "B":
-            if ts is None:
-                counts["skipped"] += 1
+            why = _time(e, ts, 0.0)
+            if why:
+                skip(why, i, e)
                 continue
             open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
         elif ph == "E":
@@ -277,18 +300,23 @@ def read(path: Path, options: ReadOptions) -> Profile:
                 counts["unmatched_begin_end"] += 1
                 continue
             b, t0 = stack.pop(j)
+            why = _time(e, ts, ts - t0)
+            if why:
+                skip(why, i, e)
+                continue
             counts["begin_end"] += 1
             add(b, t0, ts - t0)
         elif ph == "C":
             args = e.get("args")
-            if ts is None or not isinstance(args, dict):
-                counts["skipped"] += 1
+            if _time(e, ts, 0.0) or not isinstance(args, dict):
+                skip("with odd counter args or time" if isinstance(args, dict) or args is None else
+                     "with odd counter args or time", i, e)
                 continue
             counts["counter"] += 1
             base = e.get("name") if isinstance(e.get("name"), str) else "counter"
             for k, v in args.items():
                 x = _num(v)
-                if x is not None:
+                if x is not None and abs(x) < 2.0 ** 62:
                     c_names.append(base if len(args) == 1 else f"{base}.{k}")
                     c_t.append(ts)
                     c_v.append(x)
@@ -298,8 +326,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
             counts["instant"] += 1
         elif ph in ("s", "t", "f"):
             counts["flow"] += 1
+        elif ph is None:
+            skip("with no 'ph' field", i, e)
         else:
-            counts["skipped"] += 1
+            skip("with a phase this reader cannot map", i, e)
     counts["unmatched_begin_end"] += sum(len(s) for s in open_b.values())
 
     ts_all = np.array(starts + c_t, dtype=np.float64)
@@ -363,6 +393,11 @@ def read(path: Path, options: ReadOptions) -> Profile:
                   f"(categories {', '.join(repr(c) for c in cats_unknown)}); kept as 'unknown'")
     if counts["unmatched_begin_end"]:
         prof.warn(f"{path.name}: {counts['unmatched_begin_end']} begin/end event(s) without a partner skipped")
+    for line in skip_lines(path.name, skips):
+        prof.warn(line)
+    if n == 0 and skips and not c_names:
+        raise TraceError(path, f"not a valid trace: no usable event, all {counts['skipped']} skipped "
+                               f"({'; '.join(x.removeprefix(': skipped ') for x in skip_lines('', skips))})")
     if n == 0:
         prof.warn(f"{path.name}: no duration events in the XProfiler trace")
     return prof

@@ -66,6 +66,7 @@ UNIT_FACTORS = {1: 0.9, 2: 1.3, 3: 1.45}
 DEFAULT_GEN = 3  # Kunlun3: P800
 GEN_DEVICES = {1: "kunlun1", 2: "kunlun2", 3: "kunlun_p800"}
 
+MAX_KERNEL_NS = 1e15  # ~11.6 days: a longer kernel is no real one, and a few would overflow int64 sums
 _NUM = rb"\d+(?:\.\d+)?"
 # "name a b ns" as one group: joined and split on whitespace in C, not matched per field.
 _K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM + rb")[ \t]+ns\b")
@@ -142,7 +143,7 @@ def _numbers(tokens: list[bytes]) -> np.ndarray:
         return np.zeros(0, dtype=np.float64)
     try:
         return np.array(list(map(int, tokens)), dtype=np.float64)
-    except ValueError:  # decimals
+    except (ValueError, OverflowError):  # decimals; numbers with hundreds of digits (→ inf, skipped)
         return np.array(list(map(float, tokens)), dtype=np.float64)
 
 
@@ -247,8 +248,20 @@ def read(path: Path, options: ReadOptions) -> Profile:
         raw_names += s.names1
         group_parts.append(np.full(len(s.names1), s.group, dtype=np.int32))
     ns1 = _numbers([t for s in segs for t in s.ns1])  # "name: N ns": already nanoseconds
-    dur_ns = np.rint(np.concatenate([dur, ns1])).astype(np.int64)
+    dur_f = np.concatenate([dur, ns1])
     group = np.concatenate(group_parts) if group_parts else np.zeros(0, np.int32)
+    absurd = ~(dur_f <= MAX_KERNEL_NS)  # NaN and inf too: the int64 column would wrap
+    n_absurd = int(np.count_nonzero(absurd))
+    if n_absurd:
+        first = raw_names[int(np.argmax(absurd))].decode("utf-8", "replace")
+        prof.warn(f"{path.name}: skipped {n_absurd} kernel line{'s' if n_absurd > 1 else ''} with a duration "
+                  f"out of range (first: {first[:60]!r}, {str(dur_f[absurd][0])[:24]} ns)")
+        keep = ~absurd
+        raw_names = [x for x, k in zip(raw_names, keep.tolist()) if k]
+        dur_f, group = dur_f[keep], group[keep]
+        if not len(dur_f):
+            raise TraceError(path, f"not a valid log: all {n_absurd} kernel lines have a duration out of range")
+    dur_ns = np.rint(dur_f).astype(np.int64)
 
     # -- names: intern distinct raw names, demangle each once --
     first_seen: dict[bytes, int] = {}

@@ -27,6 +27,14 @@ class Source(_Struct):
     details: dict[str, Any] = {}
 
 
+class DroppedInput(_Struct):
+    """An input file of a directory that could not be read and was left out."""
+
+    path: str = ""
+    reason: str = ""
+    rank: Optional[int] = None  # the rank its name says, when it says one
+
+
 class Run(_Struct, omit_defaults=True):
     """What was profiled. ``engine``, ``workload``, ``versions`` and ``extra`` are
     free-form JSON values; everything an exporter reads is a typed field. Fields that
@@ -563,6 +571,7 @@ class Summary(_Struct):
     device: Optional[DeviceSpec] = None
     roofline: list[Roofline] = []
     warnings: list[str] = []
+    dropped_inputs: list[DroppedInput] = []  # files of a directory left out (unreadable), with why
     attribution: Attribution = msgspec.field(default_factory=Attribution)
     graphs: Graphs = msgspec.field(default_factory=Graphs)
     device_steps: DeviceSteps = msgspec.field(default_factory=DeviceSteps)

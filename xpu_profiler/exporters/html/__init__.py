@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ... import atomic_write
 from ...summary import Summary
 from .page import render
 from .report import PlotlyMode, build_report
@@ -30,8 +31,4 @@ __all__ = ["NAME", "SUFFIXES", "build_report", "render", "write"]
 
 def write(profile: Any, summary: Summary, path: str | Path, *, plotly: PlotlyMode = "inline") -> Path:
     """Write the report for ``summary`` to ``path`` (the profile is not needed)."""
-    path = Path(path)
-    html = render(build_report(summary, plotly=plotly))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html, encoding="utf-8")
-    return path
+    return atomic_write.write_text(path, render(build_report(summary, plotly=plotly)))

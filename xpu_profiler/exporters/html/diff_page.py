@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ... import __version__
+from ... import __version__, atomic_write
 from ...kernel_names import short_name
 from ...summary.diff import DiffReport
 from .figures import axis, json_ready, layout
@@ -50,7 +50,4 @@ def build_diff(report: DiffReport, *, plotly: PlotlyMode = "inline") -> dict[str
 
 
 def write_diff(report: DiffReport, path: str | Path, *, plotly: PlotlyMode = "inline") -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(build_diff(report, plotly=plotly), "diff.html"), encoding="utf-8")
-    return path
+    return atomic_write.write_text(path, render(build_diff(report, plotly=plotly), "diff.html"))

@@ -57,10 +57,18 @@ def _load(name: str) -> str | None:
     return f.read_text(encoding="utf-8") if f.is_file() else None
 
 
+def _shown(value: Any) -> Any:
+    """Every text the templates show: control characters and bidirectional overrides from
+    a trace's names escaped (``\\x00``, ``\\u202e``), as on the terminal; markup (the
+    JSON blob, plotly.js) as it is."""
+    return fmt.plain(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                             finalize=_shown)
     # compact, deterministic, strictly valid JSON in the page
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":"), "allow_nan": False}
     env.globals["include_file"] = lambda name: Markup(_load(name) or "")

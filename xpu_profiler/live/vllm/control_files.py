@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 CONTROL_DIR = "control"
@@ -34,10 +35,11 @@ def control_dir(record_dir: str | os.PathLike) -> Path:
 
 
 def write_json(path: str | os.PathLike, obj: dict) -> None:
-    """Write ``obj`` to ``path`` whole (temporary file, then rename)."""
+    """Write ``obj`` to ``path`` whole (temporary file, then rename). The temporary name
+    is the writing thread's own: a process's scheduler and flush threads both answer."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     with open(tmp, "w") as f:
         json.dump(obj, f)
     os.replace(tmp, path)

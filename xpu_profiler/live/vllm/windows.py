@@ -60,6 +60,7 @@ class EngineWindow:
 class Windows:
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.answer_lock = threading.Lock()
         self.last_poll = 0
         self.taken: set[str] = set()          # engine: window ids it took (never twice)
         self.started: set[str] = set()        # worker: window ids it started (never twice)
@@ -124,10 +125,13 @@ class Windows:
         self._answer(w)
 
     def _answer(self, w: EngineWindow) -> None:
-        control_files.write_json(control_files.answer_path(REC.file_dir, w.id, proc_name(), os.getpid()), {
-            "role": "engine", "id": w.id, "pid": os.getpid(), "run": REC.run_id, "state": w.state,
-            "first_step": w.first_step, "last_step": w.last_step, "tagged": w.tagged,
-            "flushed_step": w.flushed_step, "world_size": self.world_size, "dp_rank": REC.dp_rank})
+        # the scheduler thread and the flush thread both answer: one at a time, so that
+        # the file ends with the newer state
+        with self.answer_lock:
+            control_files.write_json(control_files.answer_path(REC.file_dir, w.id, proc_name(), os.getpid()), {
+                "role": "engine", "id": w.id, "pid": os.getpid(), "run": REC.run_id, "state": w.state,
+                "first_step": w.first_step, "last_step": w.last_step, "tagged": w.tagged,
+                "flushed_step": w.flushed_step, "world_size": self.world_size, "dp_rank": REC.dp_rank})
 
     # -- worker ---------------------------------------------------------------------------
     def worker_step(self, worker, so) -> None:
@@ -204,7 +208,8 @@ class Windows:
         """Once ``batch`` is in the record files: answer for what it holds."""
         traced, self.traced = self.traced, []
         for wid, path, steps in traced:
-            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank}
+            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank,
+                      "dp_rank": REC.dp_rank}
             if path is None:  # (steps: why the window could not run)
                 answer.update(state="failed", reason=steps)
             elif path in (batch.get("torch_windows") or {}):
@@ -227,6 +232,7 @@ class Windows:
 
     def after_fork(self) -> None:
         self.lock = threading.Lock()
+        self.answer_lock = threading.Lock()
 
 
 WINDOWS = Windows()

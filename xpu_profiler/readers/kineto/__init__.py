@@ -14,13 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import TraceError
 from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
 from .stream import read_streamed
+from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
+MAX_RANK = 1 << 20  # a declared rank beyond it is no rank of a real job
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -29,29 +32,41 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Profile:
     streamed = read_streamed(path, options.progress)
-    trace, parts = streamed if streamed is not None else _read_whole(path, options)
-    return _assemble(path, options, trace, parts)
+    trace, parts, notes = (*streamed, []) if streamed is not None else _read_whole(path)
+    return _assemble(path, options, trace, parts, notes)
 
 
-def _read_whole(path: Path, options: ReadOptions) -> tuple:
+def _read_whole(path: Path) -> tuple:
     """The whole (decompressed) file in memory: for files the stream cannot take."""
     data = read_bytes(path)
-    trace, raw = top_level(path, data)
+    notes: list[str] = []
     try:
-        parts = decode_all(path, raw)
-    except ChunkFailed:
-        if trace is not None:  # the located array may have been a guess: find it exactly
-            trace, raw = top_level_exact(path, data)
+        trace, raw = top_level(path, data)
+    except TraceError as e:  # NaN, a huge number, an odd top-level field: the tolerant parse
+        if not e.problem.startswith(("malformed JSON", "not a valid trace:")):
+            raise
+        trace, parts, notes = from_document(path, data)
+        raw = None
+    if raw is not None:
         try:
             parts = decode_all(path, raw)
         except ChunkFailed:
-            parts = [decode_whole(path, raw, trace is not None)]
+            if trace is not None:  # the located array may have been a guess: find it exactly
+                trace, raw = top_level_exact(path, data)
+            try:
+                parts = decode_all(path, raw)
+            except ChunkFailed:
+                parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
-    return trace, parts
+    return trace, parts, notes
 
 
-def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
+def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
+    skipped = _skipped(path, parts)
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
+    if declared is not None and not 0 <= declared < MAX_RANK:
+        notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
+        declared = trace.distributedInfo = None
     rank = int(resolve_rank(path, options, declared) or 0)
 
     prof = Profile()
@@ -74,6 +89,9 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
     # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
     # Either way the profile's base becomes the first event, so every time starts at 0.
     base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
+    if not 0 <= base_ns < 1 << 62:  # no clock reads that: the times stay relative
+        notes.append(f"{path.name}: ignored baseTimeNanoseconds {str(base_ns)[:24]} (out of range)")
+        base_ns = 0
     mem_t = np.concatenate([c.mem_t for c in parts])
     starts = [int(ts_ns.min())] if n else []
     starts += [int(mem_t.min())] if len(mem_t) else []
@@ -129,9 +147,8 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
             "t": t[order],
             "value": np.concatenate([c.mem_v for c in parts])[order],
         })
-    odd = sum(c.odd for c in parts)
-    if odd:
-        prof.warn(f"{path.name}: skipped {odd} odd events")
+    for line in notes + skip_lines(path.name, skipped):
+        prof.warn(line)
 
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
     if trace is not None and trace.deviceProperties:
@@ -147,3 +164,20 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list) -> Profile:
     if dropped:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped
     return prof
+
+
+def _skipped(path: Path, parts: list) -> dict:
+    """The odd events every chunk skipped, numbered in the whole array; a file whose events
+    were all odd is no usable trace."""
+    offset, found = 0, []
+    for c in parts:
+        if c.skipped:
+            found.append(offset_skips(c.skipped, offset))
+        offset += c.n_events
+    skipped = merge_skips(found)
+    if skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:  # track names alone are nothing
+        n = sum(v[0] for v in skipped.values())
+        lines = skip_lines("", skipped)
+        raise TraceError(path, f"not a valid trace: no usable event, all {n} skipped"
+                               f" ({'; '.join(x.removeprefix(': skipped ') for x in lines)})")
+    return skipped

@@ -49,6 +49,7 @@ SKIPPED_CATEGORIES = {"Trace", "overhead"}
 MODULE_PREFIX = "nn.Module: "
 
 MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
+MAX_DUR_US = 1e12  # ~11.6 days: a longer event is absurd, and a few of them would overflow int64 sums
 MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
 
 
@@ -89,6 +90,7 @@ class Cols(msgspec.Struct):
     n_events: int
     dropped: int
     odd: int
+    skipped: dict = {}  # odd events skipped by kind: kind → [count, first index, first name] (``tolerant``)
 
 
 def _local_ids(values: list) -> tuple[list, np.ndarray]:
@@ -143,7 +145,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
         what = "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None \
             else "has a non-finite time"
         raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) {what}")
-    out_of_range = (np.abs(ts_us) > MAX_US) | (dur_us > MAX_US)
+    out_of_range = (np.abs(ts_us) > MAX_US) | (dur_us > MAX_DUR_US)
     if out_of_range.any():
         bad = int(np.flatnonzero(out_of_range)[0])
         raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a time out of range "
@@ -166,15 +168,20 @@ def columns(path: Path, events: list[Event]) -> Cols:
     del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
-    inst = [events[i] for i in np.flatnonzero(ph == 1).tolist()]
-    mem = [e for e, n in zip(inst, map(attrgetter("name"), inst)) if n == "[memory]"]
+    inst_idx = np.flatnonzero(ph == 1).tolist()
+    inst = [events[i] for i in inst_idx]
+    mem_idx = [i for i, n in zip(inst_idx, map(attrgetter("name"), inst)) if n == "[memory]"]
+    mem = [events[i] for i in mem_idx]
     m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
     m_args = list(map(attrgetter("args"), mem))
     alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
     reserved = np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem))
     host = np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)) == 0
-    ok = np.isfinite(m_ts)
+    if ((alloc < 0) | (alloc > 2.0 ** 62) | (reserved < 0) | (reserved > 2.0 ** 62)).any():  # NaN: absent
+        raise TraceError(path, "a [memory] event has a negative or absurd size")  # → the tolerant decode
+    ok = np.isfinite(m_ts) & (np.abs(m_ts) <= MAX_US)
     odd = int(np.count_nonzero(~ok))
+    skipped = {"with odd [memory] args (no usable time)": [odd, mem_idx[int(np.argmin(ok))], "[memory]"]} if odd else {}
     t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
     has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
     mem_t = np.concatenate([t_ns[has_a], t_ns[has_r]])
@@ -197,7 +204,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
         pid=pid, tid=tid, ext=ext, corr=corr, flops=flops,
         launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids, **comm,
         mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
-        process_names=process_names, n_events=n_all, dropped=dropped, odd=odd)
+        process_names=process_names, n_events=n_all, dropped=dropped, odd=odd, skipped=skipped)
 
 
 def comm_columns(argss: list[Args]) -> dict:
@@ -224,6 +231,8 @@ def comm_columns(argss: list[Args]) -> dict:
         vals = _values(picked, _COMM_FIELDS[k])
         try:  # the usual case: plain numbers
             a = np.array(vals, dtype=np.int64)
+            if a.ndim != 1:  # lists among the values
+                raise ValueError
             out[k] = np.where(a < 0, -1, a)
         except (TypeError, ValueError, OverflowError):
             out[k] = np.array(list(map(_count, vals)), dtype=np.int64)
@@ -328,7 +337,7 @@ def _flops(argss: list[Args], names: list[str], name_ids: np.ndarray) -> np.ndar
                 n = flops_from_shapes(names[name_ids[i]], msgspec.json.decode(dims))
             except msgspec.DecodeError:
                 n = None
-            if n is not None:
+            if n is not None and 0 <= n < 2 ** 62:  # shapes with absurd dims give no FLOPs
                 out[i] = n
     return out
 

@@ -4,8 +4,10 @@ The events array is located by a byte search checked by decoding what is around 
 (``top_level``), else by one parse of the whole document with the events left raw
 (``top_level_exact``). It is then cut between two events into chunks decoded one at
 a time (bounded memory) or by forked worker processes for large files. A chunk that
-does not decode on its own (cut at a bad place, or a broken event in it) makes the
-reader fall back to one decode of the whole array, with exact error messages.
+that the typed schema refuses (an odd event in it) is decoded again by ``tolerant``,
+which skips and counts the odd events; a chunk that is no JSON on its own (cut at a
+bad place) makes the reader fall back to one tolerant decode of the whole array, whose
+errors name the file's real problem (truncated, malformed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import msgspec
 from ...errors import TraceError
 from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
+from .tolerant import tolerant_cols
 
 CHUNK_BYTES = 16 << 20        # decode this much at a time: bounded peak memory
 PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
@@ -125,15 +128,20 @@ class ChunkFailed(Exception):
 def _decode_chunk(span: tuple[int, int]) -> Cols:
     a, b = span
     raw = _RAW
+    chunk = b"[" + bytes(raw[a:b]) + b"]"
     try:
-        chunk = b"[" + bytes(raw[a:b]) + b"]"
         try:
             events = TAGGED_DECODER.decode(chunk)
         except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
             events = EVENTS_DECODER.decode(chunk)
-        del chunk
         return columns(Path("-"), events)
-    except (msgspec.DecodeError, msgspec.ValidationError, TraceError) as e:
+    except (msgspec.ValidationError, TraceError, ValueError, TypeError, OverflowError):
+        pass  # an odd event in this chunk: the tolerant decode below skips it
+    except msgspec.DecodeError:
+        pass  # NaN / Infinity (the tolerant decode reads them), or a chunk cut at a bad place
+    try:
+        return tolerant_cols(Path("-"), chunk)
+    except TraceError as e:
         raise ChunkFailed(str(e)) from None
 
 
@@ -163,11 +171,9 @@ def decode_all(path: Path, raw: memoryview) -> list[Cols]:
 
 
 def decode_whole(path: Path, raw: memoryview, in_object: bool) -> Cols:
-    """One decode of the whole array: exact error messages with global event numbers."""
+    """One decode of the whole array (a chunk was no JSON on its own): typed, else tolerant,
+    whose errors say what is wrong with the file and whose event numbers are global."""
     try:
-        events = EVENTS_DECODER.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        if isinstance(e, msgspec.ValidationError) and in_object:  # `$[12].dur` → `traceEvents[12].dur`
-            e = msgspec.ValidationError(str(e).replace("`$", "`$.traceEvents"))
-        raise _decode_error(path, e) from None
-    return columns(path, events)
+        return columns(path, EVENTS_DECODER.decode(raw))
+    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
+        return tolerant_cols(path, raw)

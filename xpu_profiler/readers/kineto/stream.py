@@ -7,7 +7,7 @@ up to ``"traceEvents": [`` and, at the end of the file, what follows the array's
 closing ``]``. Anything this cannot handle on its own (no events array where Kineto
 puts it, a chunk that does not decode, a broken gzip stream) returns None, and the
 reader reads the whole file instead, with its exact error messages and tolerance of
-odd events.
+odd events everywhere (a chunk with odd events is decoded tolerantly here too).
 """
 
 from __future__ import annotations
@@ -142,6 +142,9 @@ class _Split:
 
 
 def decode_chunk(chunk: bytes) -> Cols:
+    """One chunk's columns, as ``decode`` decodes its chunks: typed, else (an odd event in
+    it) tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on
+    its own."""
     data = b"[" + chunk + b"]"
     del chunk
     try:
@@ -149,9 +152,12 @@ def decode_chunk(chunk: bytes) -> Cols:
             events = TAGGED_DECODER.decode(data)
         except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
             events = EVENTS_DECODER.decode(data)
-        del data
         return columns(Path("-"), events)
-    except (msgspec.DecodeError, msgspec.ValidationError, TraceError) as e:
+    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
+        pass
+    try:
+        return decode.tolerant_cols(Path("-"), data)  # the same one the whole-file path uses
+    except TraceError as e:
         raise ChunkFailed(str(e)) from None
 
 

@@ -1,0 +1,232 @@
+"""Every output file is written whole or not at all: into a temporary file beside it,
+then renamed into place. A failed or interrupted write (Ctrl-C, a full disk, SIGTERM)
+removes its temporary file and leaves what was at the path before (an older report)
+untouched; no reader ever sees half a file.
+
+Failures end as one line: ``OutputError`` names the path and the OS's reason. Before any
+long work, ``check_outputs`` refuses targets that cannot be written (a parent that is a
+file, a path that is a directory or a device, a name too long) and any output that would
+land on one of the command's inputs (compared by device and inode, so symbolic and hard
+links to an input count as the input).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterable, Iterator, Mapping
+
+from .errors import XpuProfilerError
+from .fmt import plain
+
+#: the start of a temporary file's name: ``.report.html.`` + random letters + ``.tmp``
+TEMP_SUFFIX = ".tmp"
+TEMP_NAME_KEEP = 64  # characters of the final name kept in the temporary one (names may be long)
+
+
+class OutputError(XpuProfilerError):
+    """An output that could not be written: its path and the OS's reason. ``written``:
+    the outputs of the same command already in place ({format: path})."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        self.written: dict[str, Path] = {}
+        super().__init__(f"cannot write {plain(self.path)}: {reason}")
+
+
+def reason(e: OSError) -> str:
+    """The OS's words for an error ("No space left on device")."""
+    if e.errno is not None:
+        return os.strerror(e.errno)
+    return e.strerror or str(e)
+
+
+def temp_prefix(name: str) -> str:
+    return f".{name[:TEMP_NAME_KEEP]}."
+
+
+def is_temp_for(candidate: str, name: str) -> bool:
+    """Whether ``candidate`` is the name of a temporary file of an output called ``name``."""
+    return candidate.startswith(temp_prefix(name)) and candidate.endswith(TEMP_SUFFIX)
+
+
+# ---------------------------------------------------------------------------------------
+# checks before the work
+# ---------------------------------------------------------------------------------------
+
+def check_target(path: Path) -> os.stat_result | None:
+    """Raise OutputError when ``path`` cannot be a file we write (without creating anything);
+    its stat when it exists."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:  # a parent that is a file (ENOTDIR), a name too long, a loop, no access
+        raise OutputError(path, reason(e)) from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputError(path, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(path, "exists and is not a regular file")
+        return st
+    # the nearest existing ancestor must be a directory
+    parent = path.parent
+    while True:
+        try:
+            pst = os.stat(parent)
+        except FileNotFoundError:
+            if parent == parent.parent:
+                return None
+            parent = parent.parent
+            continue
+        except OSError as e:
+            raise OutputError(path, reason(e)) from None
+        if not stat.S_ISDIR(pst.st_mode):
+            raise OutputError(path, f"{plain(str(parent))} is not a directory")
+        return None
+
+
+def input_identities(inputs: Iterable[str | os.PathLike | None]) -> dict[tuple[int, int], str]:
+    """(device, inode) → path of every input file, and of every file under an input directory."""
+    ids: dict[tuple[int, int], str] = {}
+    for p in inputs:
+        if p is None:
+            continue
+        p = os.fspath(p)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # a missing input is the reader's to report
+        if stat.S_ISDIR(st.st_mode):
+            for root, _dirs, files in os.walk(p):
+                for f in files:
+                    full = os.path.join(root, f)
+                    try:
+                        fst = os.stat(full)
+                    except OSError:
+                        continue
+                    ids.setdefault((fst.st_dev, fst.st_ino), full)
+        else:
+            ids.setdefault((st.st_dev, st.st_ino), p)
+    return ids
+
+
+def check_outputs(paths: Mapping[str, Path] | Iterable[Path],
+                  inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+    """Refuse, before any work, outputs that cannot be written and outputs that would
+    replace an input (the same file, through any link)."""
+    targets = list(paths.values()) if isinstance(paths, Mapping) else list(paths)
+    ids = None
+    for path in targets:
+        st = check_target(Path(path))
+        if st is None:
+            continue
+        if ids is None:
+            ids = input_identities(inputs)
+        hit = ids.get((st.st_dev, st.st_ino))
+        if hit is not None:
+            same = os.path.abspath(hit) == os.path.abspath(path)
+            raise XpuProfilerError(f"{plain(str(path))}: the output would overwrite the input "
+                                   + ("file" if same else plain(hit)) + "; choose another --output")
+
+
+# ---------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # (not thread-safe: only where /proc says nothing)
+    os.umask(old)
+    return old
+
+
+def make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(path, reason(e)) from None
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While a temporary file exists, SIGTERM (when nothing else handles it) unwinds like an
+    exception, so the temporary file is removed before the process exits (status 143)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def replacing(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None,
+              newline: str | None = None) -> Iterator[IO]:
+    """A file object for a new version of ``path``: a temporary file in the same directory,
+    renamed over ``path`` when the block ends without an exception; removed otherwise.
+    OS errors become ``OutputError`` naming ``path``."""
+    path = Path(path)
+    old = check_target(path)
+    make_parent(path)
+    with _sigterm_unwinds():
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX)
+        except OSError as e:
+            raise OutputError(path, reason(e)) from None
+        done = False
+        f = None
+        try:
+            f = os.fdopen(fd, mode, encoding=encoding, newline=newline)
+            yield f
+            f.close()  # a full disk may first show here, when the buffer is flushed
+            os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
+            os.replace(tmp, path)
+            done = True
+        except OSError as e:
+            raise OutputError(path, reason(e)) from None
+        finally:
+            if not done:
+                try:
+                    if f is not None:
+                        f.close()
+                    else:
+                        os.close(fd)
+                except OSError:
+                    pass
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    with replacing(path, "wb") as f:
+        f.write(data)
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    with replacing(path, "w", encoding=encoding, newline="") as f:
+        f.write(text)
+    return Path(path)
