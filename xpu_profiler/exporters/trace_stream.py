@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import struct
 import threading
 import zlib
@@ -73,6 +74,13 @@ def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
     return c.compress(text) + c.flush(zlib.Z_SYNC_FLUSH), crc, n
 
 
+def default_sigterm() -> None:
+    """In a forked worker: SIGTERM ends it at once. The writer's handler (a SIGTERM that
+    unwinds, so the temporary output is removed) is the parent's; in a worker blocked on
+    the pool's queue it would unwind into the queue's locks and hang the pool's shutdown."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _workers(rows: int) -> int:
     if rows < PARALLEL_MIN_ROWS or os.environ.get("XPU_PROFILER_WORKERS") == "1":
         return 1
@@ -91,8 +99,13 @@ def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[
     _FORMAT, _GZIP = fmt, gzip
     try:
         if workers > 1 and len(spans) > 1:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm)
+            try:
                 yield from pool.imap(_piece, spans, chunksize=1)
+                pool.close()  # a clean end: workers leave on their own
+            finally:
+                pool.terminate()
+                pool.join()
         else:
             for s in spans:
                 yield _piece(s)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import zlib
 from pathlib import Path
 from typing import Callable, Iterator
@@ -28,6 +29,11 @@ from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 
 BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
 HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
+
+
+def default_sigterm() -> None:
+    """In a forked worker: SIGTERM ends it at once, whatever handler the parent had."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class Unstreamable(Exception):
@@ -220,7 +226,7 @@ def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -
     _FILE = (str(path), start, end, size)
     try:
         if workers > 1:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
                 parts = pool.map(_range_chunk, range(n), chunksize=1)
         else:
             parts = [_range_chunk(k) for k in range(n)]
@@ -248,7 +254,7 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
         est *= 10  # a trace's text compresses ~10-20x
         workers = _workers(range(est)) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
                 parts = list(pool.imap(decode_chunk, chunks, chunksize=1))
         else:
             parts = [decode_chunk(c) for c in chunks]
