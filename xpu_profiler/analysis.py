@@ -10,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregate, atomic_write, exporters, findings
+from . import aggregate, atomic_write, exporters, findings, select
 from .capture import load_run
 from .errors import XpuProfilerError
 from .findings import FindingsConfig
 from .fmt import plain
 from .profile import Profile
 from .readers import ReadOptions, own_outputs
+from .select import Selection
+from .summary import schema
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
 from .taxonomy import Taxonomy
 
@@ -30,18 +32,49 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
             options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
             jobs: int | None = None, capture: Iterable[str | Path] = (),
             findings_config: FindingsConfig | None = None,
-            reference: Summary | None = None) -> tuple[Profile, Summary]:
+            reference: Summary | None = None, selection: Selection | None = None) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
     (with its findings; ``reference``: a basic-level run of the same workload).
 
     ``engine``/``jobs``: how the files are read (``readers.engines``: a local process pool
     for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``).
     ``capture``: graph-capture traces (files or directories) of the run; those inside an
-    input directory (vLLM's ``capture_traces/``) are picked up without it."""
+    input directory (vLLM's ``capture_traces/``) are picked up without it.
+    ``selection``: keep only some steps or the first events (``select``)."""
+    _large_arrays_to_os()
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
+    kept = select.apply(profile, selection) if selection else None
+    _trim()
     aggregate.attribute(profile, taxonomy, capture=capture_profile)
+    _trim()
     summary = aggregate.summarize(profile, top=top)
+    if kept is not None:
+        summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)
+
+
+def _libc():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc
+        return None
+
+
+def _large_arrays_to_os() -> None:
+    """Large column arrays in their own mappings (glibc otherwise raises the threshold to
+    32 MiB after the first big free, and freed chunks of the heap stay resident)."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
+
+
+def _trim() -> None:
+    """Hand freed heap memory back to the system between the stages (peak RSS)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None,

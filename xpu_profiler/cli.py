@@ -152,9 +152,13 @@ def main(ctx: click.Context, **options) -> None:
                    "profiler-overhead finding compares throughput against it.")
 @click.option("--device-spec", type=click.Path(path_type=Path),
               help="TOML/JSON file with device peaks (FLOP/s, memory bandwidth) for MFU and bandwidth.")
+@click.option("--steps", "step_range", default=None, metavar="A:B",
+              help="Keep only engine steps A to B-1 (A: or :B leave one end open) of a large trace.")
+@click.option("--max-events", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Keep only the first N events in time of a large trace.")
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
 def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime,
-            findings_config, baseline, device_spec, quiet) -> None:
+            findings_config, baseline, device_spec, step_range, max_events, quiet) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
     from . import analysis, fmt, terminal
@@ -176,8 +180,11 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
         total = sum(_size(p) for p in paths)
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
+        from .select import Selection, parse_steps
+
+        sel = Selection(parse_steps(step_range) if step_range else None, max_events)
         how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs,
-               "capture": captures, "findings_config": fcfg, "reference": ref}
+               "capture": captures, "findings_config": fcfg, "reference": ref, "selection": sel or None}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update

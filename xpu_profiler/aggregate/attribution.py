@@ -88,7 +88,7 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
-    kind, rank, track, start = ev["kind"], ev["rank"].astype(np.int64), ev["track"], ev["start"]
+    kind, rank, track, start = ev["kind"], ev["rank"], ev["track"], ev["start"]
     end = start + ev["dur"]
     timed = start >= 0
     launch_t, launch_end, launch_track, launched = launch

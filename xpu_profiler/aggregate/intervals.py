@@ -153,6 +153,29 @@ def within_union(gid: np.ndarray, start: np.ndarray, end: np.ndarray,
     return (i >= 0) & (g[ic] == q_gid) & (q_t <= e[ic])
 
 
+def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:
+    """Whether every interval nests in the innermost one open at its start, at most
+    ``max_depth`` deep (one lane), checked without a loop: the starts and ends, in time
+    order (an end before a start at the same time, unless it closes a zero-length
+    interval; of ends at one time the later-opened first), must pair up as brackets do."""
+    n = len(start)
+    if (end < start).any():
+        return False
+    opened = np.empty(n, np.int64)
+    opened[np.lexsort((-end, start))] = np.arange(n)
+    t = np.concatenate([start, end])
+    kind = np.concatenate([np.ones(n, np.int8), np.where(end > start, 0, 2).astype(np.int8)])
+    o = np.lexsort((np.concatenate([opened, -opened]), kind, t))
+    is_open = o < n
+    depth = np.cumsum(np.where(is_open, 1, -1))
+    if depth.max() > max_depth:
+        return False
+    level = np.where(is_open, depth, depth + 1)  # an open's level after it, a close's before
+    by_level = np.argsort(level, kind="stable")  # per level: open, close, open, close, ...
+    who = (o % n)[by_level]
+    return bool(is_open[by_level][0::2].all() and (who[0::2] == who[1::2]).all())
+
+
 def lanes(start: np.ndarray, end: np.ndarray, max_depth: int) -> np.ndarray:
     """A lane per interval of one track so that every lane holds only properly nested
     intervals, at most ``max_depth`` deep.
@@ -163,7 +186,7 @@ def lanes(start: np.ndarray, end: np.ndarray, max_depth: int) -> np.ndarray:
     """
     n = len(start)
     out_lanes = np.zeros(n, np.int64)
-    if n < 2 or top_level(np.zeros(n, np.int64), start, end).all():
+    if n < 2 or top_level(np.zeros(n, np.int64), start, end).all() or _nested(start, end, max_depth):
         return out_lanes
     order = np.lexsort((-end, start))
     stacks: list[list[int]] = []

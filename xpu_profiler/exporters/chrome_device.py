@@ -22,16 +22,12 @@ from ..summary import Summary
 
 DEVICE_STEP_TID = 2      # tids 2.. (one per lane) of each rank: the steps' device spans
 MAX_STEP_LANES = 90      # below HOST_TID0
-FLOW = '"cat":"ac2g","name":"ac2g"'
 
 
-def _ts(ns: int) -> str:
-    return f"{ns // 1000}.{ns % 1000:03d}"
-
-
-def flows(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Flow events (texts, and their ts for sorting) from each launch to its device work;
-    ``idx``/``tid``/``pid``: the exported events and where they were put."""
+def flow_pairs(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Flow pairs from each launch to its device work, as columns: (launch ts, pid, tid,
+    device ts, pid, tid); ``idx``/``tid``/``pid``: the exported events and where they were
+    put. Pair i is written as flow id i + 1: an ``s`` at the launch, an ``f`` at the device."""
     ev = profile.events
     rows = launch_rows(profile)
     pos = np.full(len(ev), -1, np.int64)
@@ -40,15 +36,8 @@ def flows(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -
     src = rows[dev]
     ok = (pos[src] >= 0) & (ev["dur"][src] > 0) & (ev["dur"][dev] > 0) & (ev["start"][src] <= ev["start"][dev])
     dev, src = dev[ok], src[ok]
-    texts: list[str] = []
-    for n, (ls, ds, lp, lt, dp, dt) in enumerate(zip(
-            ev["start"][src].tolist(), ev["start"][dev].tolist(), pid[pos[src]].tolist(), tid[pos[src]].tolist(),
-            pid[pos[dev]].tolist(), tid[pos[dev]].tolist()), start=1):
-        texts.append(f'{{"ph":"s","id":{n},"pid":{lp},"tid":{lt},"ts":{_ts(ls)},{FLOW}}}')
-        texts.append(f'{{"ph":"f","id":{n},"pid":{dp},"tid":{dt},"ts":{_ts(ds)},{FLOW},"bp":"e"}}')
-    ts = np.empty(2 * len(dev), np.int64)
-    ts[0::2], ts[1::2] = ev["start"][src], ev["start"][dev]
-    return texts, ts
+    return (ev["start"][src].astype(np.int64), pid[pos[src]], tid[pos[src]],
+            ev["start"][dev].astype(np.int64), pid[pos[dev]], tid[pos[dev]])
 
 
 def device_step_tracks(summary: Summary | None, pid_of: dict[int, int], encode) -> tuple[list[dict], list[str],

@@ -12,11 +12,9 @@ partially overlapping slices on a track, no NaN.
 
 from __future__ import annotations
 
-import gzip
-import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import msgspec
 import numpy as np
@@ -24,7 +22,9 @@ import numpy as np
 from .. import atomic_write
 from ..aggregate.intervals import distinct_rows, lanes
 from ..fmt import place
-from .chrome_device import device_step_tracks, flows
+from . import trace_stream
+from .chrome_device import device_step_tracks, flow_pairs
+from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
@@ -47,17 +47,13 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _us_text(ns: int) -> str:
-    """Integer ns → µs text with exactly 3 decimals (no float rounding on the way)."""
-    return f"{ns // 1000}.{ns % 1000:03d}"
 
-
-def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Metadata events (dicts) and every other event as JSON text, in the order written.
+def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], Rows]:
+    """Metadata events (dicts) and every other event as ``Rows`` in the order written.
     With the summary, each rank's process says its place in the parallel layout.
 
-    Slices are formatted straight from the columns: one f-string per event, no dict per
-    event, so million-event profiles export in seconds.
+    Slices, flows and counters stay columns (``chrome_rows``): formatted a chunk at a
+    time when written, so million-event profiles export in about a second.
     """
     ev, steps, strings = profile.events, profile.steps, profile.strings
     thread_names = profile.run.get("thread_names", {})
@@ -75,22 +71,21 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
     timed = ev["start"] >= 0
     host_ann = (ev["kind"] == K_ANNOTATION) & (ev["device"] < 0)
     idx = np.flatnonzero(timed & ((ev["kind"] != K_ANNOTATION) | host_ann))  # no gpu_user_annotation twins
-    rank = ev["rank"][idx].astype(np.int64)
-    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int64)
-    device = ev["device"][idx].astype(np.int64)
-    track = ev["track"][idx]
-    start = ev["start"][idx]
-    dur = ev["dur"][idx]
+    rank = ev["rank"][idx]
+    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
 
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
-    uniq, inv = distinct_rows(rank, is_dev, device, track)
+    uniq, inv = distinct_rows(rank, is_dev, ev["device"][idx], ev["track"][idx])
+    del is_dev
     by_track = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[by_track], np.arange(len(uniq) + 1))
-    tid = np.zeros(len(idx), np.int64)
+    del inv
+    tid = np.zeros(len(idx), np.int32)
+    ev_start, ev_end = ev["start"], ev["start"] + ev["dur"]
     next_tid: dict[tuple[int, int], int] = {}
     for u, (r, dev, d, tr) in enumerate(uniq.tolist()):
         m = by_track[bounds[u]:bounds[u + 1]]
-        lane_of = lanes(start[m], start[m] + dur[m], MAX_DEPTH)
+        lane_of = lanes(ev_start[idx[m]], ev_end[idx[m]], MAX_DEPTH)
         n_lanes = int(lane_of.max()) + 1 if len(lane_of) else 1
         base = (DEVICE_TID0 if dev else HOST_TID0) + next_tid.get((r, dev), 0)
         next_tid[(r, dev)] = next_tid.get((r, dev), 0) + n_lanes
@@ -106,35 +101,30 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
                          "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"}})
             meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
 
+    del by_track, ev_end
     enc = _encoder.encode
-    name_json = {int(i): enc(strings[int(i)] or "[no name]").decode() for i in np.unique(ev["name"][idx])}
-    kind_json = [f'"kind":"{k}"' for k in KINDS]
-    fused_json = [f',"fused_op":"{f}"' for f in FUSED_OPS]
-    pid_col = np.array([pid_of[r] for r in ranks], np.int64)[np.searchsorted(np.array(ranks), rank)] \
-        if len(idx) else np.zeros(0, np.int64)
-    texts: list[str] = []
+    rows = Rows()
+    name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
+    pid_col = np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)] \
+        if len(idx) else np.zeros(0, np.int32)
+    del rank
+    rows.set_slices(ev, idx.astype(np.int32), tid, pid_col, name_json, list(KINDS), list(FUSED_OPS), list(PHASES),
+                    JS_SAFE)
+    texts: list[str] = []  # the few events formatted one by one
     append = texts.append
-    for s, d, t, p, nid, k, f, st, ph, c in zip(
-            start.tolist(), dur.tolist(), tid.tolist(), pid_col.tolist(), ev["name"][idx].tolist(),
-            ev["kind"][idx].tolist(), ev["fused"][idx].tolist(), ev["step"][idx].tolist(),
-            ev["phase"][idx].tolist(), ev["corr"][idx].tolist()):
-        a = kind_json[k]
-        if f >= 0:
-            a += fused_json[f]
-        if st >= 0:
-            a += f',"step":{st},"phase":"{PHASES[ph]}"'
-        if 0 <= c < JS_SAFE:  # larger ids lose precision in JavaScript viewers
-            a += f',"correlation":{c}'
-        append(f'{{"ph":"X","name":{name_json[nid]},"pid":{p},"tid":{t},'
-               f'"ts":{s // 1000}.{s % 1000:03d},"dur":{d // 1000}.{d % 1000:03d},"args":{{{a}}}}}')
-    ts_all, dur_all = [start], [dur]
-    flow_texts, flow_ts = flows(profile, idx, tid, pid_col)  # launch → device work arrows
-    texts += flow_texts
+    kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [ev_start[idx]], [ev["dur"][idx]]
+    flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
+    del idx, pid_col
+    rows.set_flows(*flow)
+    flow_ts = np.empty(2 * len(flow[0]), np.int64)
+    flow_ts[0::2], flow_ts[1::2] = flow[0], flow[3]
+    kinds_all.append(np.full(len(flow_ts), S_FLOW, np.int8))
     ts_all.append(flow_ts)
     dur_all.append(np.zeros(len(flow_ts), np.int64))
     d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, enc)  # steps on the device's clock
     meta += d_meta
     texts += d_texts
+    kinds_all.append(np.full(len(d_ts), S_TEXT, np.int8))
     ts_all.append(d_ts)
     dur_all.append(d_dur)
 
@@ -164,6 +154,7 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
                         "pid": pid_of[r], "tid": STEP_TID, "ts": _us(s), "dur": _us(d), "args": args}).decode())
             s_ts.append(s)
             s_dur.append(d)
+        kinds_all.append(np.full(len(s_ts), S_TEXT, np.int8))
         ts_all.append(np.array(s_ts, np.int64))
         dur_all.append(np.array(s_dur, np.int64))
         for r in ranks:
@@ -176,27 +167,49 @@ def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[s
     c = profile.counters
     if len(c):
         ok = np.isin(c["rank"], ranks) & (c["t"] >= 0) & np.isfinite(c["value"])
-        cname = {int(i): enc(strings[int(i)]).decode() for i in np.unique(c["name"][ok])}
-        for r_, n_, t_, v_ in zip(c["rank"][ok].tolist(), c["name"][ok].tolist(), c["t"][ok].tolist(),
-                                  c["value"][ok].tolist()):
-            append(f'{{"ph":"C","name":{cname[n_]},"pid":{pid_of[r_]},"tid":{pid_of[r_]},'
-                   f'"ts":{_us_text(t_)},"args":{{"value":{enc(v_).decode()}}}}}')
+        cname = {int(i): enc(strings[int(i)]) for i in np.unique(c["name"][ok])}
+        c_pid = np.array([pid_of.get(int(r_), 0) for r_ in range(int(c["rank"].max()) + 1)] if len(c) else [],
+                         np.int64)
+        c_rank = c["rank"][ok].astype(np.int64)
+        rows.set_counters(cname, c["name"][ok], c_pid[c_rank] if len(c_rank) else c_rank, c["t"][ok].astype(np.int64),
+                          c["value"][ok].astype(np.float64))
+        kinds_all.append(np.full(int(ok.sum()), S_COUNTER, np.int8))
         ts_all.append(c["t"][ok])
         dur_all.append(np.zeros(int(ok.sum()), np.int64))
 
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
     meta += f_meta
     texts += f_texts
+    kinds_all.append(np.full(len(f_ts), S_TEXT, np.int8))
     ts_all.append(f_ts)
     dur_all.append(np.zeros(len(f_ts), np.int64))
 
-    ts_cat, dur_cat = np.concatenate(ts_all), np.concatenate(dur_all)
-    order = np.lexsort((-dur_cat, ts_cat))  # by ts, longer first: parents before children
-    return meta, [texts[i] for i in order.tolist()]
+    kind_cat = np.concatenate(kinds_all)
+    ts_cat = np.concatenate(ts_all).astype(np.int64)
+    del ts_all
+    neg_dur = -np.concatenate(dur_all).astype(np.int64)
+    del dur_all
+    order = np.lexsort((neg_dur, ts_cat))  # by ts, longer first: parents before children
+    del ts_cat, neg_dur
+    # each row's place in its own source: sources are contiguous in kind_cat except the
+    # texts, which are numbered across their blocks in the order they were appended
+    row_in = np.empty(len(kind_cat), np.int32)
+    for k in (S_SLICE, S_FLOW, S_TEXT, S_COUNTER):
+        m = np.flatnonzero(kind_cat == k)
+        row_in[m] = np.arange(len(m), dtype=np.int32)
+    rows.kind, rows.row = kind_cat[order], row_in[order]
+    rows.texts = [t.encode() for t in texts]
+    return meta, rows
 
 
-def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
-    meta, texts = build(profile, summary)
+def build(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Metadata events (dicts) and every other event as JSON text, in the order written
+    (the whole trace in memory: for tests and small profiles; ``write`` streams)."""
+    meta, rows = prepare(profile, summary)
+    return meta, [t.decode() for t in rows.chunk(0, len(rows))]
+
+
+def _head_tail(profile: Profile, meta: list[dict[str, Any]], has_rows: bool) -> tuple[bytes, bytes]:
     head = {
         "displayTimeUnit": "ns",
         "metadata": {
@@ -209,18 +222,37 @@ def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
         },
     }
     # traceEvents first: Perfetto sniffs the first bytes to pick its JSON importer
-    parts = [_encoder.encode(m).decode() for m in meta] + texts
-    tail = _encoder.encode(head).decode()[1:]  # drop the "{"
-    return ('{"traceEvents":[\n' + ",\n".join(parts) + "\n]," + tail).encode("utf-8")
+    first = b'{"traceEvents":[\n' + ROW_SEP.join(_encoder.encode(m) for m in meta)
+    if meta and has_rows:
+        first += ROW_SEP
+    return first, b"\n]," + _encoder.encode(head)[1:]  # drop the "{"
+
+
+def encode_parts(profile: Profile, summary: Summary | None, gzip: bool) -> Iterator[bytes]:
+    """The trace file's bytes, in parts (gzip-compressed when ``gzip``): rows are
+    formatted and compressed a piece at a time, by worker processes for large traces."""
+    meta, rows = prepare(profile, summary)
+    head, tail = _head_tail(profile, meta, len(rows) > 0)
+
+    def fmt(lo: int, hi: int) -> bytes:
+        text = ROW_SEP.join(rows.chunk(lo, hi))
+        return (ROW_SEP + text) if lo else text
+
+    return trace_stream.encoded(head, len(rows), fmt, tail, gzip)
+
+
+def to_bytes(profile: Profile, summary: Summary | None = None) -> bytes:
+    return b"".join(encode_parts(profile, summary, gzip=False))
+
+
+def _write_parts(path: Path, parts: Iterable[bytes]) -> None:
+    """The parts written in order, into a file renamed over ``path`` when all are in."""
+    with atomic_write.replacing(path, "wb") as f:
+        for part in parts:
+            f.write(part)
 
 
 def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
     path = Path(path)
-    data = to_bytes(profile, summary)
-    if path.name.endswith(".gz"):
-        buf = io.BytesIO()
-        # mtime=0 and no file name: the same input gives the same bytes
-        with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=1) as gz:  # fast: traces are large
-            gz.write(data)
-        data = buf.getvalue()
-    return atomic_write.write_bytes(path, data)
+    _write_parts(path, encode_parts(profile, summary, gzip=path.name.endswith(".gz")))
+    return path

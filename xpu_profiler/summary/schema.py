@@ -542,6 +542,15 @@ class Diff(_Struct):
 
 # -- the whole summary -----------------------------------------------------------------
 
+class Selection(_Struct):
+    """The part of the input kept by ``analyze --steps`` / ``--max-events``."""
+    steps: Optional[str] = None        # "A:B" as given
+    max_events: Optional[int] = None
+    events_total: int = 0              # events read
+    events_kept: int = 0
+    skipped_share: float = 0.0         # (total - kept) / total
+
+
 class Summary(_Struct):
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
@@ -570,4 +579,5 @@ class Summary(_Struct):
     comm: Comm = msgspec.field(default_factory=Comm)
     parallel: Parallel = msgspec.field(default_factory=Parallel)
     findings: list[Finding] = []   # ranked, filled by the facade (``findings.attach``)
+    selection: Optional[Selection] = None  # only part of the input was kept
     diff: Optional[Diff] = None    # reserved (``xpu_profiler diff`` writes its own diff.json)

@@ -1,7 +1,9 @@
 """PyTorch profiler (Kineto) Chrome traces: `*.pt.trace.json[.gz]`, vLLM profiler dirs.
 
-Reading goes in three steps, one module each: ``decode`` finds the events array and
-decodes it in chunks (in parallel for large files) with the typed ``schema``;
+Reading goes in three steps, one module each: ``stream`` reads the file in blocks and
+decodes its events in chunks cut between two events as they come (in parallel for
+large files) with the typed ``schema``; a file it cannot take is read whole, and
+``decode`` finds the events array in it and decodes it in chunks;
 ``columns`` pulls numpy columns out of each chunk; ``read`` here joins the chunks into
 one Profile on one time base.
 """
@@ -17,6 +19,7 @@ from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_ME
 from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+from .stream import read_streamed
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
@@ -28,7 +31,14 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
-    data = read_bytes(path, options.progress)
+    streamed = read_streamed(path, options.progress)
+    trace, parts, notes = (*streamed, []) if streamed is not None else _read_whole(path)
+    return _assemble(path, options, trace, parts, notes)
+
+
+def _read_whole(path: Path) -> tuple:
+    """The whole (decompressed) file in memory: for files the stream cannot take."""
+    data = read_bytes(path)
     notes: list[str] = []
     try:
         trace, raw = top_level(path, data)
@@ -48,8 +58,11 @@ def read(path: Path, options: ReadOptions) -> Profile:
             except ChunkFailed:
                 parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
-    skipped = _skipped(path, parts)
+    return trace, parts, notes
 
+
+def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
+    skipped = _skipped(path, parts)
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
     if declared is not None and not 0 <= declared < MAX_RANK:
         notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
@@ -61,7 +74,15 @@ def read(path: Path, options: ReadOptions) -> Profile:
     # chunk-local string ids → profile ids, in chunk order (same ids as one sequential pass)
     name_ids = [strings.intern_many(c.names)[c.name_ids] if len(c.name_ids) else c.name_ids for c in parts]
     cat_ids = [strings.intern_many(c.cats)[c.cat_ids] if len(c.cat_ids) else c.cat_ids for c in parts]
-    cat = lambda k: np.concatenate([getattr(c, k) for c in parts])  # noqa: E731
+
+    def cat(k: str) -> np.ndarray:
+        """A column of every chunk joined; the chunks' own copies go (peak memory)."""
+        out = np.concatenate([getattr(c, k) for c in parts])
+        if k != "ts_ns":  # chunk lengths are read from ts_ns below
+            for c in parts:
+                setattr(c, k, out[:0])
+        return out
+
     kind, ts_ns, dur_ns, pid, tid = cat("kind"), cat("ts_ns"), cat("dur_ns"), cat("pid"), cat("tid")
     n = len(ts_ns)
 

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Speed and memory of `xpu_profiler analyze` at scale, against the decode floor.
+
+Each case runs in a fresh process (wall seconds and peak memory as bench_analyze.py
+measures them: the process's own peak RSS, or the process tree's PSS when it forks):
+
+  floor      a typed msgspec decode of the 7 core event fields (ph, name, cat, pid,
+             tid, ts, dur) into gc=False structs; for .json.gz a streaming zlib
+             decompression first
+  summary    ``analyze FILE --format json``
+  default    ``analyze FILE`` (Perfetto trace, summary.json, CSV, HTML report)
+
+on the 1M-event trace (.json and .json.gz) and, for memory, the 5M-event .json
+(floor and default outputs, one run each). Ratios are against the floor of the same
+input measured in the same round; the ground-truth checks of bench_analyze.py run on
+every summary.json written. Prints the 1-minute load average before and after.
+
+    python bench/bench_scale.py [--repeat 3] [--no-5m] [--events 1000000] [--big 5000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_analyze as ba  # noqa: E402
+import gen_trace  # noqa: E402
+
+TARGETS = {"summary": 1.3, "default": 2.0, "summary.gz": 1.6, "default.gz": 2.0}
+TARGET_RSS_5M = 0.5   # peak RSS / uncompressed size on the 5M-event trace
+
+FLOOR = r'''
+import sys, zlib
+import msgspec
+from typing import Union
+
+class Event(msgspec.Struct, gc=False):
+    ph: str
+    name: str = ""
+    cat: str = ""
+    pid: Union[int, str] = 0
+    tid: Union[int, str] = 0
+    ts: float = 0.0
+    dur: float = 0.0
+
+class Trace(msgspec.Struct):
+    traceEvents: list[Event]
+
+path = sys.argv[1]
+if path.endswith(".gz"):
+    d = zlib.decompressobj(31)
+    parts = []
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            parts.append(d.decompress(chunk))
+    parts.append(d.flush())
+    data = b"".join(parts)
+    del parts
+else:
+    with open(path, "rb") as f:
+        data = f.read()
+trace = msgspec.json.Decoder(Trace).decode(data)
+print(f"events={len(trace.traceEvents)}")
+'''
+
+
+def ensure(events: int, gz: bool) -> Path:
+    """The cached trace (bench/.cache/, git-ignored), made by gen_trace.py when missing or stale."""
+    path = ba.CACHE / f"trace_{events}_s0.json"
+    exp = Path(str(path) + ".expected.json")
+    ok = path.exists() and exp.exists() and (not gz or Path(str(path) + ".gz").exists())
+    if ok:
+        import json
+        ok = json.loads(exp.read_text())["generator"]["source_sha256"] == gen_trace.source_hash()
+    if not ok:
+        print(f"generating {path} ({events:,} events) ...", file=sys.stderr)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        gen_trace.generate(events, str(path), seed=0, gzip_copy=gz)
+    return path
+
+
+def run_case(kind: str, trace: Path, tmp: Path, timeout: float) -> dict:
+    if kind == "floor":
+        cmd = [sys.executable, "-c", FLOOR, str(trace)]
+    else:
+        out = tmp / f"out_{kind}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "--output", str(out), "-q"]
+        if kind == "summary":
+            cmd += ["--format", "json"]
+    r = ba.run_measured(cmd, timeout)
+    if r["rc"] != 0:
+        raise SystemExit(f"{kind} on {trace.name} failed (rc {r['rc']}):\n{r['stderr'][-2000:]}")
+    if kind != "floor":
+        r["summary_path"] = tmp / f"out_{kind}" / "summary.json"
+    return r
+
+
+def checks(r: dict, exp: dict) -> list[str]:
+    import json
+    s = json.loads(Path(r["summary_path"]).read_text())
+    status, detail = ba.check_kernel_total(s, "summary.json", exp["kernel_dur_ns"])
+    lines = [f"kernel total {status}: {detail}"]
+    lines += [f"{what} {st}: {d}" for what, st, d in ba.extra_checks(s, exp)]
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--big", type=int, default=5_000_000, help="events of the memory case")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-5m", dest="big_case", action="store_false", help="skip the large memory case")
+    ap.add_argument("--timeout", type=float, default=900)
+    args = ap.parse_args(argv)
+
+    import json
+    load0 = os.getloadavg()[0]
+    small = ensure(args.events, gz=True)
+    exp = json.loads(Path(str(small) + ".expected.json").read_text())
+    size = exp["json_bytes"]
+    inputs = [("json", small), ("gz", Path(str(small) + ".gz"))]
+    res: dict[tuple[str, str], list[dict]] = {}
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as td:
+        tmp = Path(td)
+        for _ in range(args.repeat):
+            for label, trace in inputs:  # alternate: background load spreads over all cases
+                floor = run_case("floor", trace, tmp, args.timeout)
+                res.setdefault((label, "floor"), []).append(floor)
+                for kind in ("summary", "default"):
+                    r = run_case(kind, trace, tmp, args.timeout)
+                    r["ratio"] = r["wall_s"] / floor["wall_s"]
+                    res.setdefault((label, kind), []).append(r)
+                    for line in checks(r, exp):
+                        if " PASS" not in line:
+                            problems.append(f"{trace.name} {kind}: {line}")
+        big_rows = []
+        if args.big_case:
+            big = ensure(args.big, gz=False)
+            big_exp = json.loads(Path(str(big) + ".expected.json").read_text())
+            f = run_case("floor", big, tmp, args.timeout)
+            d = run_case("default", big, tmp, args.timeout)
+            d["ratio"] = d["wall_s"] / f["wall_s"]
+            for line in checks(d, big_exp):
+                if " PASS" not in line:
+                    problems.append(f"{big.name} default: {line}")
+            big_rows = [(big, big_exp["json_bytes"], f, d)]
+    load1 = os.getloadavg()[0]
+
+    med = lambda rs, k: statistics.median(r[k] for r in rs)  # noqa: E731
+    print(f"events {exp['events']:,} ({size / 1e6:.0f} MB JSON), median of {args.repeat} fresh-process runs")
+    print(f"{'input':6} {'case':8} {'wall s':>7} {'x floor':>8} {'target':>7} {'peak MiB':>9} {'RSS/size':>9}")
+    for label, _ in inputs:
+        for kind in ("floor", "summary", "default"):
+            rs = res[(label, kind)]
+            ratio = med(rs, "ratio") if kind != "floor" else 1.0
+            tkey = kind + (".gz" if label == "gz" else "")
+            target = TARGETS.get(tkey)
+            verdict = "" if target is None else ("PASS" if ratio <= target else "MISS")
+            print(f"{label:6} {kind:8} {med(rs, 'wall_s'):7.2f} {ratio:8.2f} "
+                  f"{'' if target is None else f'<={target}':>7} {med(rs, 'peak_mib'):9.0f} "
+                  f"{med(rs, 'peak_mib') * 1048576 / size:8.2f}x {verdict}")
+    for big, big_size, f, d in big_rows:
+        rss_x = d["peak_mib"] * 1048576 / big_size
+        print(f"{big.name}: {big_size / 1e6:.0f} MB; floor {f['wall_s']:.2f} s {f['peak_mib']:.0f} MiB; "
+              f"default outputs {d['wall_s']:.2f} s ({d['ratio']:.2f}x floor), peak {d['peak_mib']:.0f} MiB = "
+              f"{rss_x:.2f}x the JSON size (target <= {TARGET_RSS_5M}: {'PASS' if rss_x <= TARGET_RSS_5M else 'MISS'})")
+        one = med(res[("json", "default")], "peak_mib")
+        print(f"  peak RSS of the default outputs: {one:.0f} MiB at {exp['events']:,} events, "
+              f"{d['peak_mib']:.0f} MiB at {big_exp['events']:,} events")
+    for p in problems:
+        print("CHECK", p)
+    if not problems:
+        print("ground truth: kernel total, steps, steps by phase, device busy, kernel ns by phase PASS on every summary.json")
+    print(f"load average (1 min) {load0:.2f} before, {load1:.2f} after, on {os.cpu_count()} CPUs")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Large-trace paths on real files: the streamed Kineto reader equals the whole-file read,
+the Perfetto export equals a plain json.dumps of the same events, and analyze's
+--steps / --max-events keep what they say and report what they skipped."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xpu_profiler import analysis
+from xpu_profiler.exporters import chrome_trace, trace_stream
+from xpu_profiler.profile import COUNTER_SCHEMA, EVENT_SCHEMA, K_ANNOTATION, KINDS, PHASES
+from xpu_profiler.readers import ReadOptions, kineto
+from xpu_profiler.readers.kineto import decode, stream
+from xpu_profiler.taxonomy import FUSED_OPS
+from xpu_profiler.validate import JS_SAFE
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import gen_trace  # noqa: E402
+
+REAL = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-ns-resolution-rank0.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> tuple[Path, dict]:
+    """A real generated trace (~30k events, 40+ steps) with its ground truth; .json and .json.gz."""
+    path = tmp_path_factory.mktemp("gen") / "trace.json"
+    truth = gen_trace.generate(30_000, str(path), seed=3, gzip_copy=True)
+    return path, truth
+
+
+def whole(path: Path):
+    trace, parts, notes = kineto._read_whole(path)
+    return kineto._assemble(path, ReadOptions(), trace, parts, notes)
+
+
+def same(a, b) -> None:
+    assert a.strings.strings == b.strings.strings
+    assert a.base_ns == b.base_ns
+    for col in EVENT_SCHEMA:
+        assert np.array_equal(a.events[col], b.events[col]), col
+    for col in COUNTER_SCHEMA:
+        assert np.array_equal(a.counters[col], b.counters[col]), col
+    assert a.run == b.run
+
+
+def inputs(generated) -> list[Path]:
+    path, _ = generated
+    out = [path, Path(str(path) + ".gz")]
+    if REAL.exists():
+        out.append(REAL)
+    return out
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_streamed_equals_whole(generated, tmp_path: Path, monkeypatch, workers: str) -> None:
+    """Cut into many small chunks (and decoded by forked workers), .json and .gz, generated
+    and real traces: the same columns, strings and run info as one whole-file read."""
+    files = inputs(generated)
+    if REAL.exists():  # the real trace uncompressed too: the byte-range reader
+        plain = tmp_path / "real.json"
+        plain.write_bytes(gzip.decompress(REAL.read_bytes()))
+        files.append(plain)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv("XPU_PROFILER_WORKERS", workers)
+    for path in files:
+        expect = whole(path)
+        calls = []
+        monkeypatch.setattr(decode, "CHUNK_BYTES", 64 << 10)
+        real = stream.read_streamed
+        monkeypatch.setattr(kineto, "read_streamed", lambda *a: calls.append(r := real(*a)) or r)
+        got = kineto.read(path, ReadOptions())
+        assert calls and calls[0] is not None, f"{path.name} was not streamed"
+        assert len(calls[0][1]) > 20, f"{path.name}: only {len(calls[0][1])} chunks"
+        same(got, expect)
+        monkeypatch.undo()
+        monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setenv("XPU_PROFILER_WORKERS", workers)
+
+
+def test_unstreamable_file_falls_back(tmp_path: Path) -> None:
+    """A document whose events array is not where Kineto puts it is read whole, correctly."""
+    doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2.0}],
+           "otherEvents": [{"x": 1}, {"y": 2}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    assert stream.read_streamed(path) is None
+    prof = kineto.read(path, ReadOptions())
+    assert len(prof.events) == 1 and int(prof.events["dur"][0]) == 2000
+
+
+def _reference(profile) -> list[dict]:
+    """The exported slices as a plain json.dumps of each event would write them."""
+    ev, s = profile.events, profile.strings
+    keep = (ev["start"] >= 0) & ((ev["kind"] != K_ANNOTATION) | (ev["device"] < 0))
+    out = []
+    for i in np.flatnonzero(keep).tolist():
+        args = {"kind": KINDS[int(ev["kind"][i])]}
+        if ev["fused"][i] >= 0:
+            args["fused_op"] = FUSED_OPS[int(ev["fused"][i])]
+        if ev["step"][i] >= 0:
+            args["step"] = int(ev["step"][i])
+            args["phase"] = PHASES[int(ev["phase"][i])]
+        if 0 <= ev["corr"][i] < JS_SAFE:
+            args["correlation"] = int(ev["corr"][i])
+        out.append({"ph": "X", "name": s[int(ev["name"][i])] or "[no name]", "ts": int(ev["start"][i]) / 1000,
+                    "dur": int(ev["dur"][i]) / 1000, "args": args})
+    return json.loads(json.dumps(out))
+
+
+def _key(e: dict) -> str:
+    return json.dumps({k: e[k] for k in ("name", "ts", "dur", "args")}, sort_keys=True)
+
+
+def test_perfetto_equals_plain_json(generated, tmp_path: Path, monkeypatch) -> None:
+    path, truth = generated
+    profile, summary = analysis.analyze([path])
+    out = chrome_trace.write(profile, summary, tmp_path / "t.json.gz")
+    raw = gzip.decompress(out.read_bytes())  # one stream, CRC and length checked
+    assert raw == chrome_trace.to_bytes(profile, summary)
+    doc = json.loads(raw)
+    events = doc["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X" and e["tid"] >= chrome_trace.HOST_TID0]
+    ref = _reference(profile)
+    assert len(slices) == len(ref) > 10_000
+    assert sorted(map(_key, slices)) == sorted(map(_key, ref))
+    kernels = [e for e in slices if e["args"]["kind"] == "kernel"]
+    assert len(kernels) == truth["kernels"]
+    # sorted by (ts, longer first), metadata before everything
+    body = [e for e in events if e["ph"] != "M"]
+    assert all(e["ph"] == "M" for e in events[:len(events) - len(body)])
+    order = [(e["ts"], -e.get("dur", 0)) for e in body]
+    assert order == sorted(order)
+    # flows: each start has its end, at a kernel's launch and at the kernel
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(ends) and len(starts) >= truth["kernels"]
+    # the same bytes when made by forked workers in many pieces
+    monkeypatch.setattr(trace_stream, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(trace_stream, "PIECE_ROWS", 4096)
+    monkeypatch.setenv("XPU_PROFILER_WORKERS", "2")
+    out2 = chrome_trace.write(profile, summary, tmp_path / "t2.json.gz")
+    assert gzip.decompress(out2.read_bytes()) == raw
+    d = zlib.decompressobj(31)
+    assert d.decompress(out2.read_bytes()) == raw and d.eof and not d.unused_data  # a single gzip member
+
+
+def test_crc32_combine() -> None:
+    a, b = b"x" * 1000 + bytes(range(256)), b"abc" * 77777
+    assert trace_stream.crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
+    assert trace_stream.crc32_combine(zlib.crc32(a), zlib.crc32(b""), 0) == zlib.crc32(a)
+
+
+def _analyze(trace: Path, out: Path, *extra: str) -> tuple[dict, str]:
+    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out),
+                        "--format", "json", *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads((out / "summary.json").read_text()), r.stderr
+
+
+def test_steps_and_max_events(generated, tmp_path: Path) -> None:
+    path, truth = generated
+    full, err = _analyze(path, tmp_path / "full")
+    assert full["selection"] is None and "skipped" not in err
+    assert full["totals"]["steps"] == truth["steps"] > 10
+    n_all = len(analysis.analyze([path])[0].events)
+
+    part, err = _analyze(path, tmp_path / "part", "--steps", "3:7")
+    assert part["steps"]["step_id"] == [3, 4, 5, 6]
+    sel = part["selection"]
+    assert sel["steps"] == "3:7" and sel["events_total"] == n_all
+    assert 0 < sel["events_kept"] < n_all
+    assert sel["skipped_share"] == pytest.approx((n_all - sel["events_kept"]) / n_all, abs=1e-6)
+    lines = [x for x in err.splitlines() if "skipped" in x]
+    assert lines == [f"warning: kept {sel['events_kept']:,} of {n_all:,} events (steps 3:7): "
+                     f"{100 * sel['skipped_share']:.1f} % skipped"]
+    # every kept step's kernels are all there: the four steps' kernel time from the full run
+    full_rows = [i for i, s in enumerate(full["steps"]["step_id"]) if 3 <= s < 7]
+    assert part["steps"]["busy_ns"] == [full["steps"]["busy_ns"][i] for i in full_rows]
+
+    first, err = _analyze(path, tmp_path / "first", "--max-events", "5000")
+    sel = first["selection"]
+    assert sel["events_kept"] == 5000 and sel["events_total"] == n_all and sel["max_events"] == 5000
+    assert sel["skipped_share"] == pytest.approx(1 - 5000 / n_all, abs=1e-6)
+    assert 0 < first["totals"]["steps"] < truth["steps"]
+    assert "at most 5,000 events" in err
+
+    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(path), "-o", str(tmp_path / "bad"),
+                        "--steps", "7:3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "--steps '7:3'" in r.stderr

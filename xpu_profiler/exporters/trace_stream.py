@@ -1,0 +1,135 @@
+"""Writing a large trace text in pieces: formatted and compressed by forked workers in
+parallel, one gzip stream, never the whole text in memory.
+
+The sorted rows are cut into pieces of a fixed number of rows; each piece is formatted
+and deflated on its own (raw deflate ending in a sync flush, byte-aligned and not
+final), so the pieces concatenate into one valid deflate stream the way pigz builds
+one; the gzip trailer's CRC-32 is combined from the pieces' own (``crc32_combine``,
+zlib's algorithm). Without workers (a small trace, a process with threads, a start
+method other than fork) the same pieces are made one after the other in-process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import struct
+import threading
+import zlib
+from typing import Callable, Iterator
+
+PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
+PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
+LEVEL = 1                     # fast: traces are large, and the text compresses ~9x even so
+
+# (lo, hi) → the piece's texts joined; inherited by forked workers
+_FORMAT: Callable[[int, int], bytes] | None = None
+_GZIP: bool = True
+
+
+def _gf2_times(mat: list[int], vec: int) -> int:
+    s, i = 0, 0
+    while vec:
+        if vec & 1:
+            s ^= mat[i]
+        vec >>= 1
+        i += 1
+    return s
+
+
+def _gf2_square(mat: list[int]) -> list[int]:
+    return [_gf2_times(mat, mat[n]) for n in range(32)]
+
+
+_ZERO_BYTES: list[list[int]] = []  # operator applying 2^k zero bytes to a CRC, k = 0..63
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC-32 of A + B from crc(A), crc(B) and len(B) (zlib's crc32_combine)."""
+    if not _ZERO_BYTES:
+        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
+        for _ in range(3):
+            op = _gf2_square(op)  # 2, 4, 8 zero bits
+        for _ in range(64):
+            _ZERO_BYTES.append(op)
+            op = _gf2_square(op)
+    k = 0
+    while len2 > 0:
+        if len2 & 1:
+            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
+        len2 >>= 1
+        k += 1
+    return crc1 ^ crc2
+
+
+def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
+    """(bytes, crc32 and length of the text): deflated and sync-flushed, or the text itself."""
+    lo, hi = span
+    text = _FORMAT(lo, hi)
+    crc, n = zlib.crc32(text), len(text)
+    if not _GZIP:
+        return text, crc, n
+    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    return c.compress(text) + c.flush(zlib.Z_SYNC_FLUSH), crc, n
+
+
+def default_sigterm() -> None:
+    """In a forked worker: SIGTERM ends it at once. The writer's handler (a SIGTERM that
+    unwinds, so the temporary output is removed) is the parent's; in a worker blocked on
+    the pool's queue it would unwind into the queue's locks and hang the pool's shutdown."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _workers(rows: int) -> int:
+    if rows < PARALLEL_MIN_ROWS or os.environ.get("XPU_PROFILER_WORKERS") == "1":
+        return 1
+    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
+        return 1  # forking a threaded process (a live engine) is unsafe
+    want = os.environ.get("XPU_PROFILER_WORKERS")
+    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
+    return max(1, min(n, 8))
+
+
+def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[tuple[bytes, int, int]]:
+    """The pieces of rows 0..rows in order: (bytes, crc32 of the text, text length)."""
+    global _FORMAT, _GZIP
+    spans = [(lo, min(lo + PIECE_ROWS, rows)) for lo in range(0, rows, PIECE_ROWS)]
+    workers = _workers(rows)
+    _FORMAT, _GZIP = fmt, gzip
+    try:
+        if workers > 1 and len(spans) > 1:
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm)
+            try:
+                yield from pool.imap(_piece, spans, chunksize=1)
+                pool.close()  # a clean end: workers leave on their own
+            finally:
+                pool.terminate()
+                pool.join()
+        else:
+            for s in spans:
+                yield _piece(s)
+    finally:
+        _FORMAT = None
+
+
+def encoded(head: bytes, rows: int, fmt: Callable[[int, int], bytes], tail: bytes, gzip: bool) -> Iterator[bytes]:
+    """The file's bytes in order: ``head``, the pieces, ``tail``; one gzip stream when
+    ``gzip`` (mtime 0 and no file name: the same input gives the same bytes)."""
+    if not gzip:
+        yield head
+        for data, _, _ in pieces(rows, fmt, False):
+            yield data
+        yield tail
+        return
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"  # deflate, no flags, mtime 0, fastest, OS unknown
+    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    yield c.compress(head) + c.flush(zlib.Z_SYNC_FLUSH)
+    crc, size = zlib.crc32(head), len(head)
+    for data, piece_crc, n in pieces(rows, fmt, True):
+        crc, size = crc32_combine(crc, piece_crc, n), size + n
+        yield data
+    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
+    yield c.compress(tail) + c.flush(zlib.Z_FINISH)
+    crc = crc32_combine(crc, zlib.crc32(tail), len(tail))
+    yield struct.pack("<II", crc, (size + len(tail)) & 0xFFFFFFFF)

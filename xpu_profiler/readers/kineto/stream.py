@@ -1,0 +1,263 @@
+"""Reading a Kineto trace as a stream: the file (or its gzip stream) is read in blocks
+and cut between two events into chunks that are decoded as they come, by forked
+workers for large files; the whole raw text is never held.
+
+The top-level fields are what comes before the events array and after it: the head
+up to ``"traceEvents": [`` and, at the end of the file, what follows the array's
+closing ``]``. Anything this cannot handle on its own (no events array where Kineto
+puts it, a chunk that does not decode, a broken gzip stream) returns None, and the
+reader reads the whole file instead, with its exact error messages and tolerance of
+odd events everywhere (a chunk with odd events is decoded tolerantly here too).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import zlib
+from pathlib import Path
+from typing import Callable, Iterator
+
+import msgspec
+
+from ...errors import TraceError
+from .columns import Cols, columns
+from . import decode
+from .decode import _BOUNDARY, ChunkFailed, _workers
+from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
+
+BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
+HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
+
+
+def default_sigterm() -> None:
+    """In a forked worker: SIGTERM ends it at once, whatever handler the parent had."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+class Unstreamable(Exception):
+    """The file needs the whole-file reader."""
+
+
+def _blocks(path: Path, progress: Callable[[int], None] | None) -> Iterator[bytes]:
+    """The (decompressed) content in blocks; Unstreamable on a broken gzip stream."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        if not gz:
+            while block := f.read(BLOCK_BYTES):
+                if progress:
+                    progress(len(block))
+                yield block
+            return
+        d = zlib.decompressobj(31)
+        try:
+            while block := f.read(BLOCK_BYTES >> 4):  # a trace's text compresses ~10-20x
+                out = d.decompress(block)
+                while d.unused_data:  # concatenated gzip members
+                    rest = d.unused_data
+                    out += d.flush()
+                    d = zlib.decompressobj(31)
+                    out += d.decompress(rest)
+                if progress:
+                    progress(len(block))
+                yield out
+            tail = d.flush()
+        except zlib.error:
+            raise Unstreamable() from None
+        if not d.eof:
+            raise Unstreamable()
+        yield tail
+
+
+class _Split:
+    """Cuts the content into the head, event chunks and the tail."""
+
+    def __init__(self) -> None:
+        self.prefix: bytes | None = None  # up to (not including) the array's "["; b"" for a bare array
+        self.suffix = b""                 # after the array's "]"
+
+    def _start(self, head: bytes) -> int | None:
+        """Offset just after the events array's "[" in ``head``, None while not yet seen."""
+        first = head[:4096].lstrip()[:1]
+        if first == b"[":
+            self.prefix = b""
+            return head.index(b"[") + 1
+        if first != b"{":
+            raise Unstreamable()
+        key = head.find(b'"traceEvents"')
+        if key < 0:
+            return None
+        start = head.find(b"[", key)
+        if start < 0:
+            return None
+        if head[key + 13:start].strip() != b":":
+            raise Unstreamable()
+        self.prefix = head[:start]
+        return start + 1
+
+    def chunks(self, blocks: Iterator[bytes], size: int) -> Iterator[bytes]:
+        pending, pos = b"", 0  # the unread rest is pending[pos:]
+        for block in blocks:
+            pending = pending[pos:] + block if pos < len(pending) else block
+            pos = 0
+            if self.prefix is None:
+                at = self._start(pending)
+                if at is None:
+                    if len(pending) > HEAD_MAX:
+                        raise Unstreamable()
+                    continue
+                pos = at
+            while len(pending) - pos > size:
+                m = _BOUNDARY.search(pending, pos + size)
+                if m is None:
+                    break
+                yield pending[pos:m.start() + 1]
+                pos = m.end() - 1
+        if self.prefix is None:
+            raise Unstreamable()
+        yield self._last(pending[pos:])
+
+    def _last(self, pending: bytes) -> bytes:
+        """The last chunk of events; the tail goes to ``suffix``."""
+        if self.prefix == b"":
+            body = pending.rstrip()
+            if not body.endswith(b"]"):
+                raise Unstreamable()
+            return body[:-1]
+        # the array's "]" is the last one that closes an object (string arrays may follow)
+        end = len(pending)
+        while True:
+            end = pending.rfind(b"]", 0, end)
+            if end < 0:
+                raise Unstreamable()
+            before = pending[max(0, end - 64):end].rstrip()
+            if before.endswith(b"}") or not pending[:end].strip():
+                break
+        self.suffix = pending[end + 1:]
+        return pending[:end]
+
+    def trace(self) -> Trace | None:
+        if not self.prefix:
+            return None
+        try:
+            return TRACE_DECODER.decode(self.prefix + b"[]" + self.suffix)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            raise Unstreamable() from None
+
+
+def decode_chunk(chunk: bytes) -> Cols:
+    """One chunk's columns, as ``decode`` decodes its chunks: typed, else (an odd event in
+    it) tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on
+    its own."""
+    data = b"[" + chunk + b"]"
+    del chunk
+    try:
+        try:
+            events = TAGGED_DECODER.decode(data)
+        except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
+            events = EVENTS_DECODER.decode(data)
+        return columns(Path("-"), events)
+    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
+        pass
+    try:
+        return decode.tolerant_cols(Path("-"), data)  # the same one the whole-file path uses
+    except TraceError as e:
+        raise ChunkFailed(str(e)) from None
+
+
+# ---- an uncompressed file: workers read their own byte ranges ---------------------------
+
+TAIL_BYTES = 1 << 20   # the array's end and the fields after it lie in the file's last MiB
+_FILE: tuple[str, int, int, int] | None = None  # path, array start, array end, chunk size
+
+
+def _cut(fd: int, pos: int, end: int) -> tuple[int, int]:
+    """The first cut between two events at or after ``pos`` (before ``end``): where the
+    chunk before it ends and the next begins; (end, end) when there is none. Every chunk
+    finds its two cuts with this, so neighbours agree on them."""
+    window = 1 << 20
+    while pos < end:
+        buf = os.pread(fd, min(window, end - pos) + 64, pos)
+        m = _BOUNDARY.search(buf)
+        if m is not None and pos + m.start() < end:
+            return pos + m.start() + 1, pos + m.end() - 1
+        if m is not None or len(buf) < window:
+            break
+        pos += window
+    return end, end
+
+
+def _range_chunk(k: int) -> Cols:
+    path, start, end, size = _FILE
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        lo = start if k == 0 else _cut(fd, start + k * size, end)[1]
+        hi = _cut(fd, start + (k + 1) * size, end)[0]
+        return decode_chunk(os.pread(fd, hi - lo, lo) if hi > lo else b"")
+
+
+def _locate(path: Path, split: _Split) -> tuple[int, int]:
+    """Byte offsets of the events array's first event and of its closing "]"."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(BLOCK_BYTES)
+        while (at := split._start(head)) is None:
+            block = f.read(BLOCK_BYTES)
+            if not block or len(head) > HEAD_MAX:
+                raise Unstreamable()
+            head += block
+        tail_at = max(at, size - TAIL_BYTES)
+        tail = os.pread(f.fileno(), size - tail_at, tail_at)
+    prefix = split.prefix
+    last = split._last(tail)  # sets split.suffix
+    split.prefix = prefix
+    return at, tail_at + len(last)
+
+
+def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -> tuple[Trace | None, list[Cols]]:
+    global _FILE
+    split = _Split()
+    start, end = _locate(path, split)
+    trace = split.trace()
+    n = max(1, -(-(end - start) // size))
+    workers = _workers(range(end - start)) if end - start >= decode.PARALLEL_MIN_BYTES and n > 1 else 1
+    _FILE = (str(path), start, end, size)
+    try:
+        if workers > 1:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
+                parts = pool.map(_range_chunk, range(n), chunksize=1)
+        else:
+            parts = [_range_chunk(k) for k in range(n)]
+    finally:
+        _FILE = None
+    if progress:
+        progress(path.stat().st_size)
+    return trace, parts
+
+
+def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
+                  chunk_bytes: int | None = None) -> tuple[Trace | None, list[Cols]] | None:
+    """(top-level fields, the columns of each chunk), or None when the file needs the
+    whole-file reader. An uncompressed file is read by byte ranges (each chunk, or
+    worker, reads its own); a gzip stream is decompressed here and its chunks handed on."""
+    size = chunk_bytes or decode.CHUNK_BYTES  # read at call time: tests set it
+    split = _Split()
+    try:
+        est = path.stat().st_size
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        if not gz:
+            return read_ranges(path, progress, size)
+        chunks = split.chunks(_blocks(path, progress), size)
+        est *= 10  # a trace's text compresses ~10-20x
+        workers = _workers(range(est)) if est >= decode.PARALLEL_MIN_BYTES else 1
+        if workers > 1:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
+                parts = list(pool.imap(decode_chunk, chunks, chunksize=1))
+        else:
+            parts = [decode_chunk(c) for c in chunks]
+        return split.trace(), parts
+    except (Unstreamable, ChunkFailed, OSError):
+        return None
