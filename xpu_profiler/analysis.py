@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregate, atomic_write, exporters, findings, select
+from . import aggregate, atomic_write, exporters, findings, heap, select
 from .capture import load_run
 from .errors import XpuProfilerError
 from .findings import FindingsConfig
@@ -41,40 +41,15 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     ``capture``: graph-capture traces (files or directories) of the run; those inside an
     input directory (vLLM's ``capture_traces/``) are picked up without it.
     ``selection``: keep only some steps or the first events (``select``)."""
-    _large_arrays_to_os()
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
     kept = select.apply(profile, selection) if selection else None
-    _trim()
+    heap.trim()
     aggregate.attribute(profile, taxonomy, capture=capture_profile)
-    _trim()
+    heap.trim()
     summary = aggregate.summarize(profile, top=top)
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)
-
-
-def _libc():
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc
-        return None
-
-
-def _large_arrays_to_os() -> None:
-    """Large column arrays in their own mappings (glibc otherwise raises the threshold to
-    32 MiB after the first big free, and freed chunks of the heap stay resident)."""
-    libc = _libc()
-    if libc is not None:
-        libc.mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-
-
-def _trim() -> None:
-    """Hand freed heap memory back to the system between the stages (peak RSS)."""
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
 
 
 def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None,

@@ -166,7 +166,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
     from .taxonomy import Taxonomy
 
     try:
-        from . import devices, findings
+        from . import devices, findings, heap
         from .diff import load_input
 
         fcfg = findings.load_config(findings_config) if findings_config else None
@@ -178,6 +178,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
         analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
         total = sum(_size(p) for p in paths)
+        heap.bound_for_large_input(total)  # peak memory near what is kept (this process is ours)
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
         from .select import Selection, parse_steps

@@ -1,0 +1,43 @@
+"""Keeping peak memory near what is kept, for an analysis of a large trace in a process of
+its own (the ``analyze`` command): glibc is asked to map large arrays on their own (it
+otherwise raises its mmap threshold to 32 MiB after the first large free, and freed heap
+chunks stay resident), and freed heap is handed back between the stages.
+
+Both cost CPU time (system time grows with every map and unmap), so they are switched on
+only for large inputs, and never in a process that merely imports the library (a vLLM
+engine using the Python API)."""
+
+from __future__ import annotations
+
+import ctypes
+
+#: inputs from this size on (bytes on disk) are read with bounded memory
+LARGE_INPUT_BYTES = 256 << 20
+_M_MMAP_THRESHOLD = -3
+_active = False
+
+
+def _libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc
+        return None
+
+
+def bound_for_large_input(total_bytes: int) -> bool:
+    """Switch the bounded-memory mode on when the input is large; says whether it is on."""
+    global _active
+    if total_bytes >= LARGE_INPUT_BYTES and not _active:
+        libc = _libc()
+        if libc is not None:
+            libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+            _active = True
+    return _active
+
+
+def trim() -> None:
+    """Between the stages of a bounded analysis: freed heap back to the system."""
+    if _active:
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
