@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 8, 64, 48
+NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 8, 64, 192  # long enough that starting and stopping torch.profiler is a small share
 WINDOWS = (("cold", "basic", None), ("warm", "basic", None), ("comprehensive", "comprehensive", None),
            ("short", "standard", 4))
 
