@@ -12,12 +12,12 @@ method other than fork) the same pieces are made one after the other in-process.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import struct
-import threading
 import zlib
 from typing import Callable, Iterator
+
+from ..forking import fork_workers
 
 PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
 PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
@@ -81,21 +81,11 @@ def default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _workers(rows: int) -> int:
-    if rows < PARALLEL_MIN_ROWS or os.environ.get("XPU_PROFILER_WORKERS") == "1":
-        return 1
-    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
-        return 1  # forking a threaded process (a live engine) is unsafe
-    want = os.environ.get("XPU_PROFILER_WORKERS")
-    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
-    return max(1, min(n, 8))
-
-
 def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[tuple[bytes, int, int]]:
     """The pieces of rows 0..rows in order: (bytes, crc32 of the text, text length)."""
     global _FORMAT, _GZIP
     spans = [(lo, min(lo + PIECE_ROWS, rows)) for lo in range(0, rows, PIECE_ROWS)]
-    workers = _workers(rows)
+    workers = fork_workers(rows, PARALLEL_MIN_ROWS)
     _FORMAT, _GZIP = fmt, gzip
     try:
         if workers > 1 and len(spans) > 1:

@@ -13,14 +13,13 @@ errors name the file's real problem (truncated, malformed).
 from __future__ import annotations
 
 import multiprocessing
-import os
 import re
-import threading
 from pathlib import Path
 
 import msgspec
 
 from ...errors import TraceError
+from ...forking import fork_workers
 from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols
@@ -125,34 +124,31 @@ class ChunkFailed(Exception):
     """A chunk did not decode on its own: cut at a bad place, or a broken event inside."""
 
 
-def _decode_chunk(span: tuple[int, int]) -> Cols:
-    a, b = span
-    raw = _RAW
-    chunk = b"[" + bytes(raw[a:b]) + b"]"
+def decode_cols(data: bytes) -> Cols:
+    """The columns of one chunk (``[`` events ``]``): typed, else (an odd event in it, NaN)
+    tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on its
+    own (cut at a bad place)."""
     try:
         try:
-            events = TAGGED_DECODER.decode(chunk)
+            events = TAGGED_DECODER.decode(data)
         except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
-            events = EVENTS_DECODER.decode(chunk)
+            events = EVENTS_DECODER.decode(data)
         return columns(Path("-"), events)
-    except (msgspec.ValidationError, TraceError, ValueError, TypeError, OverflowError):
-        pass  # an odd event in this chunk: the tolerant decode below skips it
-    except msgspec.DecodeError:
-        pass  # NaN / Infinity (the tolerant decode reads them), or a chunk cut at a bad place
+    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
+        pass  # the tolerant decode below skips what the typed one refused
     try:
-        return tolerant_cols(Path("-"), chunk)
+        return tolerant_cols(Path("-"), data)
     except TraceError as e:
         raise ChunkFailed(str(e)) from None
 
 
+def _decode_chunk(span: tuple[int, int]) -> Cols:
+    a, b = span
+    return decode_cols(b"[" + bytes(_RAW[a:b]) + b"]")
+
+
 def _workers(raw: memoryview) -> int:
-    if len(raw) < PARALLEL_MIN_BYTES or os.environ.get("XPU_PROFILER_WORKERS") == "1":
-        return 1
-    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
-        return 1  # forking a threaded process (a live engine) is unsafe
-    want = os.environ.get("XPU_PROFILER_WORKERS")
-    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
-    return max(1, min(n, 8))
+    return fork_workers(len(raw), PARALLEL_MIN_BYTES)
 
 
 def decode_all(path: Path, raw: memoryview) -> list[Cols]:

@@ -21,11 +21,11 @@ from typing import Callable, Iterator
 
 import msgspec
 
-from ...errors import TraceError
-from .columns import Cols, columns
+from ...forking import fork_workers
 from . import decode
-from .decode import _BOUNDARY, ChunkFailed, _workers
-from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
+from .columns import Cols
+from .decode import _BOUNDARY, ChunkFailed
+from .schema import TRACE_DECODER, Trace
 
 BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
 HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
@@ -148,23 +148,8 @@ class _Split:
 
 
 def decode_chunk(chunk: bytes) -> Cols:
-    """One chunk's columns, as ``decode`` decodes its chunks: typed, else (an odd event in
-    it) tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on
-    its own."""
-    data = b"[" + chunk + b"]"
-    del chunk
-    try:
-        try:
-            events = TAGGED_DECODER.decode(data)
-        except msgspec.ValidationError:  # an unusual phase, or a field of the wrong type
-            events = EVENTS_DECODER.decode(data)
-        return columns(Path("-"), events)
-    except (msgspec.ValidationError, msgspec.DecodeError, TraceError, ValueError, TypeError, OverflowError):
-        pass
-    try:
-        return decode.tolerant_cols(Path("-"), data)  # the same one the whole-file path uses
-    except TraceError as e:
-        raise ChunkFailed(str(e)) from None
+    """One chunk's columns, as ``decode`` decodes its chunks (``decode.decode_cols``)."""
+    return decode.decode_cols(b"[" + chunk + b"]")
 
 
 # ---- an uncompressed file: workers read their own byte ranges ---------------------------
@@ -222,7 +207,7 @@ def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -
     start, end = _locate(path, split)
     trace = split.trace()
     n = max(1, -(-(end - start) // size))
-    workers = _workers(range(end - start)) if end - start >= decode.PARALLEL_MIN_BYTES and n > 1 else 1
+    workers = fork_workers(end - start, 0) if end - start >= decode.PARALLEL_MIN_BYTES and n > 1 else 1
     _FILE = (str(path), start, end, size)
     try:
         if workers > 1:
@@ -252,7 +237,7 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
             return read_ranges(path, progress, size)
         chunks = split.chunks(_blocks(path, progress), size)
         est *= 10  # a trace's text compresses ~10-20x
-        workers = _workers(range(est)) if est >= decode.PARALLEL_MIN_BYTES else 1
+        workers = fork_workers(est, 0) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
             with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
                 parts = list(pool.imap(decode_chunk, chunks, chunksize=1))

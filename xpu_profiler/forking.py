@@ -1,0 +1,21 @@
+"""How many forked worker processes a large piece of work gets (decoding a trace,
+writing one): none below a size where starting them costs more than they save, none in
+a process with threads (a live engine: forking it is unsafe) or another start method;
+``XPU_PROFILER_WORKERS`` sets the number (1: none), else one per CPU, at most 8."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+
+
+def fork_workers(amount: int, minimum: int) -> int:
+    """Workers for ``amount`` (bytes, rows: the caller's unit) of work; 1 means in-process."""
+    want = os.environ.get("XPU_PROFILER_WORKERS")
+    if amount < minimum or want == "1":
+        return 1
+    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
+        return 1
+    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
+    return max(1, min(n, 8))
