@@ -252,8 +252,13 @@ def test_profiler_overhead_against_a_basic_window(windows):
     drop = 1 - comp.throughput.window_output_tok_s / warm.throughput.window_output_tok_s
     assert f.evidence["drop"] == pytest.approx(drop) and drop > 0.3 and f.at_stake_share == pytest.approx(drop)
     assert "basic" in f.fix
-    # torch.profiler over only 4 steps: the window runs at about the basic speed
-    assert "profiler_overhead" not in rules(findings.attach(short, reference=warm))
+    # torch.profiler over only 4 steps costs less than over every step at comprehensive (the
+    # standard level's step and module ranges still cost on a model this small: the rule may
+    # fire, with that window's own drop)
+    short_drop = 1 - short.throughput.window_output_tok_s / warm.throughput.window_output_tok_s
+    assert short_drop < drop
+    g = rules(findings.attach(short, reference=warm)).get("profiler_overhead")
+    assert g is None or g.evidence["drop"] == pytest.approx(short_drop)
     assert "profiler_overhead" not in rules(findings.attach(warm, reference=warm))  # basic itself
     # the same through the command line: analyze --baseline
     r = cli("analyze", windows / "comprehensive.npz", "--baseline", windows / "warm.summary.json",
