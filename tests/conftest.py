@@ -129,3 +129,17 @@ def vllm_tp2_trace(tmp_path_factory) -> VllmProfilerTrace:
     worker processes, one core each), once per session: one trace per rank, with the
     shared-memory all-reduce between them (~1-3 min on 2 shared cores)."""
     return _trace_workload(tmp_path_factory, "vllm_tp2_trace", tp=2, timeout=900)
+
+
+def same_columns(a, b) -> None:
+    """Two Profiles hold the same strings, base time, event and counter columns."""
+    import numpy as np
+
+    from xpu_profiler.profile import COUNTER_SCHEMA, EVENT_SCHEMA
+
+    assert a.strings.strings == b.strings.strings
+    assert a.base_ns == b.base_ns
+    for col in EVENT_SCHEMA:
+        assert np.array_equal(a.events[col], b.events[col]), col
+    for col in COUNTER_SCHEMA:
+        assert np.array_equal(a.counters[col], b.counters[col]), col

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.profile import EVENT_SCHEMA, COUNTER_SCHEMA
+from conftest import same_columns
+
 from xpu_profiler.readers import ReadOptions, kineto, read_bytes
 from xpu_profiler.readers.kineto import columns, decode, schema
 
@@ -22,12 +23,7 @@ def whole(path: Path, monkeypatch):
 
 
 def same(a, b) -> None:
-    assert a.strings.strings == b.strings.strings
-    assert a.base_ns == b.base_ns
-    for col in EVENT_SCHEMA:
-        assert np.array_equal(a.events[col], b.events[col]), col
-    for col in COUNTER_SCHEMA:
-        assert np.array_equal(a.counters[col], b.counters[col]), col
+    same_columns(a, b)
     assert a.run["thread_names"] == b.run["thread_names"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import subprocess
 import sys
 import zlib
@@ -15,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import same_columns
+
 from xpu_profiler import analysis
 from xpu_profiler.exporters import chrome_trace, trace_stream
-from xpu_profiler.profile import COUNTER_SCHEMA, EVENT_SCHEMA, K_ANNOTATION, KINDS, PHASES
+from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
 from xpu_profiler.readers import ReadOptions, kineto
 from xpu_profiler.readers.kineto import decode, stream
 from xpu_profiler.taxonomy import FUSED_OPS
@@ -44,12 +45,7 @@ def whole(path: Path):
 
 
 def same(a, b) -> None:
-    assert a.strings.strings == b.strings.strings
-    assert a.base_ns == b.base_ns
-    for col in EVENT_SCHEMA:
-        assert np.array_equal(a.events[col], b.events[col]), col
-    for col in COUNTER_SCHEMA:
-        assert np.array_equal(a.counters[col], b.counters[col]), col
+    same_columns(a, b)
     assert a.run == b.run
 
 
