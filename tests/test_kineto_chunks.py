@@ -128,3 +128,23 @@ def test_only_the_chunk_with_an_odd_event_is_decoded_tolerantly(workers: str, tm
         assert len(calls) == 1 and calls[0] <= (256 << 10) + (64 << 10)
     same(got, expect)
     assert got.run["warnings"] == [f"odd.json: skipped 1 event with a negative duration (first: #{bad} {name[:60]!r})"]
+
+
+def test_flops_from_recorded_shapes_per_event() -> None:
+    """Each GEMM's FLOPs come from its own Input Dims: repeated shapes (worked out once),
+    the same shapes written with other spacing, other shapes, malformed ones, and a
+    with_flops value that wins over the shapes."""
+    def op(name, dims, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0,
+                "args": {"Input Dims": dims, **args}}
+
+    evs = [op("aten::mm", [[4, 8], [8, 16]]), op("aten::mm", [[4, 8], [8, 16]]),
+           op("aten::mm", [[2, 8], [8, 16]]), op("aten::addmm", [[16], [4, 8], [8, 16]]),
+           op("aten::mm", [[4, 8], [9, 16]]), op("aten::mm", "not shapes"),
+           op("aten::relu", [[4, 8], [8, 16]]), op("aten::mm", [[4, 8], [8, 16]], flops=7)]
+    raw = json.dumps(evs).encode()
+    spaced = raw.replace(b"[[4, 8], [8, 16]]", b"[[4,8],\n [8,16]]", 1)
+    expected = [2 * 4 * 8 * 16, 2 * 4 * 8 * 16, 2 * 2 * 8 * 16, 2 * 4 * 8 * 16, -1, -1, -1, 7]
+    for data in (raw, spaced):
+        cols = decode.decode_cols(data)
+        assert cols.flops.tolist() == expected

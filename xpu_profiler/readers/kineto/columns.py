@@ -328,18 +328,31 @@ def _flops(argss: list[Args], names: list[str], name_ids: np.ndarray) -> np.ndar
     ok = np.isfinite(raw) & (raw >= 0) & (raw < 2.0**62)
     out[ok] = raw[ok].astype(np.int64)
     gemm_ids = [i for i, n in enumerate(names) if n in SHAPE_FLOPS]
-    if gemm_ids:
-        for i in np.flatnonzero(np.isin(name_ids, gemm_ids) & ~ok).tolist():
-            dims = argss[i].input_dims
-            if not dims:
-                continue
-            try:
-                n = flops_from_shapes(names[name_ids[i]], msgspec.json.decode(dims))
-            except msgspec.DecodeError:
-                n = None
-            if n is not None and 0 <= n < 2 ** 62:  # shapes with absurd dims give no FLOPs
-                out[i] = n
+    if not gemm_ids:
+        return out
+    rows = np.flatnonzero(np.isin(name_ids, gemm_ids) & ~ok)
+    # a model's GEMMs repeat a few shapes: each (op, raw shapes) is worked out once
+    known: dict[tuple[int, bytes], int] = {}
+    for i, op in zip(rows.tolist(), name_ids[rows].tolist()):
+        dims = argss[i].input_dims
+        if not dims:
+            continue
+        key = (op, bytes(dims))
+        n = known.get(key)
+        if n is None:
+            n = known[key] = _shape_flops(names[op], dims)
+        if n >= 0:
+            out[i] = n
     return out
+
+
+def _shape_flops(op: str, dims: msgspec.Raw) -> int:
+    """FLOPs of one GEMM from its raw ``Input Dims``; -1 when they give none."""
+    try:
+        n = flops_from_shapes(op, msgspec.json.decode(dims))
+    except msgspec.DecodeError:
+        return -1
+    return n if n is not None and 0 <= n < 2 ** 62 else -1  # shapes with absurd dims give no FLOPs
 
 
 def _num(v) -> float:
