@@ -122,6 +122,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import json
+    ba.precompile()
     load0 = os.getloadavg()[0]
     small = ensure(args.events, gz=True)
     exp = json.loads(Path(str(small) + ".expected.json").read_text())

@@ -518,3 +518,27 @@ def test_every_template_file_ships_as_package_data():
     files = [p.relative_to(pkg).as_posix() for p in (pkg / "templates").iterdir()]
     assert files and all(any(fnmatch.fnmatch(f, g) for g in shipped) for f in files), files
     assert "templates/report.html" in files and not (pkg / "templates" / "__init__.py").exists()
+
+
+def test_compiled_templates_are_kept_and_a_broken_cache_is_no_error(tmp_path, monkeypatch):
+    """The compiled template is kept in the cache directory and used by the next render;
+    a cache that cannot be written (its directory is a file) or read (garbage) renders
+    the same page."""
+    s = sample_summary()
+    want = html.write(None, s, tmp_path / "want.html").read_text(encoding="utf-8")
+    cases = {"kept": tmp_path / "cache", "unwritable": tmp_path / "a-file"}
+    cases["kept"].mkdir()
+    cases["unwritable"].write_text("not a directory")
+    for what, where in cases.items():
+        page.environment.cache_clear()
+        monkeypatch.setattr(page, "_bytecode_cache", lambda d=where: page._TemplateCache(str(d)))
+        got = html.write(None, s, tmp_path / f"{what}.html").read_text(encoding="utf-8")
+        assert got == want, what
+    kept = sorted(cases["kept"].iterdir())
+    assert kept and all(f.name.endswith(".cache") and f.stat().st_size > 500 for f in kept)  # one per template
+    for f in kept:
+        f.write_bytes(b"garbage")  # damaged cache files
+    page.environment.cache_clear()
+    monkeypatch.setattr(page, "_bytecode_cache", lambda: page._TemplateCache(str(cases["kept"])))
+    assert html.write(None, s, tmp_path / "damaged.html").read_text(encoding="utf-8") == want
+    page.environment.cache_clear()

@@ -64,9 +64,35 @@ def _shown(value: Any) -> Any:
     return fmt.plain(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
+class _TemplateCache(jinja2.FileSystemBytecodeCache):
+    """The compiled templates kept between runs (compiling them is a few tenths of a
+    second), in jinja2's private per-user temporary directory. A cache that cannot be
+    read or written (a full disk) is no error: the template is compiled again."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return _TemplateCache()
+    except (OSError, RuntimeError):  # no private temporary directory to be had
+        return None
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
+                             bytecode_cache=_bytecode_cache(),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              finalize=_shown)
     # compact, deterministic, strictly valid JSON in the page
