@@ -202,7 +202,6 @@ def precompile() -> None:
 
 
 def analyze_available() -> bool:
-    precompile()
     r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", "--help"], cwd=str(ROOT),
                        capture_output=True, text=True)
     return r.returncode == 0
@@ -346,6 +345,8 @@ def main(argv=None) -> int:
         exp = json.loads(Path(str(trace) + ".expected.json").read_text())
         size = trace.stat().st_size
         have_analyze = not a.baseline_only and analyze_available()
+        if have_analyze:
+            precompile()
         if not a.baseline_only and not have_analyze:
             print("`python -m xpu_profiler analyze` is not available: measuring the baseline only",
                   file=sys.stderr)
