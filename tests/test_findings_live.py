@@ -345,10 +345,20 @@ def test_diff_of_two_budgets_names_the_change(runs, tmp_path):
     d = json.loads((tmp_path / "d" / "diff.json").read_text())
     assert [s["key"] for s in d["settings"]] == ["engine.max_num_batched_tokens"]
     assert (d["settings"][0]["base"], d["settings"][0]["new"]) == (64, 1024)
-    # the change sits in the phase the token budget shapes: prefill chunks inside mixed steps
-    assert d["headline_phase"] == "mixed" and d["headline"].startswith("mixed:")
-    mixed = {m["name"]: m for m in d["metrics"] if m["phase"] == "mixed"}
+    # the headline names the phase whose per-token change moves the most op time at BASE's
+    # tokens: the budget shapes both mixed steps (prefill chunks) and decode (how many requests
+    # decode together once their prompts are in); which of the two weighs more is the run's own
+    impact = {m["phase"]: m["impact_ns"] for m in d["metrics"]
+              if m["name"] == "per_token_ns" and m.get("impact_ns") is not None}
+    top = max(impact, key=lambda ph: abs(impact[ph]))
+    assert top in ("mixed", "decode") and d["headline_phase"] == top and d["headline"].startswith(f"{top}:")
     small, big = runs.summary("small"), runs.summary("big")
+    for ph in impact:
+        assert impact[ph] == pytest.approx((phase(big, ph).per_token_ns - phase(small, ph).per_token_ns)
+                                           * phase(small, ph).tokens)
+    # decode is cheaper per token with the larger budget: more requests decode together
+    assert impact["decode"] < 0
+    mixed = {m["name"]: m for m in d["metrics"] if m["phase"] == "mixed"}
     assert mixed["step_p50_ns"]["change"] == pytest.approx(phase(big, "mixed").step_p50_ns
                                                            / phase(small, "mixed").step_p50_ns - 1)
     # per-token deltas of the fused ops add up to the phase's change
