@@ -3,9 +3,14 @@ its own (the ``analyze`` command): glibc is asked to map large arrays on their o
 otherwise raises its mmap threshold to 32 MiB after the first large free, and freed heap
 chunks stay resident), and freed heap is handed back between the stages.
 
-Both cost CPU time (system time grows with every map and unmap), so they are switched on
-only for large inputs, and never in a process that merely imports the library (a vLLM
-engine using the Python API)."""
+Both cost CPU time (system time grows with every map and unmap, and with every page
+touched again after it was handed back), so they are switched on only for large inputs,
+and never in a process that merely imports the library (a vLLM engine using the Python
+API). The thresholds are a measured compromise (``bench/bench_scale.py``): arrays from
+1 MiB on are mapped on their own, and the heap's top is handed back only when 64 MiB of
+it are free (glibc's fixed 128 KiB, once the mmap threshold is set, made the analysis of
+a 5M-event trace spend a third of its time in page faults), besides the trims between
+the stages."""
 
 from __future__ import annotations
 
@@ -13,7 +18,9 @@ import ctypes
 
 #: inputs from this size on (bytes on disk) are read with bounded memory
 LARGE_INPUT_BYTES = 256 << 20
-_M_MMAP_THRESHOLD = -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD = 1 << 20
+TRIM_THRESHOLD = 64 << 20
 _active = False
 
 
@@ -30,7 +37,8 @@ def bound_for_large_input(total_bytes: int) -> bool:
     if total_bytes >= LARGE_INPUT_BYTES and not _active:
         libc = _libc()
         if libc is not None:
-            libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+            libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
             _active = True
     return _active
 

@@ -124,7 +124,7 @@ class ChunkFailed(Exception):
     """A chunk did not decode on its own: cut at a bad place, or a broken event inside."""
 
 
-def decode_cols(data: bytes) -> Cols:
+def decode_cols(data: bytes | bytearray) -> Cols:
     """The columns of one chunk (``[`` events ``]``): typed, else (an odd event in it, NaN)
     tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on its
     own (cut at a bad place)."""
@@ -142,9 +142,17 @@ def decode_cols(data: bytes) -> Cols:
         raise ChunkFailed(str(e)) from None
 
 
+def framed(part) -> bytearray:
+    """"[" part "]" in one copy (``b"[" + part + b"]"`` copies the part twice)."""
+    out = bytearray(len(part) + 2)
+    out[0], out[-1] = 0x5B, 0x5D
+    out[1:-1] = part
+    return out
+
+
 def _decode_chunk(span: tuple[int, int]) -> Cols:
     a, b = span
-    return decode_cols(b"[" + bytes(_RAW[a:b]) + b"]")
+    return decode_cols(framed(_RAW[a:b]))
 
 
 def _workers(raw: memoryview) -> int:

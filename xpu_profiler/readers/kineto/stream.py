@@ -149,7 +149,22 @@ class _Split:
 
 def decode_chunk(chunk: bytes) -> Cols:
     """One chunk's columns, as ``decode`` decodes its chunks (``decode.decode_cols``)."""
-    return decode.decode_cols(b"[" + chunk + b"]")
+    return decode.decode_cols(decode.framed(chunk))
+
+
+def _read_framed(fd: int, lo: int, hi: int) -> bytearray:
+    """Bytes ``lo..hi`` of the file between "[" and "]", read straight into place."""
+    framed = bytearray(hi - lo + 2)
+    framed[0], framed[-1] = 0x5B, 0x5D
+    view = memoryview(framed)[1:-1]
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], lo + done)
+        if n <= 0:
+            raise OSError(f"the file ended {hi - lo - done} bytes early (changed while read?)")
+        done += n
+    view.release()
+    return framed
 
 
 # ---- an uncompressed file: workers read their own byte ranges ---------------------------
@@ -180,7 +195,7 @@ def _range_chunk(k: int) -> Cols:
         fd = f.fileno()
         lo = start if k == 0 else _cut(fd, start + k * size, end)[1]
         hi = _cut(fd, start + (k + 1) * size, end)[0]
-        return decode_chunk(os.pread(fd, hi - lo, lo) if hi > lo else b"")
+        return decode.decode_cols(_read_framed(fd, lo, hi) if hi > lo else bytearray(b"[]"))
 
 
 def _locate(path: Path, split: _Split) -> tuple[int, int]:
