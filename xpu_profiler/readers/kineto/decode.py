@@ -142,10 +142,16 @@ def decode_cols(data: bytes | bytearray) -> Cols:
         raise ChunkFailed(str(e)) from None
 
 
+def frame(size: int) -> bytearray:
+    """A buffer of ``size`` bytes between "[" and "]", for events written into ``[1:-1]``."""
+    out = bytearray(size + 2)
+    out[0], out[-1] = 0x5B, 0x5D
+    return out
+
+
 def framed(part) -> bytearray:
     """"[" part "]" in one copy (``b"[" + part + b"]"`` copies the part twice)."""
-    out = bytearray(len(part) + 2)
-    out[0], out[-1] = 0x5B, 0x5D
+    out = frame(len(part))
     out[1:-1] = part
     return out
 

@@ -154,8 +154,7 @@ def decode_chunk(chunk: bytes) -> Cols:
 
 def _read_framed(fd: int, lo: int, hi: int) -> bytearray:
     """Bytes ``lo..hi`` of the file between "[" and "]", read straight into place."""
-    framed = bytearray(hi - lo + 2)
-    framed[0], framed[-1] = 0x5B, 0x5D
+    framed = decode.frame(hi - lo)
     view = memoryview(framed)[1:-1]
     done = 0
     while done < len(view):
@@ -195,7 +194,7 @@ def _range_chunk(k: int) -> Cols:
         fd = f.fileno()
         lo = start if k == 0 else _cut(fd, start + k * size, end)[1]
         hi = _cut(fd, start + (k + 1) * size, end)[0]
-        return decode.decode_cols(_read_framed(fd, lo, hi) if hi > lo else bytearray(b"[]"))
+        return decode.decode_cols(_read_framed(fd, lo, hi) if hi > lo else decode.frame(0))
 
 
 def _locate(path: Path, split: _Split) -> tuple[int, int]:
