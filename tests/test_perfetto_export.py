@@ -78,6 +78,8 @@ def test_counters_and_steps_tracks(tmp_path: Path) -> None:
     assert ("device_allocated_bytes", 2.0, 1024.0) in counters
     assert ("device_allocated_bytes", 3.0, 0.0) in counters
     assert ("device_reserved_bytes", 2.0, 4096.0) in counters
+    # the reserved total did not change at ts 3: a repeated sample draws nothing and is left out
+    assert [c for c in counters if c[0] == "device_reserved_bytes"] == [("device_reserved_bytes", 2.0, 4096.0)]
 
 
 @pytest.mark.parametrize("doc,problem", [

@@ -20,7 +20,7 @@ from xpu_profiler import analysis
 from xpu_profiler.exporters import chrome_trace, trace_stream
 from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
 from xpu_profiler.readers import ReadOptions, kineto
-from xpu_profiler.readers.kineto import decode, stream
+from xpu_profiler.readers.kineto import decode, handoff, stream
 from xpu_profiler.taxonomy import FUSED_OPS
 from xpu_profiler.validate import JS_SAFE
 
@@ -81,6 +81,27 @@ def test_streamed_equals_whole(generated, tmp_path: Path, monkeypatch, workers: 
         monkeypatch.undo()
         monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
         monkeypatch.setenv("XPU_PROFILER_WORKERS", workers)
+
+
+def test_gzip_chunks_reach_workers_in_shared_slots_or_the_pipe(generated, monkeypatch) -> None:
+    """A decompressed stream's chunks go to the workers through shared slots; one too
+    large for its slot (here: slots barely larger than a chunk) goes through the pipe.
+    Either way the columns are those of a whole-file read."""
+    gz = Path(str(generated[0]) + ".gz")
+    expect = whole(gz)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(stream, "SLOT_SLACK", 200)  # events are ~300-600 bytes: some chunks overshoot
+    monkeypatch.setattr(stream, "fork_workers", lambda amount, minimum: 2)  # even beside another test's threads
+    sent = []
+    tasks = handoff.Ring.tasks
+    monkeypatch.setattr(handoff.Ring, "tasks", lambda self, parts: (sent.append(type(t)) or t for t in tasks(self, parts)))
+    calls = []
+    real = stream.read_streamed
+    monkeypatch.setattr(kineto, "read_streamed", lambda *a: calls.append(r := real(*a)) or r)
+    same(kineto.read(gz, ReadOptions()), expect)
+    assert calls and calls[0] is not None, "not streamed"
+    assert sent.count(tuple) >= 5 and sent.count(bytearray) >= 5, sent
 
 
 def test_unstreamable_file_falls_back(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
             options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
             jobs: int | None = None, capture: Iterable[str | Path] = (),
             findings_config: FindingsConfig | None = None,
-            reference: Summary | None = None, selection: Selection | None = None) -> tuple[Profile, Summary]:
+            reference: Summary | None = None, selection: Selection | None = None,
+            formats: Sequence[str] = ()) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
     (with its findings; ``reference``: a basic-level run of the same workload).
 
@@ -40,13 +41,20 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``).
     ``capture``: graph-capture traces (files or directories) of the run; those inside an
     input directory (vLLM's ``capture_traces/``) are picked up without it.
-    ``selection``: keep only some steps or the first events (``select``)."""
+    ``selection``: keep only some steps or the first events (``select``).
+    ``formats``: the outputs ``export`` will write; what of them needs no summary is made
+    while the summary is computed (``exporters.start_ahead``), where memory allows."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
     kept = select.apply(profile, selection) if selection else None
     heap.trim()
     aggregate.attribute(profile, taxonomy, capture=capture_profile)
     heap.trim()
-    summary = aggregate.summarize(profile, top=top)
+    early = exporters.start_ahead(profile, formats, heap.can_spare)
+    try:
+        summary = aggregate.summarize(profile, top=top)
+    finally:
+        if early is not None:
+            early.join()
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)

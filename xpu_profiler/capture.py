@@ -28,6 +28,7 @@ from .attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource
 from .profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_MEMCPY, K_MEMSET, K_RUNTIME, Profile
 from .step_names import parse_step_name
 from .taxonomy import Taxonomy
+from .ordering import lexsort
 
 CAPTURE_BEGIN = re.compile(r"StreamBeginCapture|^xpu_?stream_?begin_?capture", re.I)
 CAPTURE_END = re.compile(r"StreamEndCapture|^xpu_?stream_?end_?capture", re.I)
@@ -138,7 +139,7 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
         ran = np.isin(ev["corr"][launches], ev["corr"][np.isin(kind, DEVICE_KINDS)])
         ok &= marked[np.maximum(seg, 0)] | ~ran
     rows, seg = launches[ok], seg[ok]
-    order = np.lexsort((start[rows], seg))
+    order = lexsort((start[rows], seg))
     rows, seg = rows[order], seg[order]
     offsets = np.concatenate(([0], np.cumsum(np.bincount(seg, minlength=len(segs))))).astype(np.int64)
     # kernel keys: the name a launch carries (ROCm); copies and fills by their API; else unknown

@@ -185,7 +185,8 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
 
         sel = Selection(parse_steps(step_range) if step_range else None, max_events)
         how = {"taxonomy": tax, "options": opts, "top": max(top, 50), "engine": engine, "jobs": jobs,
-               "capture": captures, "findings_config": fcfg, "reference": ref, "selection": sel or None}
+               "capture": captures, "findings_config": fcfg, "reference": ref, "selection": sel or None,
+               "formats": fmts}
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
                 opts.progress = bar.update

@@ -33,6 +33,7 @@ from .capture import Captures, kernel_key, name_mask
 from .profile import DEVICE_KINDS, K_ANNOTATION, K_RUNTIME, Profile
 from .step_names import FAMILY_PRIORITY, parse_step_name
 from .taxonomy import FUSED_OPS, Taxonomy
+from .ordering import lexsort
 
 #: the runtime call that replays a graph. Kunlun's XPU runtime spells its API in snake
 #: case (``xpu_launch_async``, ``xpu_memcpy``); its graph launch is taken as
@@ -90,8 +91,8 @@ def find_replays(profile: Profile) -> Replays:
     first_t = np.full(len(uk), np.iinfo(np.int64).max)
     np.minimum.at(first_t, grp, ev["start"][rows])
     rank_of = np.empty(len(uk), np.int64)
-    rank_of[np.lexsort((uk, first_t))] = np.arange(len(uk))  # replays in time order
-    order = np.lexsort((ev["start"][rows], rank_of[grp]))
+    rank_of[lexsort((uk, first_t))] = np.arange(len(uk))  # replays in time order
+    order = lexsort((ev["start"][rows], rank_of[grp]))
     rows, g = rows[order], rank_of[grp][order]
     keys = uk[np.argsort(rank_of)]
     gk_order = np.argsort(gkey, kind="stable")

@@ -21,6 +21,9 @@ LARGE_INPUT_BYTES = 256 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD = 1 << 20
 TRIM_THRESHOLD = 64 << 20
+OVERLAP_MAX_BYTES = 192 << 20      # what overlapping two stages may add to the peak, bounded
+WORKER_MMAP_THRESHOLD = 32 << 20   # glibc's own ceiling for its dynamic threshold
+WORKER_TRIM_THRESHOLD = 256 << 20
 _active = False
 
 
@@ -41,6 +44,23 @@ def bound_for_large_input(total_bytes: int) -> bool:
             libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
             _active = True
     return _active
+
+
+def can_spare(extra_bytes: int) -> bool:
+    """Whether work that would add ``extra_bytes`` to the peak (two stages run at once, for
+    speed) may: always, unless memory is bounded and that is more than OVERLAP_MAX_BYTES."""
+    return not _active or extra_bytes <= OVERLAP_MAX_BYTES
+
+
+def relax_in_worker() -> None:
+    """In a forked worker of a bounded analysis (it decodes or formats a piece and hands
+    it on, and its memory goes with it when it exits): glibc's own reuse of freed heap
+    again, which spares the worker the page faults of mapping every array anew."""
+    if _active:
+        libc = _libc()
+        if libc is not None:
+            libc.mallopt(_M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)
+            libc.mallopt(_M_TRIM_THRESHOLD, WORKER_TRIM_THRESHOLD)
 
 
 def trim() -> None:

@@ -35,6 +35,7 @@ from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from .intervals import containing, distinct_rows, group_ids, top_level
 from .launches import launch_rows
 from .ranks import step_engine
+from ..ordering import lexsort
 
 COMM = FUSED_OPS.index("communication")
 CLOCK_TOLERANCE_NS = 100_000
@@ -224,7 +225,7 @@ def _groups(profile: Profile, idx: np.ndarray, rank: np.ndarray, pg: np.ndarray,
     ev = profile.events
     track = ev["track"][idx]
     # streams (threads) per rank in order of first use
-    order = np.lexsort((ev["start"][idx], rank))
+    order = lexsort((ev["start"][idx], rank))
     nth = np.zeros(len(idx), np.int64)
     seen: dict[tuple[int, int], int] = {}
     per_rank: dict[int, int] = {}
@@ -255,7 +256,7 @@ def _groups(profile: Profile, idx: np.ndarray, rank: np.ndarray, pg: np.ndarray,
 
 def _ordinal(rank, group, kind, mode, slot, start) -> np.ndarray:
     """0, 1, 2, ... over each rank's events of one (group, kind, mode, slot), by start."""
-    order = np.lexsort((start, slot, mode, kind, group, rank))
+    order = lexsort((start, slot, mode, kind, group, rank))
     keys = np.stack([rank[order], group[order], kind[order], mode[order], slot[order]])
     new = np.concatenate(([True], (keys[:, 1:] != keys[:, :-1]).any(axis=0)))
     run_start = np.maximum.accumulate(np.where(new, np.arange(len(order)), 0))
@@ -356,7 +357,7 @@ def _instances(out: Collectives, profile: Profile, idx, meta, dur) -> None:
         if nel >= 0 and width > 0:
             out.i_bytes[row] = nel * width
     # the set of ranks of each collective (for the parallel groups)
-    order = np.lexsort((r, ii))
+    order = lexsort((r, ii))
     sets: dict[tuple[int, ...], int] = {}
     out.i_rankset = np.zeros(k, np.int64)
     bounds = np.searchsorted(ii[order], np.arange(k + 1))

@@ -37,6 +37,7 @@ from ..profile import PHASES, Profile
 from ..summary import Idle
 from .intervals import distinct_rows
 from .launches import device_mask
+from ..ordering import lexsort
 
 #: the longest wait between a launch (or the previous kernel) and the kernel's start
 #: still counted as launch latency; measured launch-to-start latency on an idle device
@@ -81,7 +82,7 @@ def find_gaps(profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stre
     start = ev["start"][rows]
     end = start + ev["dur"][rows]
     launch = launch_t[rows]
-    order = np.lexsort((np.where(launch >= 0, launch, start), start, keys_gid))
+    order = lexsort((np.where(launch >= 0, launch, start), start, keys_gid))
     g, s, e, la, r = keys_gid[order], start[order], end[order], launch[order], rows[order]
     n = len(r)
     if n == 0:

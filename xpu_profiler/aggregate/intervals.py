@@ -10,6 +10,7 @@ one sort serves every group at once.
 from __future__ import annotations
 
 import numpy as np
+from ..ordering import lexsort
 
 _MIN = np.iinfo(np.int64).min
 
@@ -18,7 +19,7 @@ def distinct_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of equal-length integer columns, sorted, and each row's index
     into them (a dense group id: equal rows, equal ids; ids follow the rows' order)."""
     n = len(cols[0])
-    order = np.lexsort(cols[::-1])
+    order = lexsort(cols[::-1])
     new = np.zeros(n, bool)
     if n:
         new[0] = True
@@ -55,7 +56,7 @@ def top_level(gid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     if n == 0:
         return np.zeros(0, bool)
     big = _span(start, end) + 1
-    order = np.lexsort((-end, start, gid))  # parents (longer) before children at equal start
+    order = lexsort((-end, start, gid))  # parents (longer) before children at equal start
     s = gid[order] * big + start[order]
     e = gid[order] * big + end[order]
     mask = np.empty(n, bool)
@@ -74,7 +75,7 @@ def containing(cand_gid: np.ndarray, cand_start: np.ndarray, cand_end: np.ndarra
     if len(cand_start) == 0 or len(q_start) == 0:
         return out
     big = _span(cand_start, cand_end, q_start, q_end) + 1
-    order = np.lexsort((cand_start, cand_gid))
+    order = lexsort((cand_start, cand_gid))
     ckey = cand_gid[order] * big + cand_start[order]
     qkey = q_gid * big + q_start
     pos = np.searchsorted(ckey, qkey, side="right") - 1
@@ -92,7 +93,7 @@ def union_length(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: 
     if len(start) == 0:
         return out
     big = _span(start, end) + 1
-    order = np.lexsort((start, gid))
+    order = lexsort((start, gid))
     g = gid[order]
     s = g * big + start[order]
     e = g * big + end[order]
@@ -105,7 +106,7 @@ def merged_intervals(gid: np.ndarray, start: np.ndarray, end: np.ndarray):
     if len(start) == 0:
         z = np.zeros(0, np.int64)
         return z, z, z
-    order = np.lexsort((start, gid))
+    order = lexsort((start, gid))
     g, s, e = gid[order].astype(np.int64), start[order], end[order]
     new_group = np.concatenate(([True], g[1:] != g[:-1]))
     big = _span(s, e) + 1
@@ -161,19 +162,34 @@ def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:
     n = len(start)
     if (end < start).any():
         return False
-    opened = np.empty(n, np.int64)
-    opened[np.lexsort((-end, start))] = np.arange(n)
+    ids = np.int32 if 2 * n < 2 ** 31 else np.int64  # halves the largest temporaries
+    opened = np.empty(n, ids)
+    opened[lexsort((-end, start))] = np.arange(n, dtype=ids)
     t = np.concatenate([start, end])
     kind = np.concatenate([np.ones(n, np.int8), np.where(end > start, 0, 2).astype(np.int8)])
-    o = np.lexsort((np.concatenate([opened, -opened]), kind, t))
+    tie = np.concatenate([opened, -opened])
+    del opened
+    o = lexsort((tie, kind, t))
+    del tie, kind, t
     is_open = o < n
-    depth = np.cumsum(np.where(is_open, 1, -1))
-    if depth.max() > max_depth:
+    level = np.cumsum(is_open.astype(ids) * 2 - 1, dtype=ids)  # the depth after each
+    if level.max() > max_depth:
         return False
-    level = np.where(is_open, depth, depth + 1)  # an open's level after it, a close's before
+    level[~is_open] += 1  # an open's level after it, a close's before
     by_level = np.argsort(level, kind="stable")  # per level: open, close, open, close, ...
-    who = (o % n)[by_level]
+    del level
+    who = o[by_level]
+    del o
+    who %= n
     return bool(is_open[by_level][0::2].all() and (who[0::2] == who[1::2]).all())
+
+
+def _disjoint(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether no interval of one track overlaps another (``top_level`` all true, leaner)."""
+    order = lexsort((-end, start))
+    s, e = start[order], end[order]
+    del order
+    return bool((s[1:] >= np.maximum.accumulate(e[:-1])).all())
 
 
 def lanes(start: np.ndarray, end: np.ndarray, max_depth: int) -> np.ndarray:
@@ -186,9 +202,9 @@ def lanes(start: np.ndarray, end: np.ndarray, max_depth: int) -> np.ndarray:
     """
     n = len(start)
     out_lanes = np.zeros(n, np.int64)
-    if n < 2 or top_level(np.zeros(n, np.int64), start, end).all() or _nested(start, end, max_depth):
+    if n < 2 or _disjoint(start, end) or _nested(start, end, max_depth):
         return out_lanes
-    order = np.lexsort((-end, start))
+    order = lexsort((-end, start))
     stacks: list[list[int]] = []
     out = np.zeros(n, np.int64)
     for k, (a, b) in enumerate(zip(start[order].tolist(), end[order].tolist())):
@@ -214,7 +230,7 @@ def innermost(gid: np.ndarray, start: np.ndarray, end: np.ndarray, q_gid: np.nda
     if len(start) == 0 or len(q_t) == 0:
         return out
     big = _span(start, end, q_t) + 1
-    order = np.lexsort((-end, start, gid))
+    order = lexsort((-end, start, gid))
     g, s, e = gid[order].astype(np.int64), start[order], end[order]
     # parent of each interval: the nearest earlier one of its group that holds it
     parent = np.full(len(s), -1, np.int64)

@@ -29,6 +29,7 @@ from ..summary import EngineSteps, Rank, RankAlignment
 from ..taxonomy import FUSED_OPS
 from .intervals import distinct_rows
 from .layout import Layout
+from ..ordering import lexsort
 
 #: step sources whose ids count the same engine step on every rank
 STEP_ID_SOURCES = ("xpu_profiler_hooks", "profiler_step")
@@ -99,7 +100,7 @@ def _align_engine(steps: Table, rows: np.ndarray, aligned: np.ndarray, out: Step
     per = {}
     for r in np.unique(rank).tolist():
         sel = np.flatnonzero(rank == r)
-        sel = sel[np.lexsort((steps["start"][rows[sel]], steps["step_id"][rows[sel]]))]
+        sel = sel[lexsort((steps["start"][rows[sel]], steps["step_id"][rows[sel]]))]
         per[r] = sel
     ref = max(per, key=lambda r: (len(per[r]), -r))
     ref_sig, ref_start = sig[per[ref]], steps["start"][rows[per[ref]]]
@@ -162,7 +163,7 @@ def engine_rows(profile: Profile) -> np.ndarray:
     es = step_engine(profile)
     if (es < 0).any():
         return np.flatnonzero(steps["rank"] == steps["rank"].min())
-    order = np.lexsort((steps["rank"], es))
+    order = lexsort((steps["rank"], es))
     first = np.concatenate(([True], es[order][1:] != es[order][:-1]))
     return order[first]
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 from .ranks import engine_rows
 from ..step_names import parse_step_names, step_family
+from ..ordering import lexsort
 
 #: what ``run["step_source"]`` says for each family of step annotations
 STEP_SOURCES = {"vllm": "vllm_annotation", "sglang": "sglang_annotation", "atom": "atom_annotation",
@@ -52,7 +53,7 @@ def steps_from_annotations(profile: Profile) -> Table:
         return Table(STEP_SCHEMA)
     table = {nid: p for nid in uniq if (p := by_name.get(profile.strings[nid])) is not None and p.family == family}
     sel = idx[np.isin(name_ids, np.fromiter(table.keys(), dtype=np.int64))]
-    sel = sel[np.lexsort((ev["start"][sel], ev["rank"][sel]))]
+    sel = sel[lexsort((ev["start"][sel], ev["rank"][sel]))]
     rows = [table[i] for i in ev["name"][sel].tolist()]
     cols: dict[str, Any] = {
         "rank": ev["rank"][sel], "name": ev["name"][sel], "start": ev["start"][sel], "dur": ev["dur"][sel],

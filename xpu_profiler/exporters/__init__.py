@@ -3,13 +3,17 @@
 Each exporter module (or package: ``html``) exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
 longest first) and ``write(profile, summary, path) -> Path``. ``summary`` is the
 typed ``xpu_profiler.summary.Summary`` of the profile; exporters read it and never
-run or import the analysis.
+run or import the analysis. An exporter with work that needs only the attributed profile
+may expose ``ahead(profile)`` and ``AHEAD_BYTES_PER_EVENT`` (its transient memory):
+``start_ahead`` runs it while the summary is computed.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import ModuleType
+from typing import Callable, Iterable
 
 
 def registry() -> dict[str, ModuleType]:
@@ -27,3 +31,26 @@ def by_suffix(path: str | Path) -> ModuleType | None:
             if name.endswith(suf) and (best is None or len(suf) > best[0]):
                 best = (len(suf), mod)
     return best[1] if best else None
+
+
+def start_ahead(profile, formats: Iterable[str], can_spare: Callable[[int], bool]) -> threading.Thread | None:
+    """The ``ahead`` work of the exporters of ``formats``, started in a thread (to be
+    joined before they write), when ``can_spare`` the memory it takes beside the summary's.
+    A failure there is left to the exporter, which does the work again and reports it."""
+    known = registry()
+    mods = [known[f] for f in formats if f in known and hasattr(known[f], "ahead")]
+    extra = sum(m.AHEAD_BYTES_PER_EVENT for m in mods) * len(profile.events)
+    if not mods or not can_spare(extra):
+        return None
+    work = [m.ahead for m in mods]
+
+    def run() -> None:
+        for fn in work:
+            try:
+                fn(profile)
+            except Exception:  # noqa: BLE001 - redone, and reported, by the exporter itself
+                pass
+
+    thread = threading.Thread(target=run, name="xpu_profiler-export-ahead", daemon=True)
+    thread.start()
+    return thread

@@ -27,17 +27,18 @@ MAX_STEP_LANES = 90      # below HOST_TID0
 def flow_pairs(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, ...]:
     """Flow pairs from each launch to its device work, as columns: (launch ts, pid, tid,
     device ts, pid, tid); ``idx``/``tid``/``pid``: the exported events and where they were
-    put. Pair i is written as flow id i + 1: an ``s`` at the launch, an ``f`` at the device."""
+    put (``idx`` ascending). Pair i is written as flow id i + 1: an ``s`` at the launch, an
+    ``f`` at the device."""
     ev = profile.events
     rows = launch_rows(profile)
-    pos = np.full(len(ev), -1, np.int64)
-    pos[idx] = np.arange(len(idx))
-    dev = idx[np.isin(ev["kind"][idx], DEVICE_KINDS) & (rows[idx] >= 0)]
+    at = np.flatnonzero(np.isin(ev["kind"][idx], DEVICE_KINDS) & (rows[idx] >= 0))  # positions in idx
+    dev = idx[at]
     src = rows[dev]
-    ok = (pos[src] >= 0) & (ev["dur"][src] > 0) & (ev["dur"][dev] > 0) & (ev["start"][src] <= ev["start"][dev])
-    dev, src = dev[ok], src[ok]
-    return (ev["start"][src].astype(np.int64), pid[pos[src]], tid[pos[src]],
-            ev["start"][dev].astype(np.int64), pid[pos[dev]], tid[pos[dev]])
+    src_at = np.minimum(np.searchsorted(idx, src), max(len(idx) - 1, 0))  # idx is ascending
+    ok = (idx[src_at] == src) & (ev["dur"][src] > 0) & (ev["dur"][dev] > 0) & (ev["start"][src] <= ev["start"][dev])
+    at, src_at, dev, src = at[ok], src_at[ok], dev[ok], src[ok]
+    return (ev["start"][src].astype(np.int64), pid[src_at], tid[src_at],
+            ev["start"][dev].astype(np.int64), pid[at], tid[at])
 
 
 def device_step_tracks(summary: Summary | None, pid_of: dict[int, int], encode) -> tuple[list[dict], list[str],

@@ -14,14 +14,13 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import struct
-import zlib
 from typing import Callable, Iterator
 
+from .. import deflate, heap
 from ..forking import fork_workers
 
 PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
 PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
-LEVEL = 1                     # fast: traces are large, and the text compresses ~9x even so
 
 # (lo, hi) → the piece's texts joined; inherited by forked workers
 _FORMAT: Callable[[int, int], bytes] | None = None
@@ -67,11 +66,11 @@ def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
     """(bytes, crc32 and length of the text): deflated and sync-flushed, or the text itself."""
     lo, hi = span
     text = _FORMAT(lo, hi)
-    crc, n = zlib.crc32(text), len(text)
+    crc, n = deflate.crc32(text), len(text)
     if not _GZIP:
         return text, crc, n
-    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
-    return c.compress(text) + c.flush(zlib.Z_SYNC_FLUSH), crc, n
+    c = deflate.raw_compressor()
+    return c.compress(text) + c.flush(deflate.SYNC_FLUSH), crc, n
 
 
 def default_sigterm() -> None:
@@ -79,6 +78,7 @@ def default_sigterm() -> None:
     unwinds, so the temporary output is removed) is the parent's; in a worker blocked on
     the pool's queue it would unwind into the queue's locks and hang the pool's shutdown."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    heap.relax_in_worker()
 
 
 def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[tuple[bytes, int, int]]:
@@ -113,13 +113,13 @@ def encoded(head: bytes, rows: int, fmt: Callable[[int, int], bytes], tail: byte
         yield tail
         return
     yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"  # deflate, no flags, mtime 0, fastest, OS unknown
-    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
-    yield c.compress(head) + c.flush(zlib.Z_SYNC_FLUSH)
-    crc, size = zlib.crc32(head), len(head)
+    c = deflate.raw_compressor()
+    yield c.compress(head) + c.flush(deflate.SYNC_FLUSH)
+    crc, size = deflate.crc32(head), len(head)
     for data, piece_crc, n in pieces(rows, fmt, True):
         crc, size = crc32_combine(crc, piece_crc, n), size + n
         yield data
-    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
-    yield c.compress(tail) + c.flush(zlib.Z_FINISH)
-    crc = crc32_combine(crc, zlib.crc32(tail), len(tail))
+    c = deflate.raw_compressor()
+    yield c.compress(tail) + c.flush(deflate.FINISH)
+    crc = crc32_combine(crc, deflate.crc32(tail), len(tail))
     yield struct.pack("<II", crc, (size + len(tail)) & 0xFFFFFFFF)

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterable
 
+from .. import deflate
 from ..errors import TraceError
 from ..profile import Profile
 from . import own_outputs
@@ -123,26 +124,16 @@ def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
             if progress:
                 progress(size)
             return data
+        parts = []
         with open(path, "rb") as f:
-            d = zlib.decompressobj(31)
-            parts = []
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                parts.append(d.decompress(chunk))
-                while d.unused_data:  # concatenated gzip members
-                    rest = d.unused_data
-                    parts.append(d.flush())
-                    d = zlib.decompressobj(31)
-                    parts.append(d.decompress(rest))
-                if progress:
-                    progress(len(chunk))
-            parts.append(d.flush())
-            if not d.eof:
-                raise TraceError(path, "truncated gzip file (compressed stream ends early)")
-            return b"".join(parts)
-    except zlib.error as e:
+            for part, n in deflate.gunzip_blocks(f, 1 << 20):
+                parts.append(part)
+                if progress and n:
+                    progress(n)
+        return b"".join(parts)
+    except EOFError:
+        raise TraceError(path, "truncated gzip file (compressed stream ends early)") from None
+    except deflate.ERRORS as e:
         raise TraceError(path, f"corrupt gzip data ({e})") from None
     except IsADirectoryError:
         raise TraceError(path, "is a directory") from None

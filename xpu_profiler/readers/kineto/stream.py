@@ -15,25 +15,27 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import zlib
 from pathlib import Path
 from typing import Callable, Iterator
 
 import msgspec
 
+from ... import deflate, heap
 from ...forking import fork_workers
-from . import decode
+from . import decode, handoff
 from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
 from .schema import TRACE_DECODER, Trace
 
 BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
 HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
+SLOT_SLACK = 1 << 20       # a chunk is cut at the first event boundary after its size
 
 
 def default_sigterm() -> None:
     """In a forked worker: SIGTERM ends it at once, whatever handler the parent had."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    heap.relax_in_worker()
 
 
 class Unstreamable(Exception):
@@ -51,24 +53,14 @@ def _blocks(path: Path, progress: Callable[[int], None] | None) -> Iterator[byte
                     progress(len(block))
                 yield block
             return
-        d = zlib.decompressobj(31)
         try:
-            while block := f.read(BLOCK_BYTES >> 4):  # a trace's text compresses ~10-20x
-                out = d.decompress(block)
-                while d.unused_data:  # concatenated gzip members
-                    rest = d.unused_data
-                    out += d.flush()
-                    d = zlib.decompressobj(31)
-                    out += d.decompress(rest)
-                if progress:
-                    progress(len(block))
+            # a trace's text compresses ~10-20x
+            for out, n in deflate.gunzip_blocks(f, BLOCK_BYTES >> 4):
+                if progress and n:
+                    progress(n)
                 yield out
-            tail = d.flush()
-        except zlib.error:
+        except (EOFError, *deflate.ERRORS):
             raise Unstreamable() from None
-        if not d.eof:
-            raise Unstreamable()
-        yield tail
 
 
 class _Split:
@@ -97,27 +89,39 @@ class _Split:
         self.prefix = head[:start]
         return start + 1
 
-    def chunks(self, blocks: Iterator[bytes], size: int) -> Iterator[bytes]:
-        pending, pos = b"", 0  # the unread rest is pending[pos:]
+    def chunks(self, blocks: Iterator[bytes], size: int) -> Iterator[memoryview | bytes]:
+        """The events array in chunks of about ``size`` bytes cut between two events (each
+        valid until the next is asked for). Blocks are gathered until a chunk's worth is
+        in and joined once, not appended to the rest one by one."""
+        parts: list[bytes] = []  # the unread content, joined
+        have = 0
         for block in blocks:
-            pending = pending[pos:] + block if pos < len(pending) else block
-            pos = 0
+            parts.append(block)
+            have += len(block)
             if self.prefix is None:
-                at = self._start(pending)
+                head = b"".join(parts)
+                at = self._start(head)
                 if at is None:
-                    if len(pending) > HEAD_MAX:
+                    if len(head) > HEAD_MAX:
                         raise Unstreamable()
+                    parts = [head]
                     continue
-                pos = at
+                parts, have = [head[at:]], len(head) - at
+            if have <= size:
+                continue
+            pending = b"".join(parts)
+            view, pos = memoryview(pending), 0
             while len(pending) - pos > size:
                 m = _BOUNDARY.search(pending, pos + size)
                 if m is None:
                     break
-                yield pending[pos:m.start() + 1]
+                yield view[pos:m.start() + 1]
                 pos = m.end() - 1
+            parts = [pending[pos:]]
+            have = len(parts[0])
         if self.prefix is None:
             raise Unstreamable()
-        yield self._last(pending[pos:])
+        yield self._last(b"".join(parts))
 
     def _last(self, pending: bytes) -> bytes:
         """The last chunk of events; the tail goes to ``suffix``."""
@@ -145,11 +149,6 @@ class _Split:
             return TRACE_DECODER.decode(self.prefix + b"[]" + self.suffix)
         except (msgspec.ValidationError, msgspec.DecodeError):
             raise Unstreamable() from None
-
-
-def decode_chunk(chunk: bytes) -> Cols:
-    """One chunk's columns, as ``decode`` decodes its chunks (``decode.decode_cols``)."""
-    return decode.decode_cols(decode.framed(chunk))
 
 
 def _read_framed(fd: int, lo: int, hi: int) -> bytearray:
@@ -253,10 +252,11 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
         est *= 10  # a trace's text compresses ~10-20x
         workers = fork_workers(est, 0) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
-            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
-                parts = list(pool.imap(decode_chunk, chunks, chunksize=1))
+            parts = handoff.decode_in_pool(
+                lambda: multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm),
+                chunks, workers + 2, size + SLOT_SLACK)
         else:
-            parts = [decode_chunk(c) for c in chunks]
+            parts = [decode.decode_cols(decode.framed(c)) for c in chunks]
         return split.trace(), parts
     except (Unstreamable, ChunkFailed, OSError):
         return None
