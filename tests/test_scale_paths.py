@@ -5,6 +5,7 @@ the Perfetto export equals a plain json.dumps of the same events, and analyze's
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from conftest import same_columns
 
-from xpu_profiler import analysis
+from xpu_profiler import analysis, deflate, ordering
 from xpu_profiler.exporters import chrome_trace, trace_stream
 from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
 from xpu_profiler.readers import ReadOptions, kineto
@@ -169,6 +170,44 @@ def test_perfetto_equals_plain_json(generated, tmp_path: Path, monkeypatch) -> N
     assert gzip.decompress(out2.read_bytes()) == raw
     d = zlib.decompressobj(31)
     assert d.decompress(out2.read_bytes()) == raw and d.eof and not d.unused_data  # a single gzip member
+
+
+def test_trace_made_ahead_is_the_same(generated, tmp_path: Path) -> None:
+    """The trace's summary-free part, made in a thread while the summary is computed,
+    is used and gives the bytes of a trace made after it."""
+    path, _ = generated
+    profile, summary = analysis.analyze([path], formats=("perfetto",))
+    assert isinstance(profile.__dict__.get(chrome_trace._AHEAD), chrome_trace._Bulk)
+    ahead = chrome_trace.write(profile, summary, tmp_path / "ahead.json").read_bytes()
+    assert chrome_trace._AHEAD not in profile.__dict__  # taken, not kept
+    profile2, summary2 = analysis.analyze([path])
+    assert chrome_trace._AHEAD not in profile2.__dict__
+    assert chrome_trace.write(profile2, summary2, tmp_path / "after.json").read_bytes() == ahead
+    # a profile changed after the work was done is not exported from the stale part
+    chrome_trace.ahead(profile2)
+    profile2.events["start"] = profile2.events["start"] + 1000
+    assert chrome_trace._take_ahead(profile2) is None
+
+
+def test_lexsort_is_numpys() -> None:
+    """ordering.lexsort gives np.lexsort's order, packed or not (spans too wide to pack)."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 3000))
+        pool = [rng.integers(-3, 3, n).astype(np.int8), rng.integers(0, 2, n).astype(bool),
+                np.sort(rng.integers(0, 10 ** 9, n)), rng.integers(-2 ** 40, 2 ** 40, n),
+                rng.integers(0, 50, n).astype(np.int32), rng.random(n)]
+        keys = [pool[i] for i in rng.choice(len(pool), int(rng.integers(1, 4)))]
+        assert (ordering.lexsort(keys) == np.lexsort(keys)).all()
+
+
+def test_gunzip_blocks_members_and_truncation() -> None:
+    a, b = gzip.compress(b"a" * 5000 + bytes(range(256))), gzip.compress(b"b" * 3000)
+    for size in (1, 7, len(a) - 1, len(a), len(a) + 1, 1 << 20):
+        got = b"".join(t for t, _ in deflate.gunzip_blocks(io.BytesIO(a + b), size))
+        assert got == b"a" * 5000 + bytes(range(256)) + b"b" * 3000, size
+    with pytest.raises(EOFError):
+        list(deflate.gunzip_blocks(io.BytesIO(a[:-12]), 64))
 
 
 def test_crc32_combine() -> None:
