@@ -25,10 +25,10 @@ import numpy as np
 
 from .aggregate.intervals import containing, top_level
 from .attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource
+from .ordering import lexsort
 from .profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_MEMCPY, K_MEMSET, K_RUNTIME, Profile
 from .step_names import parse_step_name
 from .taxonomy import Taxonomy
-from .ordering import lexsort
 
 CAPTURE_BEGIN = re.compile(r"StreamBeginCapture|^xpu_?stream_?begin_?capture", re.I)
 CAPTURE_END = re.compile(r"StreamEndCapture|^xpu_?stream_?end_?capture", re.I)

@@ -30,10 +30,10 @@ import numpy as np
 from .aggregate.intervals import containing
 from .attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource
 from .capture import Captures, kernel_key, name_mask
+from .ordering import lexsort
 from .profile import DEVICE_KINDS, K_ANNOTATION, K_RUNTIME, Profile
 from .step_names import FAMILY_PRIORITY, parse_step_name
 from .taxonomy import FUSED_OPS, Taxonomy
-from .ordering import lexsort
 
 #: the runtime call that replays a graph. Kunlun's XPU runtime spells its API in snake
 #: case (``xpu_launch_async``, ``xpu_memcpy``); its graph launch is taken as

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ordering import lexsort
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
 from ..taxonomy import FUSED_OPS
 from .attribution import launch_points
@@ -35,7 +36,6 @@ from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from .intervals import containing, distinct_rows, group_ids, top_level
 from .launches import launch_rows
 from .ranks import step_engine
-from ..ordering import lexsort
 
 COMM = FUSED_OPS.index("communication")
 CLOCK_TOLERANCE_NS = 100_000

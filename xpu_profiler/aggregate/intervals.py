@@ -10,6 +10,7 @@ one sort serves every group at once.
 from __future__ import annotations
 
 import numpy as np
+
 from ..ordering import lexsort
 
 _MIN = np.iinfo(np.int64).min

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graphs import GRAPH_LAUNCH
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
 from ..summary import KernelStats
 from ..taxonomy import FUSED_OPS, module_class
@@ -59,6 +58,8 @@ def _launches(profile: Profile, units: np.ndarray) -> tuple[np.ndarray, np.ndarr
     pos = np.minimum(np.searchsorted(rkey_s, ukey), len(rkey_s) - 1)
     ok = (corr[units] >= 0) & (rkey_s[pos] == ukey)
     launch[ok] = rt[order[pos[ok]]]
+    from ..graphs import GRAPH_LAUNCH  # here: graphs reads captures, which use this package
+
     names = profile.strings.strings
     graph_name = {int(n): bool(GRAPH_LAUNCH.search(names[int(n)])) for n in np.unique(ev["name"][rt]).tolist()}
     is_graph = np.zeros(len(units), bool)

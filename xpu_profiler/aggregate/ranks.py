@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ordering import lexsort
 from ..profile import PHASES, Profile, Table
 from ..summary import EngineSteps, Rank, RankAlignment
 from ..taxonomy import FUSED_OPS
 from .intervals import distinct_rows
 from .layout import Layout
-from ..ordering import lexsort
 
 #: step sources whose ids count the same engine step on every rank
 STEP_ID_SOURCES = ("xpu_profiler_hooks", "profiler_step")

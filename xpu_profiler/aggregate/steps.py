@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ..ordering import lexsort
 from ..profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 from .ranks import engine_rows
 from ..step_names import parse_step_names, step_family
-from ..ordering import lexsort
 
 #: what ``run["step_source"]`` says for each family of step annotations
 STEP_SOURCES = {"vllm": "vllm_annotation", "sglang": "sglang_annotation", "atom": "atom_annotation",

@@ -26,12 +26,12 @@ from ..fmt import place
 from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
+from ..ordering import lexsort
 from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
 from ..taxonomy import FUSED_OPS
 from ..validate import JS_SAFE
 from .trace_findings import markers
-from ..ordering import lexsort
 
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
