@@ -50,11 +50,9 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     aggregate.attribute(profile, taxonomy, capture=capture_profile)
     heap.trim()
     early = exporters.start_ahead(profile, formats, heap.can_spare)
-    try:
-        summary = aggregate.summarize(profile, top=top)
-    finally:
-        if early is not None:
-            early.join()
+    summary = aggregate.summarize(profile, top=top)  # on an error or Ctrl-C the daemon thread
+    if early is not None:                            # is not waited for
+        early.join()
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)
