@@ -18,7 +18,7 @@ import ctypes
 
 #: inputs from this size on (bytes on disk) are read with bounded memory
 LARGE_INPUT_BYTES = 256 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 MMAP_THRESHOLD = 1 << 20
 TRIM_THRESHOLD = 64 << 20
 OVERLAP_MAX_BYTES = 192 << 20      # what overlapping two stages may add to the peak, bounded
@@ -42,6 +42,7 @@ def bound_for_large_input(total_bytes: int) -> bool:
         if libc is not None:
             libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
             libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+            libc.mallopt(_M_ARENA_MAX, 1)  # threads share the one heap that is trimmed
             _active = True
     return _active
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 
 from ..profile import K_CPU_OP, K_KERNEL, Profile
@@ -32,12 +34,22 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     """The typed Summary every exporter reads (attributing the profile first if needed)."""
     if not profile.run.get("attributed"):
         attribute(profile, taxonomy)
+    basis = basis_mask(profile)
+    with ThreadPoolExecutor(1, thread_name_prefix="xpu_profiler-summary") as beside:
+        # sections that only read the attributed profile, computed beside the others (numpy
+        # releases the GIL for much of their work)
+        timeline = beside.submit(device_timeline, profile, launch_rows(profile))
+        by_phase = beside.submit(kernel_stats, profile, basis)
+        mem = beside.submit(memory, profile)
+        return _summary(profile, top, basis, timeline, by_phase, mem)
+
+
+def _summary(profile: Profile, top: int, basis: np.ndarray, timeline: Future, by_phase: Future, mem: Future) -> Summary:
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
     # engine steps once, ranks as rows under them
     lay = layout(profile.run, profile.ranks)
     align = align_steps(profile, lay)
-    basis = basis_mask(profile)
     b_idx = np.flatnonzero(basis)
     span = step_spans(profile, b_idx)
     # collectives across ranks, and how much of each rank's communication compute hides
@@ -46,7 +58,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
-    tl = device_timeline(profile, launch_rows(profile))
+    tl = timeline.result()
     phases = br.phases(profile)
     add_phase_bounds(phases, profile, tl)
     ranks, dev_busy = ranks_table(profile, basis, tl)
@@ -56,7 +68,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     timed = ev["start"] >= 0
     ts = token_steps(profile)
     clock_known = coll.clock in ("shared", "collective_ends")
-    for ph, stats in kernel_stats(profile, basis).items():
+    for ph, stats in by_phase.result().items():
         _phase(phases, ph).kernels = stats
     for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():
         _phase(phases, ph).output_head_ns = ns
@@ -98,7 +110,7 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         ranks=ranks,
         comm=comm_section(profile, coll, ov),
         parallel=parallel_section(profile, lay, coll, compute, view),
-        memory=memory(profile),
+        memory=mem.result(),
         throughput=throughput(profile, (tl.start, tl.end) if tl is not None else None),
         requests=requests(profile),
         device=spec,
