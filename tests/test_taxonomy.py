@@ -9,6 +9,7 @@ import pytest
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.errors import XpuProfilerError
+from xpu_profiler.op_flops import flops_from_shapes
 from xpu_profiler.taxonomy import FUSED_OPS, Taxonomy, module_class
 
 NAMES = {
@@ -37,6 +38,9 @@ NAMES = {
     "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>": "convolution",
     # vLLM CPU build ops
     "_C::onednn_mm": "gemm",
+    "_C::weight_packed_linear": "gemm",  # small GEMMs on CPUs with AMX (sgl-kernel)
+    "_C::get_scheduler_metadata": "attention",
+    "_C::compute_slot_mapping_kernel_impl": "kv_cache",
     "vllm::unified_attention_with_output": "attention",
     "_C::cpu_attention_with_kv_cache": "attention",
     "vllm::unified_kv_cache_update": "kv_cache",
@@ -152,3 +156,12 @@ def test_user_taxonomy_file(tmp_path: Path) -> None:
     bad.write_text('[[pattern]]\nregex = "("\nfused_op = "gemm"\n')
     with pytest.raises(XpuProfilerError, match="bad regex"):
         Taxonomy.from_file(bad)
+
+
+def test_gemm_flops_from_recorded_shapes() -> None:
+    """FLOPs of the vLLM CPU GEMM ops from their Input Dims: out [M, N] first, x [M, K]."""
+    assert flops_from_shapes("_C::weight_packed_linear", [[7, 96], [7, 64], [96, 64], [], []]) == 2 * 7 * 96 * 64
+    assert flops_from_shapes("_C::onednn_mm", [[3, 5, 8], [3, 5, 4], [], [8]]) == 2 * 15 * 4 * 8
+    assert flops_from_shapes("aten::addmm", [[8], [5, 4], [4, 8]]) == 2 * 5 * 4 * 8
+    assert flops_from_shapes("_C::weight_packed_linear", [[7, 96], [6, 64]]) is None  # rows disagree
+    assert flops_from_shapes("_C::rms_norm", [[7, 96], [96]]) is None

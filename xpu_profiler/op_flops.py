@@ -25,8 +25,10 @@ def _mm(a: int, b: int) -> Callable[[Dims], int | None]:
     return f
 
 
-def _onednn(d: Dims) -> int | None:
-    """vLLM CPU ``_C::onednn_mm(out[M, N], x[M, K], handler, bias)``."""
+def _out_x(d: Dims) -> int | None:
+    """vLLM CPU GEMMs that take the output first: ``_C::onednn_mm(out[M, N], x[M, K],
+    handler, bias)`` and, on CPUs with AMX, ``_C::weight_packed_linear(out[M, N], x[M, K],
+    packed weight, bias, is_vnni)``."""
     out, x = d[0], d[1]
     if len(out) < 2 or len(x) < 2 or prod(out[:-1]) != prod(x[:-1]):
         return None
@@ -39,7 +41,8 @@ SHAPE_FLOPS: dict[str, Callable[[Dims], int | None]] = {
     "aten::bmm": _mm(0, 1),
     "aten::addmm": _mm(1, 2),
     "aten::baddbmm": _mm(1, 2),
-    "_C::onednn_mm": _onednn,
+    "_C::onednn_mm": _out_x,
+    "_C::weight_packed_linear": _out_x,
 }
 
 

@@ -114,14 +114,15 @@ PATTERNS: list[Rule] = [
     # --- KV cache writes (before attention: names often say "attn") -----------------------
     Rule(r"reshape_and_cache|concat_and_cache|kv_cache_update|copy_blocks|swap_blocks|"
          r"cache_kernels|reshape_cache|write_to_kv_cache|store_kvcache|kv_cache_store|store_cache|"
-         r"set_kv_buffer|kv_cache_(gather|scatter)|zero_kv_blocks|(quant|rope)_and_cache|insert_k(?![a-z])",
+         r"set_kv_buffer|kv_cache_(gather|scatter)|zero_kv_blocks|(quant|rope)_and_cache|insert_k(?![a-z])|"
+         r"slot_mapping",
          "kv_cache", "kv_cache"),
     # --- attention (and the sequence mixers that stand in for it) -------------------------
     Rule(r"attention|attn|flash_fwd|flash_bwd|flash::|flashattn|fmha|batchprefill|batchdecode|"
          r"batchmla|mergestates|paged_attention|xformers|scaled_dot_product|_efficient_attention|"
          r"sdpa|merge_attn_states|mla_|flashmla|cutlass_mla|lightning_attn|xfa|xft_?attention|"
          r"page_attn|(?<![a-z])mha_|splitkv|(?<![a-z])pa_(bf16|fp16|fp8|i8|a8|a16|decode|prefill|ragged)|"
-         r"gqa_d\d+|dsa_v\d+_decode|kv_indices|^(kernel_)?reduce_segments|"
+         r"gqa_d\d+|dsa_v\d+_decode|kv_indices|^(kernel_)?reduce_segments|scheduler_metadata|"
          r"^_fwd_(grouped_)?kernel(_stage[12]|_alibi)?$", "attention", "attention",
          "FlashAttention, FlashInfer, paged/unified attention, MLA, aiter pa_/fmha/mla asm"),
     Rule(r"selective_scan|selective_state_update|ssd_|_chunk_(scan|state|cumsum)_fwd|"
@@ -142,7 +143,7 @@ PATTERNS: list[Rule] = [
          "GEMMs that read quantised weights are GEMMs"),
     Rule(_GEMM + r"|matmul|gemv|(?<![a-z])bmm_|aten::(mm|addmm|bmm|linear|matmul|baddbmm|_addmm_activation)$|"
          r"cutlass|cublas|cublaslt|hipblaslt|rocblas|xmma|sm\d+_|ampere_|volta_|turing_|"
-         r"hopper_|Kernel2|splitKreduce|Cijk_|wvSplitK|LLMM1|nvjet|onednn|dnnl|mkl|_C::.*mm$|"
+         r"hopper_|Kernel2|splitKreduce|Cijk_|wvSplitK|LLMM1|nvjet|onednn|dnnl|mkl|_C::.*(mm|linear)$|"
          r"fc_cdnn|xblas|fc_fusion|fc_int|xdnn_fc", "gemm", "gemm"),
     # --- sampling -------------------------------------------------------------------------
     Rule(r"sampl|top_?k_?top_?p|top_p|aten::topk$|multinomial|apply_penalties|penalt|"
