@@ -88,8 +88,7 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
-    kind, rank, track, start = ev["kind"], ev["rank"], ev["track"], ev["start"]
-    end = start + ev["dur"]
+    kind, rank, track, start, dur = ev["kind"], ev["rank"], ev["track"], ev["start"], ev["dur"]
     timed = start >= 0
     launch_t, launch_end, launch_track, launched = launch
     names = profile.strings.strings
@@ -115,13 +114,16 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
             return res
         # one id space for candidates and queries
         gid = group_ids(np.concatenate([rank[cands], rank[q]]), np.concatenate([track[cands], launch_track[q]]))
-        hit = containing(gid[:len(cands)], start[cands], end[cands], gid[len(cands):], launch_t[q], launch_end[q])
+        c_start = start[cands]
+        hit = containing(gid[:len(cands)], c_start, c_start + dur[cands], gid[len(cands):], launch_t[q], launch_end[q])
+        del gid
         ok = hit >= 0
         res[ok] = cands[hit[ok]]
         return res
 
     def outermost(cands: np.ndarray) -> np.ndarray:
-        return top_level(group_ids(rank[cands], track[cands]), start[cands], end[cands])
+        c_start = start[cands]
+        return top_level(group_ids(rank[cands], track[cands]), c_start, c_start + dur[cands])
 
     custom = host_op[is_custom_name[ev["name"][host_op]]] if len(host_op) else host_op
     custom_of = holder(custom[outermost(custom)] if len(custom) else custom)

@@ -77,11 +77,19 @@ def containing(cand_gid: np.ndarray, cand_start: np.ndarray, cand_end: np.ndarra
         return out
     big = _span(cand_start, cand_end, q_start, q_end) + 1
     order = lexsort((cand_start, cand_gid))
-    ckey = cand_gid[order] * big + cand_start[order]
-    qkey = q_gid * big + q_start
-    pos = np.searchsorted(ckey, qkey, side="right") - 1
+    ckey = cand_gid[order].astype(np.int64)  # keys built in place: few full-length temporaries
+    ckey *= big
+    ckey += cand_start[order]
+    qkey = q_gid.astype(np.int64)
+    qkey *= big
+    qkey += q_start
+    pos = np.searchsorted(ckey, qkey, side="right")
+    del ckey, qkey
+    pos -= 1
     ok = pos >= 0
-    idx = order[np.maximum(pos, 0)]
+    np.maximum(pos, 0, out=pos)
+    idx = order[pos]
+    del pos, order
     ok &= cand_gid[idx] == q_gid
     ok &= cand_end[idx] >= q_end
     out[ok] = idx[ok]

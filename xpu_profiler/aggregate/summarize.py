@@ -6,6 +6,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from .. import heap
 from ..profile import K_CPU_OP, K_KERNEL, Profile
 from ..summary import Summary, Totals, device_spec, run_from_metadata
 from ..taxonomy import OTHER, Taxonomy
@@ -35,16 +36,39 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     if not profile.run.get("attributed"):
         attribute(profile, taxonomy)
     basis = basis_mask(profile)
+    launch = launch_rows(profile)
+    if not heap.can_spare(len(profile.events) * BESIDE_BYTES_PER_EVENT):
+        return _summary(profile, top, basis, _Later(device_timeline, profile, launch),
+                        _Later(kernel_stats, profile, basis), _Later(memory, profile))
     with ThreadPoolExecutor(1, thread_name_prefix="xpu_profiler-summary") as beside:
         # sections that only read the attributed profile, computed beside the others (numpy
         # releases the GIL for much of their work)
-        timeline = beside.submit(device_timeline, profile, launch_rows(profile))
+        timeline = beside.submit(device_timeline, profile, launch)
         by_phase = beside.submit(kernel_stats, profile, basis)
         mem = beside.submit(memory, profile)
         return _summary(profile, top, basis, timeline, by_phase, mem)
 
 
-def _summary(profile: Profile, top: int, basis: np.ndarray, timeline: Future, by_phase: Future, mem: Future) -> Summary:
+#: what computing those sections beside the others adds to the peak, per event (the device
+#: timeline's transient arrays, measured: 85 bytes per kept event of a 5M-event trace)
+BESIDE_BYTES_PER_EVENT = 90
+
+
+class _Later:
+    """A section computed where its result is first asked for, in this thread."""
+
+    def __init__(self, fn, *args) -> None:
+        self._fn, self._args = fn, args
+
+    def result(self):
+        if self._fn is not None:
+            self._value = self._fn(*self._args)
+            self._fn = self._args = None
+        return self._value
+
+
+def _summary(profile: Profile, top: int, basis: np.ndarray, timeline: Future | _Later, by_phase: Future | _Later,
+             mem: Future | _Later) -> Summary:
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
     # engine steps once, ranks as rows under them
