@@ -17,7 +17,7 @@ import numpy as np
 
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
 from ..summary import KernelStats
-from ..taxonomy import FUSED_OPS, module_class
+from ..taxonomy import module_class
 from .attribution import launch_points
 from .launches import launch_rows
 from .intervals import containing, group_ids, top_level

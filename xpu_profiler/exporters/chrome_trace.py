@@ -219,6 +219,10 @@ def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict],
     return meta, texts, np.array(s_ts, np.int64), np.array(s_dur, np.int64)
 
 
+def _text_block(ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.full(len(ts), S_TEXT, np.int8), ts, dur
+
+
 def _times(profile: Profile, rows: Rows, kinds: list, ts: list, dur: list) -> tuple[np.ndarray, np.ndarray]:
     """Every row's ts and -dur, block after block, in one array each (no copy per block)."""
     n = sum(len(k) for k in kinds)
@@ -255,25 +259,16 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
         meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_name", "args": {"name": label}})
         meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_sort_index", "args": {"sort_index": r}})
     meta += b.meta
-    texts: list[str] = []  # the few events formatted one by one, numbered across their blocks
-    kinds_all, ts_all, dur_all = b.kinds[:2], b.ts[:2], b.dur[:2]  # slices, flows
-
-    def add_texts(block: list[str], ts: np.ndarray, dur: np.ndarray) -> None:
-        texts.extend(block)
-        kinds_all.append(np.full(len(ts), S_TEXT, np.int8))
-        ts_all.append(ts)
-        dur_all.append(dur)
-
     d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, _encoder.encode)  # on the device's clock
     s_meta, s_texts, s_ts, s_dur = _engine_steps(profile, pid_of)
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
     meta += d_meta + s_meta + f_meta
-    add_texts(d_texts, d_ts, d_dur)
-    add_texts(s_texts, s_ts, s_dur)
-    kinds_all += b.kinds[2:]  # counters
-    ts_all += b.ts[2:]
-    dur_all += b.dur[2:]
-    add_texts(f_texts, f_ts, np.zeros(len(f_ts), np.int64))
+    texts = d_texts + s_texts + f_texts  # the few events formatted one by one, numbered across their blocks
+    blocks = [*zip(b.kinds[:2], b.ts[:2], b.dur[:2]),  # slices, flows
+              _text_block(d_ts, d_dur), _text_block(s_ts, s_dur),
+              *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters
+              _text_block(f_ts, np.zeros(len(f_ts), np.int64))]
+    kinds_all, ts_all, dur_all = (list(x) for x in zip(*blocks))
     del b
 
     kind_cat = np.concatenate(kinds_all)
