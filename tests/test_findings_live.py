@@ -229,6 +229,8 @@ def test_small_kernel_storm(runs):
     # silent on a real graph-replayed decode step (SGLang, batch 32: 45% of its kernels
     # under 5 us); torch.compile on the CPU still runs most of its host ops under 5 us
     real = ROOT.parent / "shared" / "data" / "real-traces" / "tracelens" / "sglang-qwen3-8b-decode.json.gz"
+    if not real.exists():
+        pytest.skip(f"the shared real traces are not beside this checkout ({real.parent})")
     d = analysis.analyze([real])[1]
     assert phase(d, "decode").kernels.count > 500 and "small_kernel_storm" not in rules(d)
 

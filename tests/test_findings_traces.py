@@ -65,6 +65,8 @@ def test_graphs_off_on_an_eager_trace_and_silent_on_graph_replays(summaries):
     assert f.evidence["kernels_per_launch"] == 1.0 and f.evidence["graph_kernel_share"] == 0.0
     assert f.phase == "decode" and "enforce-eager" in f.fix
     # the real SGLang decode step replays a HIP graph: 544 of its 555 kernels behind one launch
+    if not SGLANG_DECODE.exists():
+        pytest.skip(f"the shared real traces are not beside this checkout ({REAL})")
     real = analysis.analyze([SGLANG_DECODE])[1]
     k = next(p for p in real.phases if p.phase == "decode").kernels
     assert (k.count, k.graph_launches, k.graph_kernels) == (555, 1, 544)
