@@ -15,7 +15,6 @@ try:
 except ImportError:  # pragma: no cover - isal is a dependency; a build without it still works
     _impl = zlib
 
-IMPLEMENTATION = "isal" if _impl is not zlib else "zlib"
 LEVEL = 1                       # fast: traces are large, and the text compresses ~9x even so
 ERRORS: tuple[type[BaseException], ...] = tuple({zlib.error, _impl.error})
 SYNC_FLUSH, FINISH = zlib.Z_SYNC_FLUSH, zlib.Z_FINISH

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
+
+from . import heap
 
 
 def fork_workers(amount: int, minimum: int) -> int:
@@ -19,3 +22,13 @@ def fork_workers(amount: int, minimum: int) -> int:
         return 1
     n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
     return max(1, min(n, 8))
+
+
+def worker_init() -> None:
+    """Every forked worker's start (a pool's initializer). SIGTERM ends it at once: the
+    parent's handler (a SIGTERM that unwinds, so a temporary output is removed) would, in
+    a worker blocked on the pool's queue, unwind into the queue's locks and hang the
+    pool's shutdown. In a bounded analysis the worker gets glibc's own heap reuse back
+    (``heap.relax_in_worker``)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    heap.relax_in_worker()

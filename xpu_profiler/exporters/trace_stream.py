@@ -12,12 +12,11 @@ method other than fork) the same pieces are made one after the other in-process.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import struct
 from typing import Callable, Iterator
 
-from .. import deflate, heap
-from ..forking import fork_workers
+from .. import deflate
+from ..forking import fork_workers, worker_init
 
 PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
 PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
@@ -73,14 +72,6 @@ def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
     return c.compress(text) + c.flush(deflate.SYNC_FLUSH), crc, n
 
 
-def default_sigterm() -> None:
-    """In a forked worker: SIGTERM ends it at once. The writer's handler (a SIGTERM that
-    unwinds, so the temporary output is removed) is the parent's; in a worker blocked on
-    the pool's queue it would unwind into the queue's locks and hang the pool's shutdown."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    heap.relax_in_worker()
-
-
 def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[tuple[bytes, int, int]]:
     """The pieces of rows 0..rows in order: (bytes, crc32 of the text, text length)."""
     global _FORMAT, _GZIP
@@ -89,7 +80,7 @@ def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[
     _FORMAT, _GZIP = fmt, gzip
     try:
         if workers > 1 and len(spans) > 1:
-            pool = multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm)
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=worker_init)
             try:
                 yield from pool.imap(_piece, spans, chunksize=1)
                 pool.close()  # a clean end: workers leave on their own

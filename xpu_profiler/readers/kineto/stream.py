@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 from pathlib import Path
 from typing import Callable, Iterator
 
 import msgspec
 
-from ... import deflate, heap
-from ...forking import fork_workers
+from ... import deflate
+from ...forking import fork_workers, worker_init
 from . import decode, handoff
 from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
@@ -30,12 +29,6 @@ from .schema import TRACE_DECODER, Trace
 BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
 HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
 SLOT_SLACK = 1 << 20       # a chunk is cut at the first event boundary after its size
-
-
-def default_sigterm() -> None:
-    """In a forked worker: SIGTERM ends it at once, whatever handler the parent had."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    heap.relax_in_worker()
 
 
 class Unstreamable(Exception):
@@ -224,7 +217,7 @@ def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -
     _FILE = (str(path), start, end, size)
     try:
         if workers > 1:
-            with multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm) as pool:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=worker_init) as pool:
                 parts = pool.map(_range_chunk, range(n), chunksize=1)
         else:
             parts = [_range_chunk(k) for k in range(n)]
@@ -253,7 +246,7 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
         workers = fork_workers(est, 0) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
             parts = handoff.decode_in_pool(
-                lambda: multiprocessing.get_context("fork").Pool(workers, initializer=default_sigterm),
+                lambda: multiprocessing.get_context("fork").Pool(workers, initializer=worker_init),
                 chunks, workers + 2, size + SLOT_SLACK)
         else:
             parts = [decode.decode_cols(decode.framed(c)) for c in chunks]
