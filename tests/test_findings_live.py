@@ -31,6 +31,7 @@ from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
 from xpu_profiler import analysis, findings
 from xpu_profiler.aggregate.model_cost import model_config, model_shape, step_costs
 from xpu_profiler.aggregate.steps import token_steps
+from xpu_profiler.findings import load_config
 from xpu_profiler.profile import P_PREFILL, Profile
 from xpu_profiler.summary import load_summary
 from xpu_profiler.validate import validate_file
@@ -183,7 +184,15 @@ def test_batch_capped_at_max_num_seqs(runs):
     assert "batch_capped" not in rules(runs.summary("small"))
 
 
-def test_chunked_prefill_budget(runs):
+def _budget_ratio(s, budget: int) -> float:
+    """Median wall of the mixed steps that fill the budget over the median decode step."""
+    w, ph = s.steps.wall_ns, s.steps.phase
+    tokens = [a + b for a, b in zip(s.steps.prefill_tokens, s.steps.decode_tokens)]
+    hit = [w[i] for i, p in enumerate(ph) if p == "mixed" and tokens[i] >= 0.98 * budget]
+    return statistics.median(hit) / statistics.median(w[i] for i, p in enumerate(ph) if p == "decode")
+
+
+def test_chunked_prefill_budget(runs, tmp_path):
     s = runs.summary("big")
     f = rules(s)["chunked_prefill_budget"]
     assert f.phase == "mixed" and f.evidence["max_num_batched_tokens"] == 1024
@@ -191,10 +200,19 @@ def test_chunked_prefill_budget(runs):
     mixed = [i for i, p in enumerate(s.steps.phase) if p == "mixed"
              and s.steps.prefill_tokens[i] + s.steps.decode_tokens[i] >= 0.98 * 1024]
     assert set(f.steps) <= {s.steps.step_id[i] for i in mixed}
+    assert f.evidence["ratio"] == pytest.approx(_budget_ratio(s, 1024))  # every budget-filling step is slow
+    # the 64-token budget is hit in its mixed steps too; what they cost next to a decode step
+    # depends on the CPU (a step's time grows with its tokens on one, not on another), but
+    # always far less than the 1024-token chunks: a threshold between the two ratios tells them apart
     small = runs.summary("small")
-    assert "chunked_prefill_budget" not in rules(small)
-    # the small budget is hit too, but its mixed steps stay close to a decode step
-    assert phase(small, "mixed").step_p50_ns < 3 * phase(small, "decode").step_p50_ns
+    big_ratio, small_ratio = f.evidence["ratio"], _budget_ratio(small, 64)
+    assert small_ratio < big_ratio / 3
+    cfg = tmp_path / "findings.toml"
+    cfg.write_text(f"[chunked_prefill_budget]\nratio = {(small_ratio * big_ratio) ** 0.5}\n")
+    assert "chunked_prefill_budget" not in {x.rule for x in findings.evaluate(small, load_config(cfg))}
+    assert "chunked_prefill_budget" in {x.rule for x in findings.evaluate(s, load_config(cfg))}
+    # the smaller budget bounds the mixed step, the point of the finding's fix
+    assert phase(small, "mixed").step_p50_ns < 0.25 * phase(s, "mixed").step_p50_ns
 
 
 def test_moe_share_and_the_findings_config_of_the_live_command(runs):

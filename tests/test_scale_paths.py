@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import struct
 import subprocess
 import sys
 import zlib
@@ -20,7 +21,7 @@ from conftest import same_columns
 from xpu_profiler import analysis, deflate, ordering
 from xpu_profiler.exporters import chrome_trace, trace_stream
 from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
-from xpu_profiler.readers import ReadOptions, kineto
+from xpu_profiler.readers import ReadOptions, content_size, kineto
 from xpu_profiler.readers.kineto import decode, handoff, stream
 from xpu_profiler.taxonomy import FUSED_OPS
 from xpu_profiler.validate import JS_SAFE
@@ -214,6 +215,34 @@ def test_crc32_combine() -> None:
     a, b = b"x" * 1000 + bytes(range(256)), b"abc" * 77777
     assert trace_stream.crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)
     assert trace_stream.crc32_combine(zlib.crc32(a), zlib.crc32(b""), 0) == zlib.crc32(a)
+
+
+def test_content_size_of_plain_and_gzip_files(generated, tmp_path: Path) -> None:
+    """What bounds memory is the decompressed size, read from a gzip file's trailer."""
+    path, _ = generated
+    gz = Path(f"{path}.gz")
+    assert content_size(path) == path.stat().st_size
+    assert content_size(gz) == path.stat().st_size > 3 * gz.stat().st_size
+    # over 4 GiB of content, which the trailer holds modulo 4 GiB: 65 self-contained
+    # deflate pieces of 64 MiB of zeros (a full flush ends each), one gzip member
+    zeros = bytes(64 << 20)
+    c = zlib.compressobj(1, zlib.DEFLATED, -15)
+    piece = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
+    n, crc = 65, zlib.crc32(zeros)
+    total_crc = crc
+    for _ in range(n - 1):
+        total_crc = trace_stream.crc32_combine(total_crc, crc, len(zeros))
+    big = tmp_path / "zeros.gz"
+    with open(big, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")
+        for _ in range(n):
+            f.write(piece)
+        f.write(c.flush())
+        f.write(struct.pack("<II", total_crc, (n * len(zeros)) & 0xFFFFFFFF))
+    assert big.stat().st_size < 32 << 20
+    with open(big, "rb") as f:  # a genuine gzip file: it inflates to all of it, its crc checked
+        assert sum(len(b) for b, _ in deflate.gunzip_blocks(f, 1 << 20)) == n * len(zeros)
+    assert content_size(big) == n * len(zeros)
 
 
 def _analyze(trace: Path, out: Path, *extra: str) -> tuple[dict, str]:

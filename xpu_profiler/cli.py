@@ -178,7 +178,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
         analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
         total = sum(_size(p) for p in paths)
-        heap.bound_for_large_input(total)  # peak memory near what is kept (this process is ours)
+        heap.bound_for_large_input(sum(_size(p, content=True) for p in paths))  # this process is ours
         opts = ReadOptions(rank=rank, xpu_gen=int(xpu_gen) if xpu_gen else None,
                            extra={"lifetime": lifetime} if lifetime is not None else {})
         from .select import Selection, parse_steps
@@ -215,11 +215,16 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
     sys.stdout.flush()
 
 
-def _size(p: Path) -> int:
+def _size(p: Path, content: bool = False) -> int:
+    """Bytes of a file, or of the files in a directory: on disk, or their (decompressed)
+    content (what memory is bounded by)."""
+    from .readers import content_size
+
+    size = content_size if content else (lambda f: f.stat().st_size)
     try:
         if p.is_dir():
-            return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-        return p.stat().st_size
+            return sum(size(f) for f in p.rglob("*") if f.is_file())
+        return size(p)
     except OSError:
         return 0
 

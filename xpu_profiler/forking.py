@@ -24,6 +24,11 @@ def fork_workers(amount: int, minimum: int) -> int:
     return max(1, min(n, 8))
 
 
+def fork_pool(workers: int):
+    """A pool of ``workers`` forked processes, each started by ``worker_init``."""
+    return multiprocessing.get_context("fork").Pool(workers, initializer=worker_init)
+
+
 def worker_init() -> None:
     """Every forked worker's start (a pool's initializer). SIGTERM ends it at once: the
     parent's handler (a SIGTERM that unwinds, so a temporary output is removed) would, in

@@ -11,12 +11,11 @@ method other than fork) the same pieces are made one after the other in-process.
 
 from __future__ import annotations
 
-import multiprocessing
 import struct
 from typing import Callable, Iterator
 
 from .. import deflate
-from ..forking import fork_workers, worker_init
+from ..forking import fork_pool, fork_workers
 
 PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
 PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
@@ -80,7 +79,7 @@ def pieces(rows: int, fmt: Callable[[int, int], bytes], gzip: bool) -> Iterator[
     _FORMAT, _GZIP = fmt, gzip
     try:
         if workers > 1 and len(spans) > 1:
-            pool = multiprocessing.get_context("fork").Pool(workers, initializer=worker_init)
+            pool = fork_pool(workers)
             try:
                 yield from pool.imap(_piece, spans, chunksize=1)
                 pool.close()  # a clean end: workers leave on their own

@@ -99,6 +99,32 @@ def is_gzip(path: Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+def content_size(path: Path) -> int:
+    """Bytes of a file's (decompressed) content, without reading it all. A gzip file's
+    trailer holds the size modulo 4 GiB (of the last member only): where the file is large
+    enough for the content to have wrapped, the ratio of its first MiB picks the wrap."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        if size < 18 or f.read(2) != b"\x1f\x8b":
+            return size
+        f.seek(-4, os.SEEK_END)
+        n = int.from_bytes(f.read(4), "little")
+        if size * _DEFLATE_MAX_RATIO < 1 << 32:
+            return n
+        f.seek(0)
+        head, d = f.read(1 << 20), zlib.decompressobj(31)
+        try:
+            out = len(d.decompress(head, 64 << 20))
+        except zlib.error:
+            return n
+    used = len(head) - len(d.unconsumed_tail) - len(d.unused_data)
+    estimate = out / max(used, 1) * size
+    return n + max(0, round((estimate - n) / (1 << 32))) * (1 << 32)
+
+
+_DEFLATE_MAX_RATIO = 1032  # deflate's most: 258 bytes from one code of a few bits
+
+
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
     """First ``n`` bytes of the (decompressed) file; b"" when unreadable."""
     try:

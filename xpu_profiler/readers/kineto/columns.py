@@ -8,7 +8,7 @@ the ``[memory]`` instants as counter samples, and the track names.
 from __future__ import annotations
 
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, eq, ne
 from pathlib import Path
 
 import msgspec
@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import TraceError
 from ...profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
 from ...op_flops import SHAPE_FLOPS, flops_from_shapes
-from .schema import PH_CODE, Args, Event
+from .schema import PH_CODE, Event, SliceArgs
 
 # category → event kind; anything else keeps its category name and kind "unknown".
 CATEGORY_KINDS = {
@@ -168,10 +168,15 @@ def columns(path: Path, events: list[Event]) -> Cols:
     del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
-    inst_idx = np.flatnonzero(ph == 1).tolist()
-    inst = [events[i] for i in inst_idx]
-    mem_idx = [i for i, n in zip(inst_idx, map(attrgetter("name"), inst)) if n == "[memory]"]
-    mem = [events[i] for i in mem_idx]
+    inst_idx = np.flatnonzero(ph == 1)
+    inst = [events[i] for i in inst_idx.tolist()]
+    is_mem = np.fromiter(map(eq, map(attrgetter("name"), inst), repeat("[memory]")), dtype=bool, count=len(inst))
+    if is_mem.all():  # the usual case: every instant is a [memory] one
+        mem_idx, mem = inst_idx.tolist(), inst
+    else:
+        mem_idx = inst_idx[is_mem].tolist()
+        mem = [events[i] for i in mem_idx]
+    del inst
     m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
     m_args = list(map(attrgetter("args"), mem))
     alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
@@ -207,14 +212,14 @@ def columns(path: Path, events: list[Event]) -> Cols:
         process_names=process_names, n_events=n_all, dropped=dropped, odd=odd, skipped=skipped)
 
 
-def comm_columns(argss: list[Args]) -> dict:
+def comm_columns(argss: list[SliceArgs]) -> dict:
     """The collective metadata (``Collective name``, ``Seq``, sizes, group) of the events
     that carry it; the raw values are decoded here, for those events only, whatever their
     JSON type (a value of an unexpected type is taken as absent)."""
     n = len(argss)
-    named = np.fromiter(map(len, map(attrgetter("collective_name"), argss)), dtype=np.int64, count=n)
-    seqd = np.fromiter(map(len, map(attrgetter("seq"), argss)), dtype=np.int64, count=n)
-    rows = np.flatnonzero((named > 0) | (seqd > 0))
+    # the two fields both absent: the defaults themselves (``is`` before ``==``, at C level)
+    rows = np.flatnonzero(np.fromiter(map(ne, map(_NAME_AND_SEQ, argss), repeat(_NO_NAME_AND_SEQ)),
+                                      dtype=bool, count=n))
     table = StringTable()
     picked = [argss[i] for i in rows.tolist()]
     out: dict = {"rows": rows}
@@ -240,12 +245,14 @@ def comm_columns(argss: list[Args]) -> dict:
     return out
 
 
+_NAME_AND_SEQ = attrgetter("collective_name", "seq")
+_NO_NAME_AND_SEQ = _NAME_AND_SEQ(SliceArgs())
 _COMM_FIELDS = {"coll": "collective_name", "pg": "pg_name", "pg_ranks": "pg_ranks", "dtype": "dtype", "seq": "seq",
                 "in_nelems": "in_nelems", "out_nelems": "out_nelems", "group_size": "group_size"}
 _MAX_TEXT = 512  # a group's rank list can be long; nothing needs more
 
 
-def _values(argss: list[Args], field: str) -> list:
+def _values(argss: list[SliceArgs], field: str) -> list:
     """The raw JSON values of one field of many events, decoded at once (None: absent)."""
     raws = list(map(attrgetter(field), argss))
     if not all(map(len, raws)):
@@ -303,7 +310,7 @@ def _floats(path: Path, xs: list[Event], field: str, x_idx: np.ndarray, names: l
         raise
 
 
-def _ids(argss: list[Args], field: str) -> np.ndarray:
+def _ids(argss: list[SliceArgs], field: str) -> np.ndarray:
     """Correlation / External ids; an id that is no integer is taken as absent (-1)."""
     try:
         return np.fromiter(map(attrgetter(field), argss), dtype=np.int64, count=len(argss))
@@ -317,7 +324,7 @@ def _ids(argss: list[Args], field: str) -> np.ndarray:
         return out
 
 
-def _flops(argss: list[Args], names: list[str], name_ids: np.ndarray) -> np.ndarray:
+def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np.ndarray:
     """FLOPs per event: what with_flops wrote, else what the recorded shapes of a known
     GEMM op give (``op_flops``), else -1."""
     out = np.full(len(argss), -1, np.int64)
@@ -331,23 +338,18 @@ def _flops(argss: list[Args], names: list[str], name_ids: np.ndarray) -> np.ndar
     if not gemm_ids:
         return out
     rows = np.flatnonzero(np.isin(name_ids, gemm_ids) & ~ok)
-    # a model's GEMMs repeat a few shapes: each (op, raw shapes) is worked out once
-    known: dict[tuple[int, bytes], int] = {}
-    for i, op in zip(rows.tolist(), name_ids[rows].tolist()):
-        dims = argss[i].input_dims
-        if not dims:
-            continue
-        key = (op, bytes(dims))
-        n = known.get(key)
-        if n is None:
-            n = known[key] = _shape_flops(names[op], dims)
-        if n >= 0:
-            out[i] = n
+    # a model's GEMMs repeat a few shapes: each distinct (op, raw shapes) is worked out once
+    dims = map(attrgetter("input_dims"), map(argss.__getitem__, rows.tolist()))
+    keys = list(zip(name_ids[rows].tolist(), map(bytes, dims)))
+    known = {key: _shape_flops(names[key[0]], key[1]) for key in dict.fromkeys(keys)}
+    out[rows] = np.fromiter(map(known.__getitem__, keys), dtype=np.int64, count=len(keys))
     return out
 
 
-def _shape_flops(op: str, dims: msgspec.Raw) -> int:
+def _shape_flops(op: str, dims: bytes) -> int:
     """FLOPs of one GEMM from its raw ``Input Dims``; -1 when they give none."""
+    if not dims:
+        return -1
     try:
         n = flops_from_shapes(op, msgspec.json.decode(dims))
     except msgspec.DecodeError:

@@ -12,14 +12,13 @@ errors name the file's real problem (truncated, malformed).
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 from pathlib import Path
 
 import msgspec
 
 from ...errors import TraceError
-from ...forking import fork_workers
+from ...forking import fork_pool, fork_workers
 from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols
@@ -172,8 +171,7 @@ def decode_all(path: Path, raw: memoryview) -> list[Cols]:
     _RAW = raw
     try:
         if workers > 1:
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(workers) as pool:
+            with fork_pool(workers) as pool:
                 return pool.map(_decode_chunk, spans, chunksize=1)
         return [_decode_chunk(s) for s in spans]
     finally:

@@ -18,19 +18,16 @@ import msgspec
 _NO_RAW = msgspec.Raw(b"")
 
 
-class Args(msgspec.Struct, gc=False, frozen=True):
+class SliceArgs(msgspec.Struct, gc=False, frozen=True):
+    """The args of complete (X) events the model reads. Each field costs every event's
+    args a little to decode (each key is looked up among them): only what is used."""
+
     # ids may come as strings from other writers; numeric strings are converted on extraction
     external_id: Union[int, str] = msgspec.field(default=-1, name="External id")
     correlation: Union[int, str] = -1
-    device: Union[int, str] = -1
-    name: Optional[str] = None  # M events
     kernel: Optional[str] = None  # runtime launches on ROCm: the kernel they launch
-    # NaN / -1 rather than None: the [memory] columns are pulled out with np.fromiter
-    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
-    total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
-    device_type: int = msgspec.field(default=-1, name="Device Type")
     # what record_param_comms (and NCCL kernels) say about a collective: raw, any JSON type,
-    # decoded only on the few events that carry them (``columns.COMM_ARGS``)
+    # decoded only on the few events that carry them (``columns.comm_columns``)
     collective_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Collective name")
     pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
     pg_ranks: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Ranks")
@@ -44,10 +41,29 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
 
 
-_NO_ARGS = Args()
+class InstantArgs(msgspec.Struct, gc=False, frozen=True):
+    """The args of the ``[memory]`` instants. NaN / -1 rather than None: the columns are
+    pulled out with np.fromiter."""
+
+    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
+    total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
 
 
-class _Fields(msgspec.Struct, gc=False):
+class MetaArgs(msgspec.Struct, gc=False, frozen=True):
+    name: Optional[str] = None  # thread_name / process_name metadata
+
+
+class Args(SliceArgs, gc=False, frozen=True):
+    """All of them, for the plain schema (any phase in one struct)."""
+
+    name: Optional[str] = None
+    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
+    total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
+
+
+class _Core(msgspec.Struct, gc=False):
     """What the model takes from an event (the rest of each object is skipped)."""
 
     name: str = ""
@@ -57,33 +73,33 @@ class _Fields(msgspec.Struct, gc=False):
     tid: Union[int, float, str] = 0
     ts: Optional[Union[float, str]] = None
     dur: Optional[Union[float, str]] = None
-    args: Args = _NO_ARGS
 
 
-class Event(_Fields, gc=False):
+class Event(_Core, gc=False):
     """The plain schema: any phase, checked by hand (exact messages for broken events)."""
 
+    args: Args = Args()
     ph: Optional[str] = None
 
 
-# The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields;
-# flows (a quarter of a Kineto trace), counters and the rest decode to empty structs that
-# are cheap to make and to free. A phase outside the table fails the union, and that
-# chunk is decoded again with the plain `Event` schema.
-class _Slice(_Fields, tag_field="ph", tag="X"):
+# The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields,
+# each kind with the args it uses; flows (a quarter of a Kineto trace), counters and the
+# rest decode to empty structs that are cheap to make and to free. A phase outside the
+# table fails the union, and that chunk is decoded again with the plain `Event` schema.
+class _Slice(_Core, tag_field="ph", tag="X"):
+    args: SliceArgs = SliceArgs()
+
+
+class _Instant(_Core, tag_field="ph", tag="i"):
+    args: InstantArgs = InstantArgs()
+
+
+class _InstantG(_Instant, tag="I"):
     pass
 
 
-class _Instant(_Slice, tag="i"):
-    pass
-
-
-class _InstantG(_Slice, tag="I"):
-    pass
-
-
-class _Meta(_Slice, tag="M"):
-    pass
+class _Meta(_Core, tag_field="ph", tag="M"):
+    args: MetaArgs = MetaArgs()
 
 
 class _Other(msgspec.Struct, gc=False, tag_field="ph", tag="s"):

@@ -12,7 +12,6 @@ odd events everywhere (a chunk with odd events is decoded tolerantly here too).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from pathlib import Path
 from typing import Callable, Iterator
@@ -20,7 +19,8 @@ from typing import Callable, Iterator
 import msgspec
 
 from ... import deflate
-from ...forking import fork_workers, worker_init
+from .. import content_size, is_gzip
+from ...forking import fork_pool, fork_workers
 from . import decode, handoff
 from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
@@ -217,7 +217,7 @@ def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -
     _FILE = (str(path), start, end, size)
     try:
         if workers > 1:
-            with multiprocessing.get_context("fork").Pool(workers, initializer=worker_init) as pool:
+            with fork_pool(workers) as pool:
                 parts = pool.map(_range_chunk, range(n), chunksize=1)
         else:
             parts = [_range_chunk(k) for k in range(n)]
@@ -236,17 +236,14 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
     size = chunk_bytes or decode.CHUNK_BYTES  # read at call time: tests set it
     split = _Split()
     try:
-        est = path.stat().st_size
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-        if not gz:
+        if not is_gzip(path):
             return read_ranges(path, progress, size)
         chunks = split.chunks(_blocks(path, progress), size)
-        est *= 10  # a trace's text compresses ~10-20x
+        est = content_size(path)
         workers = fork_workers(est, 0) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
             parts = handoff.decode_in_pool(
-                lambda: multiprocessing.get_context("fork").Pool(workers, initializer=worker_init),
+                lambda: fork_pool(workers),
                 chunks, workers + 2, size + SLOT_SLACK)
         else:
             parts = [decode.decode_cols(decode.framed(c)) for c in chunks]
