@@ -258,6 +258,6 @@ def test_vllm_tp2_cpu_report(browser, tmp_path, vllm_tp2_trace):
     # GIVEN vLLM's own traces of a TP=2 run on the CPU
     profile, summary = summarize_files(vllm_tp2_trace.trace_dir)
     out = html.write(profile, summary, tmp_path / "vllm-tp2-cpu.html")
-    # THEN the shm all-reduce is in the communication tables, ranks side by side
+    # THEN the CPU all-reduce is in the communication tables, ranks side by side
     res = _multirank_checks(browser, out, 2)
     assert "all_reduce" in res.text and "host ops" in res.text

@@ -21,7 +21,8 @@ from conftest import same_columns
 from xpu_profiler import analysis, deflate, ordering
 from xpu_profiler.exporters import chrome_trace, trace_stream
 from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
-from xpu_profiler.readers import ReadOptions, content_size, kineto
+from xpu_profiler.readers import ReadOptions, kineto
+from xpu_profiler.readers.content import content_size
 from xpu_profiler.readers.kineto import decode, handoff, stream
 from xpu_profiler.taxonomy import FUSED_OPS
 from xpu_profiler.validate import JS_SAFE

@@ -218,7 +218,7 @@ def analyze(paths, output, formats, taxonomy, top, rank, xpu_gen, captures, engi
 def _size(p: Path, content: bool = False) -> int:
     """Bytes of a file, or of the files in a directory: on disk, or their (decompressed)
     content (what memory is bounded by)."""
-    from .readers import content_size
+    from .readers.content import content_size
 
     size = content_size if content else (lambda f: f.stat().st_size)
     try:

@@ -5,7 +5,8 @@ ranks' clocks aligned on them.
 - **Which**: device work of the taxonomy's communication family (NCCL/RCCL
   ``ncclDevKernel_*``/``ncclKernel_*``, vLLM's custom all-reduce ``cross_device_reduce*``,
   Kunlun ``kl3_all_reduce*``/BKCL/XCCL, HCCL); on a run without device work (the CPU),
-  the outermost host ops of that family (``_C::shm_allreduce``, gloo).
+  the outermost host ops of that family (``_C::shm_allreduce``, ``c10d::allreduce_``),
+  each lasting until the work it handed to gloo's threads ends (``backend_work``).
 - **Kind** (``collective_kinds.KINDS``, first match wins): from the collective name the trace records
   (``record_param_comms``'s ``Collective name``), else the communication host op the
   work was launched from (``nccl:all_reduce``, ``c10d::allreduce_``: NCCL runs several
@@ -32,6 +33,7 @@ from ..ordering import lexsort
 from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
 from ..taxonomy import FUSED_OPS
 from .attribution import launch_points
+from .backend_work import work_ends, work_rows
 from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from .intervals import containing, distinct_rows, group_ids, top_level
 from .launches import launch_rows
@@ -54,6 +56,9 @@ class Collectives:
     inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # matched collective, -1
     start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # on the aligned clock
     end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # on the recorded clock: each event's end, or that of the backend work it handed off
+    work_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    work: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # backend work annotations
     wait: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     match: str = "none"
     clock: str = "single_rank"
@@ -168,6 +173,9 @@ def match(profile: Profile, same_host: bool = False) -> Collectives:
         ok = st >= 0
         estep[ok] = es[st[ok]]
     start, dur = ev["start"][idx], ev["dur"][idx]
+    out.work = work_rows(profile, idx) if basis == "host" else idx[:0]
+    out.work_end = work_ends(profile, idx, kind, out.work, _name_kinds(profile, out.work))
+    dur = out.work_end - start
     # per group: by Seq when every one of its events has one
     g_seq = np.ones(len(labels), bool)
     np.logical_and.at(g_seq, group_key, seq >= 0)

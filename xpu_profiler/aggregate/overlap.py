@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..profile import PHASES, Profile
+from .backend_work import inside_work
 from .intervals import containing, group_ids, top_level, union_length
 
 
@@ -27,9 +28,11 @@ class Overlap:
         return self.comm - self.overlapped
 
 
-def compute_events(profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, host: bool) -> np.ndarray:
+def compute_events(profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, host: bool,
+                   work: np.ndarray | None = None) -> np.ndarray:
     """Rows of the compute the communication can hide behind: the basis events that are
-    not communication; on the host basis also not the top-level ops a collective runs in."""
+    not communication; on the host basis also not the top-level ops a collective runs in,
+    nor the ops of a backend's threads inside the collective work they run (``work``)."""
     ev = profile.events
     mask = basis & (ev["start"] >= 0)
     mask[comm_idx] = False
@@ -45,6 +48,8 @@ def compute_events(profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, ho
         holds = np.zeros(len(ev), bool)
         holds[o[hit[hit >= 0]]] = True
         idx = idx[~holds[idx]]
+    if host and work is not None and len(work):
+        idx = idx[~inside_work(profile, idx, work)]
     return idx
 
 
@@ -67,8 +72,10 @@ def step_spans(profile: Profile, rows: np.ndarray) -> np.ndarray:
     return span
 
 
-def overlap(profile: Profile, comm_idx: np.ndarray, compute_idx: np.ndarray, ranks: list[int]) -> Overlap:
-    """Communication, its overlap with compute, and step time, per (rank, phase)."""
+def overlap(profile: Profile, comm_idx: np.ndarray, comm_end: np.ndarray, compute_idx: np.ndarray,
+            ranks: list[int]) -> Overlap:
+    """Communication (``comm_end``: each event's end, its backend work's included), its
+    overlap with compute, and step time, per (rank, phase)."""
     ev, steps = profile.events, profile.steps
     sorted_ranks = np.array(sorted(ranks), np.int64)
     order = np.argsort(np.array(ranks, np.int64), kind="stable")
@@ -82,17 +89,18 @@ def overlap(profile: Profile, comm_idx: np.ndarray, compute_idx: np.ndarray, ran
         i = np.minimum(np.searchsorted(sorted_ranks, rank), len(ranks) - 1)
         return np.where(sorted_ranks[i] == rank, order[i], -1)
 
-    comm_idx = comm_idx[position(ev["rank"][comm_idx].astype(np.int64)) >= 0]
+    keep = position(ev["rank"][comm_idx].astype(np.int64)) >= 0
+    comm_idx, comm_end = comm_idx[keep], comm_end[keep]
     compute_idx = compute_idx[position(ev["rank"][compute_idx].astype(np.int64)) >= 0]
 
-    def union(rows: np.ndarray) -> np.ndarray:
-        s = ev["start"][rows]
+    def union(rows: np.ndarray, end: np.ndarray) -> np.ndarray:
         gid = position(ev["rank"][rows].astype(np.int64)) * n_p + ev["phase"][rows].astype(np.int64)
-        return union_length(gid, s, s + ev["dur"][rows], n_g)
+        return union_length(gid, ev["start"][rows], end, n_g)
 
     both = np.concatenate([comm_idx, compute_idx])
-    comm = union(comm_idx)
-    inter = comm + union(compute_idx) - union(both)
+    compute_end = ev["start"][compute_idx] + ev["dur"][compute_idx]
+    comm = union(comm_idx, comm_end)
+    inter = comm + union(compute_idx, compute_end) - union(both, np.concatenate([comm_end, compute_end]))
     step = np.zeros(n_g, np.int64)
     if len(steps):
         sp = position(steps["rank"].astype(np.int64))

@@ -26,7 +26,7 @@ def parallel_section(profile: Profile, lay: Layout, c: Collectives, compute_idx:
         inside = [j for j, rs in enumerate(c.ranksets) if len(rs) > 1 and set(rs) <= set(members)]
         insts = np.flatnonzero(np.isin(c.i_rankset, inside)) if len(c.i_rankset) else np.zeros(0, np.int64)
         ev_sel = (c.inst >= 0) & np.isin(c.inst, insts)
-        ov = overlap(profile, c.idx[ev_sel], compute_idx, members)
+        ov = overlap(profile, c.idx[ev_sel], c.work_end[ev_sel], compute_idx, members)
         step_ns = int(sum(int(steps["dur"][steps["rank"] == r].sum()) for r in members))
         exposed = int(ov.exposed.sum())
         g = ParallelGroup(dim=dim, key=key, ranks=members, collectives=int(len(insts)), exposed_ns=exposed,

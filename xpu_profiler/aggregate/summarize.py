@@ -87,8 +87,8 @@ def _summary(profile: Profile, top: int, basis: np.ndarray, timeline: Future | _
     add_phase_bounds(phases, profile, tl)
     ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
-    compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host")
-    ov = overlap(profile, coll.idx, compute, profile.ranks)
+    compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host", work=coll.work)
+    ov = overlap(profile, coll.idx, coll.work_end, compute, profile.ranks)
     timed = ev["start"] >= 0
     ts = token_steps(profile)
     clock_known = coll.clock in ("shared", "collective_ends")

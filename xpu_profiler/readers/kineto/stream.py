@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 import msgspec
 
 from ... import deflate
-from .. import content_size, is_gzip
+from ..content import content_size, is_gzip
 from ...forking import fork_pool, fork_workers
 from . import decode, handoff
 from .columns import Cols
