@@ -56,3 +56,14 @@ def test_gloo_threads_ops_are_the_collectives_not_compute(gloo):
     assert not np.isin(on_work_threads, compute).any()
     # without the work annotations, those ops would be counted as compute under the collectives
     assert np.isin(on_work_threads, compute_events(profile, basis, c.idx, host=True)).all()
+
+
+def test_exposed_communication_names_gloo_and_its_remedy(gloo):
+    _, s = gloo
+    f = next(x for x in s.findings if x.rule == "exposed_comm")
+    ranks = [r for r in s.comm.ranks if r.phase == "all"]
+    # nothing hides a gloo collective: its whole time is exposed
+    assert f.evidence["exposed_ns"] == sum(r.comm_ns for r in ranks)
+    assert f.evidence["share"] == pytest.approx(f.evidence["exposed_ns"] / sum(r.step_ns for r in ranks))
+    assert f.evidence["share"] > 0.2
+    assert f.evidence["backend"] == "gloo" and "shm_allreduce" in f.fix and "AVX-512" in f.fix

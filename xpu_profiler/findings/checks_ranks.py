@@ -7,6 +7,9 @@ from ..summary import Summary
 from .base import Context, Hit, Thresholds
 from .inputs import all_wall, dur, pct, tensor_parallel
 
+#: torch.distributed's host collective ops, which run over gloo in a run without device work
+GLOO_OPS = ("c10d::", "gloo:")
+
 
 def _all_phases(s: Summary) -> list:
     """Each rank's communication row over every phase."""
@@ -24,15 +27,20 @@ def exposed_comm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if not wall or exposed / wall <= th["share"]:
         return None
     worst = max(ranks, key=lambda r: r.exposed_ns)
+    gloo = s.comm.basis == "host" and any(c.name.startswith(GLOO_OPS) for c in s.comm.collectives)
     return Hit(
         at_stake=exposed / wall, ranks=[r.rank for r in ranks],
         title=(f"Exposed communication: {pct(exposed / wall)} of step time at TP {tensor_parallel(s)} "
                f"(rank {worst.rank}: {dur(worst.exposed_ns)} exposed of {dur(worst.comm_ns)})"),
         evidence={"exposed_ns": exposed, "step_wall_ns": wall, "share": exposed / wall,
-                  "by_rank": {str(r.rank): r.exposed_ns for r in ranks}},
-        fix=("keep vLLM's custom all-reduce on (no disable_custom_all_reduce), fuse all-reduce with RMSNorm "
-             "(compilation_config.pass_config.fuse_allreduce_rms), or trade TP for data parallelism "
-             "(fewer tensor_parallel_size ranks, more replicas)"))
+                  "by_rank": {str(r.rank): r.exposed_ns for r in ranks}, "backend": "gloo" if gloo else None},
+        fix=(("the collectives run over gloo (torch.distributed): vLLM's shared-memory all-reduce "
+              "(_C::shm_allreduce) needs neither gloo's threads nor its queue and comes with its AVX-512 CPU kernels "
+              "(a CPU with AVX-512); "
+              "else trade TP for data parallelism (fewer tensor_parallel_size ranks, more replicas)") if gloo else
+             ("keep vLLM's custom all-reduce on (no disable_custom_all_reduce), fuse all-reduce with RMSNorm "
+              "(compilation_config.pass_config.fuse_allreduce_rms), or trade TP for data parallelism "
+              "(fewer tensor_parallel_size ranks, more replicas)")))
 
 
 def straggler_rank(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:

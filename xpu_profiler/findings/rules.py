@@ -86,7 +86,8 @@ RULES: tuple[Rule, ...] = (
     Rule("exposed_comm", "communication that compute does not hide, at TP >= 2",
          "exposed communication > {share} of step time at TP >= {min_tp}",
          checks_ranks.exposed_comm,
-         "custom all-reduce, all-reduce + RMSNorm fusion, or less TP and more DP",
+         "custom all-reduce, all-reduce + RMSNorm fusion, or less TP and more DP; over gloo on a CPU, "
+         "vLLM's shared-memory all-reduce (AVX-512 kernels)",
          "an all-reduce nothing overlaps adds its whole latency to every layer",
          {"share": 0.15, "min_tp": 2}, "comm.ranks"),
     Rule("straggler_rank", "one rank arrives last at most collectives",
