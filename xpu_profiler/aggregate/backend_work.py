@@ -31,9 +31,9 @@ def work_rows(profile: Profile, ops: np.ndarray) -> np.ndarray:
                           & (ev["device"] < 0))
     if not len(rows) or not len(ops):
         return rows[:0]
-    op_threads = np.unique(ev["rank"][ops].astype(np.int64) * (1 << 32) + ev["track"][ops].astype(np.int64))
-    key = ev["rank"][rows].astype(np.int64) * (1 << 32) + ev["track"][rows].astype(np.int64)
-    return rows[~np.isin(key, op_threads)]
+    thread = group_ids(np.concatenate([ev["rank"][ops], ev["rank"][rows]]).astype(np.int64),
+                       np.concatenate([ev["track"][ops], ev["track"][rows]]))
+    return rows[~np.isin(thread[len(ops):], thread[:len(ops)])]
 
 
 def work_ends(profile: Profile, ops: np.ndarray, op_kind: np.ndarray, work: np.ndarray,

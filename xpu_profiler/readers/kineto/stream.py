@@ -19,8 +19,8 @@ from typing import Callable, Iterator
 import msgspec
 
 from ... import deflate
-from ..content import content_size, is_gzip
 from ...forking import fork_pool, fork_workers
+from ..content import content_size, is_gzip
 from . import decode, handoff
 from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
