@@ -23,8 +23,8 @@ from ..attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource as Src
 from ..profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
 from ..taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
 from .device_steps import step_busy
-from .intervals import containing, covered_in_windows, group_ids, top_level
-from .launches import device_mask, launch_rows
+from .intervals import containing, covered_in_windows, top_level
+from .launches import device_mask, launch_rows, thread_ids
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
@@ -62,24 +62,25 @@ def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
     depth = np.full(len(ev), -1, np.int8)
     if len(host_op):
         end = ev["start"] + ev["dur"]
-        gid = group_ids(ev["rank"][host_op].astype(np.int64), ev["track"][host_op])
-        depth[host_op] = np.where(top_level(gid, ev["start"][host_op], end[host_op]), 0, 1)
+        depth[host_op] = np.where(top_level(thread_ids(profile)[host_op], ev["start"][host_op], end[host_op]), 0, 1)
     return depth
 
 
 def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each event was launched from: (host start, host end, host thread, launched).
+    """Where each event was launched from: (host start, host end, host thread as a
+    ``thread_ids`` id, launched).
 
     Device work with a correlation id takes its runtime call's; everything else its own.
     """
     ev = profile.events
     start = ev["start"]
     end = start + ev["dur"]
-    launch_t, launch_end, launch_track = start.copy(), end.copy(), ev["track"].copy()
+    threads = thread_ids(profile)
+    launch_t, launch_end, launch_thread = start.copy(), end.copy(), threads.copy()
     launched = rows >= 0
     hit, src = np.flatnonzero(launched), rows[launched]
-    launch_t[hit], launch_end[hit], launch_track[hit] = start[src], end[src], ev["track"][src]
-    return launch_t, launch_end, launch_track, launched
+    launch_t[hit], launch_end[hit], launch_thread[hit] = start[src], end[src], threads[src]
+    return launch_t, launch_end, launch_thread, launched
 
 
 def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch,
@@ -88,9 +89,10 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
-    kind, rank, track, start, dur = ev["kind"], ev["rank"], ev["track"], ev["start"], ev["dur"]
+    kind, start, dur = ev["kind"], ev["start"], ev["dur"]
     timed = start >= 0
-    launch_t, launch_end, launch_track, launched = launch
+    launch_t, launch_end, launch_thread, launched = launch
+    thread = thread_ids(profile)
     names = profile.strings.strings
     used = np.unique(ev["name"]).tolist()
     is_custom_name = np.zeros(len(names) + 1, bool)
@@ -106,24 +108,22 @@ def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch
 
     # the events whose launch point is looked up in the op chain
     q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & timed & ~replayed)
+    q_thread, q_start, q_end = launch_thread[q], launch_t[q], launch_end[q]
 
     def holder(cands: np.ndarray) -> np.ndarray:
         """Index (into events) of the candidate holding each query's launch, -1."""
         res = np.full(len(q), -1, np.int64)
         if len(cands) == 0 or len(q) == 0:
             return res
-        # one id space for candidates and queries
-        gid = group_ids(np.concatenate([rank[cands], rank[q]]), np.concatenate([track[cands], launch_track[q]]))
         c_start = start[cands]
-        hit = containing(gid[:len(cands)], c_start, c_start + dur[cands], gid[len(cands):], launch_t[q], launch_end[q])
-        del gid
+        hit = containing(thread[cands], c_start, c_start + dur[cands], q_thread, q_start, q_end)
         ok = hit >= 0
         res[ok] = cands[hit[ok]]
         return res
 
     def outermost(cands: np.ndarray) -> np.ndarray:
         c_start = start[cands]
-        return top_level(group_ids(rank[cands], track[cands]), c_start, c_start + dur[cands])
+        return top_level(thread[cands], c_start, c_start + dur[cands])
 
     custom = host_op[is_custom_name[ev["name"][host_op]]] if len(host_op) else host_op
     custom_of = holder(custom[outermost(custom)] if len(custom) else custom)

@@ -20,6 +20,7 @@ from ..ordering import lexsort
 from ..profile import K_ANNOTATION, Profile
 from ..taxonomy import FUSED_OPS
 from .intervals import containing, group_ids, top_level
+from .launches import thread_ids
 
 COMM = FUSED_OPS.index("communication")
 
@@ -31,9 +32,8 @@ def work_rows(profile: Profile, ops: np.ndarray) -> np.ndarray:
                           & (ev["device"] < 0))
     if not len(rows) or not len(ops):
         return rows[:0]
-    thread = group_ids(np.concatenate([ev["rank"][ops], ev["rank"][rows]]).astype(np.int64),
-                       np.concatenate([ev["track"][ops], ev["track"][rows]]))
-    return rows[~np.isin(thread[len(ops):], thread[:len(ops)])]
+    thread = thread_ids(profile)
+    return rows[~np.isin(thread[rows], thread[ops])]
 
 
 def work_ends(profile: Profile, ops: np.ndarray, op_kind: np.ndarray, work: np.ndarray,
@@ -62,9 +62,8 @@ def inside_work(profile: Profile, rows: np.ndarray, work: np.ndarray) -> np.ndar
     ev = profile.events
     if not len(work) or not len(rows):
         return np.zeros(len(rows), bool)
-    gid = group_ids(np.concatenate([ev["rank"][work], ev["rank"][rows]]).astype(np.int64),
-                    np.concatenate([ev["track"][work], ev["track"][rows]]))
-    wg, rg = gid[:len(work)], gid[len(work):]
+    thread = thread_ids(profile)
+    wg, rg = thread[work], thread[rows]
     we = ev["start"][work] + ev["dur"][work]
     outer = top_level(wg, ev["start"][work], we)
     w = work[outer]

@@ -35,8 +35,8 @@ from ..taxonomy import FUSED_OPS
 from .attribution import launch_points
 from .backend_work import work_ends, work_rows
 from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
-from .intervals import containing, distinct_rows, group_ids, top_level
-from .launches import launch_rows
+from .intervals import containing, distinct_rows, top_level
+from .launches import launch_rows, thread_ids
 from .ranks import step_engine
 
 COMM = FUSED_OPS.index("communication")
@@ -95,8 +95,7 @@ def comm_events(profile: Profile) -> tuple[np.ndarray, str]:
         return np.flatnonzero(dev & timed & (ev["fused"] == COMM)), "device"
     host = np.flatnonzero(timed & (ev["kind"] == K_CPU_OP) & (ev["fused"] == COMM))
     if len(host):  # the outermost of nested ones (vllm::all_reduce > _C::shm_allreduce)
-        host = host[top_level(group_ids(ev["rank"][host].astype(np.int64), ev["track"][host]),
-                              ev["start"][host], ev["start"][host] + ev["dur"][host])]
+        host = host[top_level(thread_ids(profile)[host], ev["start"][host], ev["start"][host] + ev["dur"][host])]
     return host, "host"
 
 
@@ -114,11 +113,9 @@ def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray
     out = np.full(len(idx), -1, np.int64)
     if not len(cands) or not len(idx):
         return out
-    lt, le, ltr, _ = launch_points(profile, launch_rows(profile))
-    rank = ev["rank"].astype(np.int64)
+    lt, le, lthread, _ = launch_points(profile, launch_rows(profile))
     end = ev["start"] + ev["dur"]
-    gid = group_ids(np.concatenate([rank[cands], rank[idx]]), np.concatenate([ev["track"][cands], ltr[idx]]))
-    cg, qg = gid[:len(cands)], gid[len(cands):]
+    cg, qg = thread_ids(profile)[cands], lthread[idx]
     for sub in (np.arange(len(cands)), np.flatnonzero(top_level(cg, ev["start"][cands], end[cands]))):
         miss = np.flatnonzero(out < 0)
         if not len(miss):

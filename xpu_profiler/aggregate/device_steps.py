@@ -44,7 +44,7 @@ from ..summary import DeviceSteps, DeviceTime
 from ..taxonomy import MODULE_RANGE_PREFIXES
 from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
 from .intervals import covered_in_windows, group_ids, innermost, union_length
-from .launches import device_mask, launch_start
+from .launches import device_mask, launch_start, thread_ids
 
 #: a step (or phase) is host-bound when the device waited on the host for at least this
 #: share of its device period
@@ -174,9 +174,8 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
                                                         steps["start"].tolist())], np.int64)
     la = launch[own]
     own, la = own[la >= 0], la[la >= 0]
-    gid = group_ids(np.concatenate([ev["rank"][host], ev["rank"][la]]).astype(np.int64),
-                    np.concatenate([ev["track"][host], ev["track"][la]]))
-    inner = innermost(gid[:len(host)], start[host], start[host] + ev["dur"][host], gid[len(host):], start[la])
+    thread = thread_ids(profile)
+    inner = innermost(thread[host], start[host], start[host] + ev["dur"][host], thread[la], start[la])
     st = ev["step"][own].astype(np.int64)
     direct = (inner >= 0) & (host[np.maximum(inner, 0)] == step_ann[st])
     d_s = np.full(n, np.iinfo(np.int64).max, np.int64)

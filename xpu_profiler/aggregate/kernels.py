@@ -19,8 +19,8 @@ from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, P
 from ..summary import KernelStats
 from ..taxonomy import module_class
 from .attribution import launch_points
-from .launches import launch_rows
-from .intervals import containing, group_ids, top_level
+from .launches import launch_rows, thread_ids
+from .intervals import containing, top_level
 
 PERCENTILES = np.arange(101)
 #: layer modules whose work is the model's output head, and the sampler
@@ -113,11 +113,9 @@ def module_time(profile: Profile, basis: np.ndarray, classes: tuple[str, ...]) -
     head = np.array([cls[int(n)] in classes for n in ev["name"][mods].tolist()], bool)
     if not head.any():  # the trace records other modules but never these: unknown, not zero
         return None
-    launch_t, launch_end, launch_track, _ = launch_points(profile, launch_rows(profile))
+    launch_t, launch_end, launch_thread, _ = launch_points(profile, launch_rows(profile))
     q = np.flatnonzero(basis & (ev["start"] >= 0))
-    rank = ev["rank"].astype(np.int64)
-    gid = group_ids(np.concatenate([rank[mods], rank[q]]), np.concatenate([ev["track"][mods], launch_track[q]]))
-    g_mod, g_q = gid[:len(mods)], gid[len(mods):]
+    g_mod, g_q = thread_ids(profile)[mods], launch_thread[q]
     m_start, m_end = ev["start"][mods], ev["start"][mods] + ev["dur"][mods]
     outer = top_level(g_mod, m_start, m_end)
     in_any = containing(g_mod[outer], m_start[outer], m_end[outer], g_q, launch_t[q], launch_end[q]) >= 0

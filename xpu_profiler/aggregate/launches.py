@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..profile import DEVICE_KINDS, K_RUNTIME, KINDS, Profile
+from .intervals import group_ids
 
 _DEVICE_KIND = np.zeros(len(KINDS), bool)
 _DEVICE_KIND[list(DEVICE_KINDS)] = True
@@ -23,21 +24,29 @@ def device_mask(kind: np.ndarray) -> np.ndarray:
     return _DEVICE_KIND[kind]
 
 
-_CACHE = "_launch_rows"  # attribution and the summary both ask; the columns say when it is stale
+def _cached(profile: Profile, key: str, columns: tuple[str, ...], make) -> np.ndarray:
+    """``make(profile)``, kept on the profile for as long as the event columns it was
+    computed from are the same arrays (attribution and the summary both ask)."""
+    cols = tuple(profile.events[c] for c in columns)
+    cached = profile.__dict__.get(key)
+    if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
+        return cached[1]
+    out = make(profile)
+    profile.__dict__[key] = (cols, out)
+    return out
 
 
 def launch_rows(profile: Profile) -> np.ndarray:
     """Per event row, the row of the runtime call that launched it (same rank and
-    correlation id), -1 for host events and device work without one in the trace.
-    Kept on the profile for as long as the columns it was computed from are the same."""
-    ev = profile.events
-    cols = tuple(ev[c] for c in ("rank", "corr", "start", "kind"))
-    cached = profile.__dict__.get(_CACHE)
-    if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
-        return cached[1]
-    out = _launch_rows(profile)
-    profile.__dict__[_CACHE] = (cols, out)
-    return out
+    correlation id), -1 for host events and device work without one in the trace."""
+    return _cached(profile, "_launch_rows", ("rank", "corr", "start", "kind"), _launch_rows)
+
+
+def thread_ids(profile: Profile) -> np.ndarray:
+    """Per event row, a dense id of the host thread or device stream it is on, ranks kept
+    apart: equal (rank, track), equal ids. The one grouping every sweep by thread uses."""
+    return _cached(profile, "_thread_ids", ("rank", "track"),
+                   lambda p: group_ids(p.events["rank"].astype(np.int64), p.events["track"]))
 
 
 def _launch_rows(profile: Profile) -> np.ndarray:

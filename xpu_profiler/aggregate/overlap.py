@@ -11,7 +11,8 @@ import numpy as np
 
 from ..profile import PHASES, Profile
 from .backend_work import inside_work
-from .intervals import containing, group_ids, top_level, union_length
+from .intervals import containing, top_level, union_length
+from .launches import thread_ids
 
 
 @dataclass
@@ -39,9 +40,8 @@ def compute_events(profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, ho
     idx = np.flatnonzero(mask)
     if host and len(idx) and len(comm_idx):
         end = ev["start"] + ev["dur"]
-        gid = group_ids(np.concatenate([ev["rank"][idx], ev["rank"][comm_idx]]).astype(np.int64),
-                        np.concatenate([ev["track"][idx], ev["track"][comm_idx]]))
-        cg, qg = gid[:len(idx)], gid[len(idx):]
+        thread = thread_ids(profile)
+        cg, qg = thread[idx], thread[comm_idx]
         outer = top_level(cg, ev["start"][idx], end[idx])
         o = idx[outer]
         hit = containing(cg[outer], ev["start"][o], end[o], qg, ev["start"][comm_idx], end[comm_idx])
