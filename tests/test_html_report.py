@@ -534,7 +534,7 @@ def test_compiled_templates_are_kept_and_a_broken_cache_is_no_error(tmp_path, mo
     cases["unwritable"].write_text("not a directory")
     for what, where in cases.items():
         page.environment.cache_clear()
-        monkeypatch.setattr(page, "_bytecode_cache", lambda d=where: page._TemplateCache(str(d)))
+        monkeypatch.setattr(page, "_bytecode_cache", lambda d=where: page.template_cache(str(d)))
         got = html.write(None, s, tmp_path / f"{what}.html").read_text(encoding="utf-8")
         assert got == want, what
     kept = sorted(cases["kept"].iterdir())
@@ -542,6 +542,6 @@ def test_compiled_templates_are_kept_and_a_broken_cache_is_no_error(tmp_path, mo
     for f in kept:
         f.write_bytes(b"garbage")  # damaged cache files
     page.environment.cache_clear()
-    monkeypatch.setattr(page, "_bytecode_cache", lambda: page._TemplateCache(str(cases["kept"])))
+    monkeypatch.setattr(page, "_bytecode_cache", lambda: page.template_cache(str(cases["kept"])))
     assert html.write(None, s, tmp_path / "damaged.html").read_text(encoding="utf-8") == want
     page.environment.cache_clear()

@@ -42,17 +42,18 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     ``capture``: graph-capture traces (files or directories) of the run; those inside an
     input directory (vLLM's ``capture_traces/``) are picked up without it.
     ``selection``: keep only some steps or the first events (``select``).
-    ``formats``: the outputs ``export`` will write; what of them needs no summary is made
-    while the summary is computed (``exporters.start_ahead``), where memory allows."""
+    ``formats``: the outputs ``export`` will write; what of them needs neither attribution
+    nor summary is made while the profile is attributed (``exporters.start_ahead``), where
+    memory allows."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
     kept = select.apply(profile, selection) if selection else None
     heap.trim()
-    aggregate.attribute(profile, taxonomy, capture=capture_profile)
-    heap.trim()
     early = exporters.start_ahead(profile, formats, heap.can_spare)
-    summary = aggregate.summarize(profile, top=top)  # on an error or Ctrl-C the daemon thread
-    if early is not None:                            # is not waited for
+    aggregate.attribute(profile, taxonomy, capture=capture_profile)  # on an error or Ctrl-C the
+    if early is not None:                                            # daemon thread is not waited for
         early.join()
+    heap.trim()
+    summary = aggregate.summarize(profile, top=top)
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)

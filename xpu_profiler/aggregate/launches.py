@@ -9,6 +9,8 @@ from this link.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..profile import DEVICE_KINDS, K_RUNTIME, KINDS, Profile
@@ -24,16 +26,20 @@ def device_mask(kind: np.ndarray) -> np.ndarray:
     return _DEVICE_KIND[kind]
 
 
+_LOCK = threading.Lock()  # the attribution and the export's work ahead of it may ask at once
+
+
 def _cached(profile: Profile, key: str, columns: tuple[str, ...], make) -> np.ndarray:
     """``make(profile)``, kept on the profile for as long as the event columns it was
-    computed from are the same arrays (attribution and the summary both ask)."""
+    computed from are the same arrays (attribution, the summary and the export all ask)."""
     cols = tuple(profile.events[c] for c in columns)
-    cached = profile.__dict__.get(key)
-    if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
-        return cached[1]
-    out = make(profile)
-    profile.__dict__[key] = (cols, out)
-    return out
+    with _LOCK:
+        cached = profile.__dict__.get(key)
+        if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
+            return cached[1]
+        out = make(profile)
+        profile.__dict__[key] = (cols, out)
+        return out
 
 
 def launch_rows(profile: Profile) -> np.ndarray:

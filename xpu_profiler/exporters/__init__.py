@@ -3,9 +3,10 @@
 Each exporter module (or package: ``html``) exposes ``NAME``, ``SUFFIXES`` (file suffixes it claims,
 longest first) and ``write(profile, summary, path) -> Path``. ``summary`` is the
 typed ``xpu_profiler.summary.Summary`` of the profile; exporters read it and never
-run or import the analysis. An exporter with work that needs only the attributed profile
-may expose ``ahead(profile)`` and ``AHEAD_BYTES_PER_EVENT`` (its transient memory):
-``start_ahead`` runs it while the summary is computed.
+run or import the analysis. An exporter with work that needs only the profile's events as
+read (no attribution, no summary) may expose ``ahead(profile)`` and
+``AHEAD_BYTES_PER_EVENT`` (its transient memory): ``start_ahead`` runs it while the profile
+is attributed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def by_suffix(path: str | Path) -> ModuleType | None:
 
 def start_ahead(profile, formats: Iterable[str], can_spare: Callable[[int], bool]) -> threading.Thread | None:
     """The ``ahead`` work of the exporters of ``formats``, started in a thread (to be
-    joined before they write), when ``can_spare`` the memory it takes beside the summary's.
+    joined before they write), when ``can_spare`` the memory it takes beside the attribution's.
     A failure there is left to the exporter, which does the work again and reports it."""
     known = registry()
     mods = [known[f] for f in formats if f in known and hasattr(known[f], "ahead")]

@@ -65,8 +65,9 @@ def _changes(c: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Bulk:
-    """What the export needs of the attributed profile alone: the tracks and their
-    metadata, and the slices, flows and counters as columns (in ``rows``)."""
+    """What the export needs of the profile before its attribution: the tracks and their
+    metadata, the exported events (``idx``) and where they go, flows and counters as
+    columns (in ``rows``). The slices are set on ``rows`` once attributed (``_set_slices``)."""
 
     pid_of: dict[int, int]
     meta: list[dict[str, Any]]
@@ -74,33 +75,41 @@ class _Bulk:
     kinds: list[np.ndarray]  # per source block, in the order the rows are numbered: kind, ts, dur
     ts: list[np.ndarray | None]   # None: the slices' events' own starts
     dur: list[np.ndarray | None]  # None: those events' own durations (slices), else zeros
+    idx: np.ndarray          # the exported events (rows of the event columns), ascending
+    tid: np.ndarray          # their tracks
+    pid: np.ndarray          # their processes
+    name_json: dict[int, bytes]
     columns: tuple  # the profile's columns it was made from (``take_ahead``)
 
 
 _AHEAD = "_perfetto_ahead"
 AHEAD_BYTES_PER_EVENT = 96  # the transient peak of ``bulk`` per kept event (measured: 91, 2.97M events)
+#: the event columns ``bulk`` reads (attribution adds others and never replaces these)
+_BULK_COLUMNS = ("name", "kind", "start", "dur", "rank", "device", "track", "corr")
 
 
 def _columns(profile: Profile) -> tuple:
-    return (*(profile.events[c] for c in profile.events.schema), *(profile.counters[c] for c in profile.counters.schema))
+    return (*(profile.events[c] for c in _BULK_COLUMNS), *(profile.counters[c] for c in profile.counters.schema))
 
 
 def ahead(profile: Profile) -> None:
-    """The summary-free part of the export, done ahead (while the summary is computed, in
-    another thread: it is numpy's work, mostly without the GIL) and kept on the profile
-    for the next ``prepare``, which uses it while the profile's columns are the same."""
+    """The attribution- and summary-free part of the export, done ahead (while the profile
+    is attributed, in another thread: it is numpy's work, mostly without the GIL) and kept
+    on the profile for the next ``prepare``, which uses it while the columns it read are
+    the same."""
     profile.__dict__[_AHEAD] = bulk(profile)
 
 
 def _take_ahead(profile: Profile) -> _Bulk | None:
     b = profile.__dict__.pop(_AHEAD, None)
-    if b is not None and all(x is y for x, y in zip(b.columns, _columns(profile))):
+    if b is not None and all(x is y for x, y in zip(b.columns, _columns(profile), strict=True)):
         return b
     return None
 
 
 def bulk(profile: Profile) -> _Bulk:
-    """Tracks (with lanes where slices overlap), slices, launch → device flows, counters."""
+    """Tracks (with lanes where slices overlap), launch → device flows, counters: all that
+    needs no attribution."""
     ev, strings = profile.events, profile.strings
     thread_names = profile.run.get("thread_names", {})
     meta: list[dict[str, Any]] = []
@@ -111,7 +120,6 @@ def bulk(profile: Profile) -> _Bulk:
     idx = np.flatnonzero(timed & ((ev["kind"] != K_ANNOTATION) | host_ann))  # no gpu_user_annotation twins
     rank = ev["rank"][idx]
     is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
-
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
     uniq, inv = distinct_rows(rank, is_dev, ev["device"][idx], ev["track"][idx])
     del is_dev
@@ -149,12 +157,9 @@ def bulk(profile: Profile) -> _Bulk:
     pid_col = np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)] \
         if len(idx) else np.zeros(0, np.int32)
     del rank
-    rows.set_slices(ev, idx.astype(np.int32), tid, pid_col, name_json, list(KINDS), list(FUSED_OPS), list(PHASES),
-                    JS_SAFE)
     # per block of rows: kind, ts and dur (None: the slices' own columns; zeros)
     kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [None], [None]
     flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
-    del idx, pid_col
     rows.set_flows(*flow)
     flow_ts = np.empty(2 * len(flow[0]), np.int64)
     flow_ts[0::2], flow_ts[1::2] = flow[0], flow[3]
@@ -177,7 +182,14 @@ def bulk(profile: Profile) -> _Bulk:
         ts_all.append(c["t"][ok])
         dur_all.append(None)
 
-    return _Bulk(pid_of, meta, rows, kinds_all, ts_all, dur_all, _columns(profile))
+    return _Bulk(pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json,
+                 _columns(profile))
+
+
+def _set_slices(profile: Profile, b: _Bulk) -> None:
+    """The slices, with what the attribution says of each event (fused op, step, phase)."""
+    b.rows.set_slices(profile.events, b.idx, b.tid, b.pid, b.name_json, list(KINDS), list(FUSED_OPS),
+                      list(PHASES), JS_SAFE)
 
 
 def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict], list[str], np.ndarray, np.ndarray]:
@@ -250,6 +262,7 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     time when written, so million-event profiles export in about a second.
     """
     b = _take_ahead(profile) or bulk(profile)
+    _set_slices(profile, b)
     pid_of, rows = b.pid_of, b.rows
     meta: list[dict[str, Any]] = []
     places = {row.rank: place(row.groups, summary.parallel.sizes) for row in summary.ranks} \

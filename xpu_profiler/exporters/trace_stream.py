@@ -17,7 +17,8 @@ from typing import Callable, Iterator
 from .. import deflate
 from ..forking import fork_pool, fork_workers
 
-PIECE_ROWS = 1 << 17          # rows formatted (and compressed) at a time
+PIECE_ROWS = 1 << 15          # rows formatted (and compressed) at a time: a piece's text (~5 MB) stays
+                              # in cache (0.72 s against 0.86 s for 1 << 17 at 1M events)
 PARALLEL_MIN_ROWS = 400_000   # below this, worker processes cost more than they save
 
 # (lo, hi) → the piece's texts joined; inherited by forked workers

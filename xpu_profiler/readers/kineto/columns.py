@@ -337,12 +337,13 @@ def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np
     gemm_ids = [i for i, n in enumerate(names) if n in SHAPE_FLOPS]
     if not gemm_ids:
         return out
-    rows = np.flatnonzero(np.isin(name_ids, gemm_ids) & ~ok)
-    # a model's GEMMs repeat a few shapes: each distinct (op, raw shapes) is worked out once
-    dims = map(attrgetter("input_dims"), map(argss.__getitem__, rows.tolist()))
-    keys = list(zip(name_ids[rows].tolist(), map(bytes, dims)))
-    known = {key: _shape_flops(names[key[0]], key[1]) for key in dict.fromkeys(keys)}
-    out[rows] = np.fromiter(map(known.__getitem__, keys), dtype=np.int64, count=len(keys))
+    unknown = ~ok
+    for g in gemm_ids:
+        rows = np.flatnonzero((name_ids == g) & unknown)
+        # a model's GEMMs repeat a few shapes: each distinct raw shape of an op is worked out once
+        dims = list(map(bytes, map(attrgetter("input_dims"), map(argss.__getitem__, rows.tolist()))))
+        known = {d: _shape_flops(names[g], d) for d in dict.fromkeys(dims)}
+        out[rows] = np.fromiter(map(known.__getitem__, dims), dtype=np.int64, count=len(dims))
     return out
 
 

@@ -23,7 +23,8 @@ from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols
 
-CHUNK_BYTES = 16 << 20        # decode this much at a time: bounded peak memory
+CHUNK_BYTES = 8 << 20         # decode this much at a time: bounded peak memory (and 8 MiB
+                              # balances two workers better than 16: 0.07 s less of 0.8 at 1M events)
 PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
