@@ -175,8 +175,8 @@ def test_perfetto_equals_plain_json(generated, tmp_path: Path, monkeypatch) -> N
 
 
 def test_trace_made_ahead_is_the_same(generated, tmp_path: Path) -> None:
-    """The trace's summary-free part, made in a thread while the summary is computed,
-    is used and gives the bytes of a trace made after it."""
+    """The trace's part that needs neither attribution nor summary, made in a thread while
+    the profile is attributed, is used and gives the bytes of a trace made after it."""
     path, _ = generated
     profile, summary = analysis.analyze([path], formats=("perfetto",))
     assert isinstance(profile.__dict__.get(chrome_trace._AHEAD), chrome_trace._Bulk)

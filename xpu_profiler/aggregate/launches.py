@@ -26,7 +26,7 @@ def device_mask(kind: np.ndarray) -> np.ndarray:
     return _DEVICE_KIND[kind]
 
 
-_LOCK = threading.Lock()  # the attribution and the export's work ahead of it may ask at once
+_LOCK = threading.RLock()  # the attribution and the export's work ahead of it may ask at once
 
 
 def _cached(profile: Profile, key: str, columns: tuple[str, ...], make) -> np.ndarray:
