@@ -120,6 +120,7 @@ def bulk(profile: Profile) -> _Bulk:
     idx = np.flatnonzero(timed & ((ev["kind"] != K_ANNOTATION) | host_ann))  # no gpu_user_annotation twins
     rank = ev["rank"][idx]
     is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
+
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
     uniq, inv = distinct_rows(rank, is_dev, ev["device"][idx], ev["track"][idx])
     del is_dev
