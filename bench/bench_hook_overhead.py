@@ -48,8 +48,8 @@ def main() -> int:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import xpu_profiler
-    from xpu_profiler.errors import XpuProfilerError
-    from xpu_profiler.models import resolve_model
+    from xpu_profiler.core.errors import XpuProfilerError
+    from xpu_profiler.live.models import resolve_model
 
     try:
         model, builtin = resolve_model(args.model)

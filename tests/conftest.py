@@ -135,7 +135,7 @@ def same_columns(a, b) -> None:
     """Two Profiles hold the same strings, base time, event and counter columns."""
     import numpy as np
 
-    from xpu_profiler.profile import COUNTER_SCHEMA, EVENT_SCHEMA
+    from xpu_profiler.core.profile import COUNTER_SCHEMA, EVENT_SCHEMA
 
     assert a.strings.strings == b.strings.strings
     assert a.base_ns == b.base_ns

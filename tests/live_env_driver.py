@@ -1,5 +1,5 @@
 """The live command called inside a long-lived Python process, as a user's script would:
-it runs ``xpu_profiler.cli`` in this process, noting every environment variable that
+it runs ``xpu_profiler.cli.main`` in this process, noting every environment variable that
 xpu_profiler's own code sets or removes (vLLM and torch change others for themselves),
 and writes to RESULT.json which of those it touched and which it left changed.
 
@@ -40,7 +40,7 @@ def main(result: str, args: list[str]) -> None:
     env_cls.__setitem__ = _spy(env_cls.__setitem__)
     env_cls.__delitem__ = _spy(env_cls.__delitem__)
     before = dict(os.environ)
-    from xpu_profiler.cli import main as cli
+    from xpu_profiler.cli.main import main as cli
 
     try:
         cli.main(args, prog_name="xpu_profiler")

@@ -42,7 +42,7 @@ def main(out: str, model_name: str) -> int:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import xpu_profiler
-    from xpu_profiler.models import resolve_model
+    from xpu_profiler.live.models import resolve_model
 
     out_dir = Path(out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +74,7 @@ def main(out: str, model_name: str) -> int:
         outs = llm.generate(prompts(3), params, use_tqdm=False)
         t1 = time.time_ns()
     prof2.profile.save(out_dir / "standard.npz")
-    from xpu_profiler.live.assemble import build_profile
+    from xpu_profiler.readers.records.assemble import build_profile
 
     build_profile(prof2.records, t_start=prof2.t_start, t_end=prof2.t_end, metrics=prof2.metrics,
                   trim_to_steps=False).save(out_dir / "standard_untrimmed.npz")

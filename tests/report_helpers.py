@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from xpu_profiler import analysis
-from xpu_profiler.devices import SPECS
-from xpu_profiler.profile import (COUNTER_SCHEMA, EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_MEMCPY, K_RUNTIME, P_DECODE,
-                                  P_PREFILL, REQUEST_SCHEMA, STEP_SCHEMA, Profile, Table)
+from xpu_profiler.knowledge.devices import SPECS
+from xpu_profiler.core.profile import (COUNTER_SCHEMA, EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_MEMCPY, K_RUNTIME, P_DECODE, P_PREFILL, REQUEST_SCHEMA, STEP_SCHEMA, Profile, Table)
 from xpu_profiler.summary import Summary
 
 REPO = Path(__file__).resolve().parents[1]

@@ -130,7 +130,7 @@ def test_steps_that_schedule_nothing_are_counted_not_kept(tmp_path: Path) -> Non
 
 def test_rank_from_file_name_and_clashing_ranks(tmp_path: Path) -> None:
     from xpu_profiler.analysis import export
-    from xpu_profiler.validate import validate_file
+    from xpu_profiler.exporters.validate import validate_file
 
     a = step_trace()
     b = step_trace()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler.cli import main
+from xpu_profiler.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bad_inputs  # noqa: E402

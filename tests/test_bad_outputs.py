@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler import atomic_write
-from xpu_profiler.cli import main
+from xpu_profiler.core import atomic_write
+from xpu_profiler.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -52,7 +52,7 @@ def cli(*args) -> "CliRunner.Result":
 def child(*args, cwd: Path, driver: str | None = None, preexec=None, env: dict | None = None,
           timeout: float = 60) -> subprocess.CompletedProcess:
     """The CLI in a child process (``driver``: Python run first, in that process)."""
-    code = (driver or "") + "\nfrom xpu_profiler.cli import main\nmain(sys.argv[1:], prog_name='xpu_profiler')\n"
+    code = (driver or "") + "\nfrom xpu_profiler.cli.main import main\nmain(sys.argv[1:], prog_name='xpu_profiler')\n"
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run([sys.executable, "-c", "import sys\n" + code, *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, preexec_fn=preexec, env=e)
@@ -693,7 +693,7 @@ def test_view_echoes_the_trace_path_escaped(trace: Path, tmp_path: Path) -> None
 def test_a_device_spec_holds_for_its_command_only(trace: Path, tmp_path: Path) -> None:
     """In one process (the Python API, a notebook), --device-spec of one command does not
     change the peaks the next one uses."""
-    from xpu_profiler import devices
+    from xpu_profiler.knowledge import devices
 
     before = devices.SPECS["cpu"]
     spec = tmp_path / "spec.json"

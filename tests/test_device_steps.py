@@ -16,7 +16,7 @@ import pytest
 from xpu_profiler.aggregate.device_steps import HOST_BOUND_SHARE
 from xpu_profiler.aggregate.idle import KERNEL_WAIT_NS
 from xpu_profiler.analysis import analyze, export
-from xpu_profiler.validate import validate_bytes
+from xpu_profiler.exporters.validate import validate_bytes
 
 STEP = "execute_context_0(0)_generation_4(4)"
 LAUNCHES = 6          # per step, alternating streams 7 and 8

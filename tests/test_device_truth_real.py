@@ -15,7 +15,7 @@ import pytest
 
 from test_device_steps import union
 from xpu_profiler.analysis import analyze
-from xpu_profiler.taxonomy import FUSED_OPS
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
 DECODE = SHARED / "sglang-qwen3-8b-decode.json.gz"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from xpu_profiler import analysis, findings
-from xpu_profiler.errors import XpuProfilerError
+from xpu_profiler.core.errors import XpuProfilerError
 from xpu_profiler.findings import RULES, load_config
 from xpu_profiler.summary import Summary, load_summary
 
@@ -106,7 +106,7 @@ def test_odd_summaries_give_no_findings_and_no_error():
 def test_a_device_spec_given_at_analysis_wins_over_the_saved_one(host_bound_trace, tmp_path):
     """A saved profile of a CPU run (its config recorded, the CPU's spec saved without
     peaks): --device-spec at analysis gives MFU; without it the peak stays unknown."""
-    from xpu_profiler.devices import SPECS
+    from xpu_profiler.knowledge.devices import SPECS
     from xpu_profiler.readers import load
 
     prof = load([host_bound_trace])

@@ -34,9 +34,9 @@ from xpu_profiler.aggregate.steps import token_steps
 from xpu_profiler.findings import load_config
 from xpu_profiler.findings.config import MIN_AT_STAKE
 from xpu_profiler.findings.inputs import all_wall
-from xpu_profiler.profile import P_PREFILL, Profile
+from xpu_profiler.core.profile import P_PREFILL, Profile
 from xpu_profiler.summary import load_summary
-from xpu_profiler.validate import validate_file
+from xpu_profiler.exporters.validate import validate_file
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 
@@ -95,7 +95,7 @@ class Runs:
 
         os.environ["XPU_PROFILER_CACHE"] = str(self.cache)
         try:
-            from xpu_profiler.models.builtin import ensure_builtin
+            from xpu_profiler.live.models.builtin import ensure_builtin
 
             src = ensure_builtin(builtin)
         finally:

@@ -16,9 +16,9 @@ import pytest
 
 from conftest import ROOT
 from xpu_profiler import analysis
-from xpu_profiler.profile import K_KERNEL
+from xpu_profiler.core.profile import K_KERNEL
 from xpu_profiler.readers import load
-from xpu_profiler.live.device_logs import attach_device_logs
+from xpu_profiler.readers.records.device_logs import attach_device_logs
 
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_ranks  # noqa: E402

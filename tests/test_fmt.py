@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler import fmt
-from xpu_profiler.cli import main
+from xpu_profiler.core import fmt
+from xpu_profiler.cli.main import main
 
 
 @pytest.mark.parametrize("ns, terminal, report", [

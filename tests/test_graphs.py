@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.attribution_source import KEYS, AttributionSource, share_by_source
-from xpu_profiler.capture import LAUNCH_API, kernel_key, read_captures
-from xpu_profiler.graphs import GRAPH_LAUNCH, find_replays, match_replays, replay_share
-from xpu_profiler.profile import DEVICE_KINDS
+from xpu_profiler.core.sources import KEYS, AttributionSource, share_by_source
+from xpu_profiler.aggregate.captures import read_captures
+from xpu_profiler.knowledge.kernel_names import kernel_key
+from xpu_profiler.knowledge.runtime_api import LAUNCH_API
+from xpu_profiler.knowledge.runtime_api import GRAPH_LAUNCH
+from xpu_profiler.aggregate.graphs import find_replays, match_replays, replay_share
+from xpu_profiler.core.profile import DEVICE_KINDS
 from xpu_profiler.readers import load
-from xpu_profiler.taxonomy import FUSED_OPS, OTHER, Taxonomy
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS, OTHER, Taxonomy
 
 TL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
 DECODE, CAPTURE = TL / "sglang-qwen3-8b-decode.json.gz", TL / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
@@ -234,7 +237,7 @@ def test_names_and_keys() -> None:
 
 
 def test_capture_files_are_told_apart(tmp_path: Path) -> None:
-    from xpu_profiler.capture import capture_details, is_capture_file, is_capture_profile, split_capture_files
+    from xpu_profiler.readers.capture_files import (capture_details, is_capture_file, is_capture_profile, split_capture_files)
 
     run = tmp_path / "prof"
     (run / "capture_traces").mkdir(parents=True)

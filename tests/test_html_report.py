@@ -17,11 +17,11 @@ import pytest
 from report_helpers import (KERNELS_AT, LAUNCH_AT, DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
                             PREFILL_TOKENS, PREFILL_WALL, RANK_SCALE, REPO, hostile_summary, kernel_ns,
                             live_cpu_profile, sample_profile, sample_summary, step_plan, summarize)
-from xpu_profiler import analysis, kernel_names
+from xpu_profiler import analysis
+from xpu_profiler.knowledge import kernel_names
 from xpu_profiler.exporters import by_suffix, html
 from xpu_profiler.exporters.html import breakdown, counters, figures, header, headline, page, style, tables, timeline
-from xpu_profiler.profile import (EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_RUNTIME, P_UNKNOWN, STEP_SCHEMA, Profile,
-                                  Table)
+from xpu_profiler.core.profile import (EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_RUNTIME, P_UNKNOWN, STEP_SCHEMA, Profile, Table)
 from xpu_profiler.summary import Summary
 
 REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.live.device_logs import read_captured
+from xpu_profiler.readers.records.device_logs import read_captured
 from xpu_profiler.live.vllm import log_capture
 from xpu_profiler.live.vllm.log_capture import CAPTURE_ENV, log_path
 

@@ -10,17 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler import devices
+from xpu_profiler.knowledge import devices
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def specs():
-    saved = dict(devices.SPECS)
-    yield devices.SPECS
-    devices.SPECS.clear()
-    devices.SPECS.update(saved)
+    return devices.SPECS
 
 
 def test_p800_entry_states_the_source_of_each_figure(specs):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Taxonomy
-from xpu_profiler.taxonomy_kunlun import KUNLUN_PATTERNS
+from xpu_profiler.knowledge.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Taxonomy
+from xpu_profiler.knowledge.kernels_kunlun import KUNLUN_PATTERNS
 
 EXPECTED = {
     # [KD] vLLM-Kunlun profiling guide sample output; demangled and raw

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.errors import TraceError
-from xpu_profiler.profile import K_KERNEL, K_MEMCPY, K_RUNTIME, K_UNKNOWN
+from xpu_profiler.core.errors import TraceError
+from xpu_profiler.core.profile import K_KERNEL, K_MEMCPY, K_RUNTIME, K_UNKNOWN
 from xpu_profiler.readers import ReadOptions, expand, find_reader, load
 from xpu_profiler.readers import xprofiler
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler import kernel_names
-from xpu_profiler.errors import TraceError
-from xpu_profiler.profile import K_KERNEL, NO_TIME
+from xpu_profiler.knowledge import kernel_names
+from xpu_profiler.core.errors import TraceError
+from xpu_profiler.core.profile import K_KERNEL, NO_TIME
 from xpu_profiler.readers import ReadOptions, expand, load
 from xpu_profiler.readers import xpurt_log
 
@@ -137,7 +137,7 @@ def xpu_logs(tmp_path: Path) -> tuple[Path, dict[int, Log]]:
 
 
 def test_directory_of_rank_logs_totals_per_kernel_fused_op_and_rank(xpu_logs):
-    from xpu_profiler.taxonomy import FUSED_OPS, Taxonomy
+    from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy
 
     d, logs = xpu_logs
     files = expand([d])

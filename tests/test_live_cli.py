@@ -39,7 +39,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 def test_cli_demo_on_cpu(tmp_path):
-    from xpu_profiler.validate import validate_file
+    from xpu_profiler.exporters.validate import validate_file
 
     out = tmp_path / "report.html"
     r = _cli(["--model", "tiny-llama", "--device", "cpu", "--output", str(out), "--num-prompts", str(NUM_PROMPTS),

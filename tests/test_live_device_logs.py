@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
-from xpu_profiler.profile import EVENT_SCHEMA, K_KERNEL, Profile, Table
-from xpu_profiler.live.device_logs import attach_device_logs
+from xpu_profiler.core.profile import EVENT_SCHEMA, K_KERNEL, Profile, Table
+from xpu_profiler.readers.records.device_logs import attach_device_logs
 
 LINES = ["[XPURT_PROF] xblas_xpu3::fc_cdnn_infer 1450 1000 ns", "[XPURT_PROF] kl3_all_reduce 2900 2000 ns",
          "INFO some vLLM line"]

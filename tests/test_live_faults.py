@@ -182,7 +182,7 @@ def live(tmp_path):
 
 def outputs_are_whole(tmp: Path) -> list[str]:
     """Each output that exists is complete and valid; returns the names of those present."""
-    from xpu_profiler.validate import validate_file
+    from xpu_profiler.exporters.validate import validate_file
 
     present = sorted(p.name for p in tmp.glob("r.*"))
     if (tmp / "r.trace.json.gz").exists():

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from xpu_profiler.live import engine, graph_capture
-from xpu_profiler.live.assemble import build_profile
+from xpu_profiler.readers.records.assemble import build_profile
 from xpu_profiler.live.processes import ProcessWatch, descendants
 from xpu_profiler.live.vllm import compat_llm
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
-from xpu_profiler.live.vllm.records import FLUSH_FAILED, read_record_files
-from xpu_profiler.profile import Profile
+from xpu_profiler.core.records import FLUSH_FAILED, read_record_files
+from xpu_profiler.core.profile import Profile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
 CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
@@ -164,7 +164,7 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
 
 @pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
 def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
-    from xpu_profiler.capture import is_capture_file, is_capture_profile
+    from xpu_profiler.readers.capture_files import is_capture_file, is_capture_profile
     from xpu_profiler.readers import load
 
     src = tmp_path / "vllm_profiler" / "capture_traces"

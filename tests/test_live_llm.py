@@ -21,7 +21,7 @@ import pytest
 from conftest import HAVE_VLLM, TESTS, vllm_env
 from xpu_profiler import aggregate, analysis
 from live_checks import ops_inside_worker_steps
-from xpu_profiler.profile import K_CPU_OP, K_KERNEL, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, Profile
+from xpu_profiler.core.profile import K_CPU_OP, K_KERNEL, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, Profile
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 

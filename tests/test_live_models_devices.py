@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from xpu_profiler import devices
-from xpu_profiler.errors import DeviceError, XpuProfilerError
-from xpu_profiler.models import BUILTIN_MODELS, resolve_model
+from xpu_profiler.knowledge import devices
+from xpu_profiler.core.errors import DeviceError, XpuProfilerError
+from xpu_profiler.live.models import BUILTIN_MODELS, resolve_model
 
 
 @pytest.fixture
@@ -97,15 +97,14 @@ def test_device_detection_on_this_machine():
         devices.detect("tpu")
 
 
-def test_spec_table_and_overrides(tmp_path, monkeypatch):
-    monkeypatch.setattr(devices, "SPECS", dict(devices.SPECS))
+def test_spec_table_and_overrides(tmp_path):
     for key in ("cuda:H100", "cuda:H200", "cuda:A100", "cuda:L40S"):
         s = devices.SPECS[key]
         assert s.peak_flops and s.mem_bw_bytes_s > 0 and s.source
     # no sourced peak for CPUs: none is made up
     cpu = devices.SPECS["cpu"]
     assert cpu.peak_flops == {} and cpu.mem_bw_bytes_s is None and "--device-spec" in cpu.source
-    assert devices._spec_key_for("cuda", "NVIDIA H100 80GB HBM3") == "cuda:H100"
+    assert devices.spec_key_for_name("NVIDIA H100 80GB HBM3") == "cuda:H100"
     f = tmp_path / "spec.json"
     f.write_text(json.dumps({"cpu": {"peak_flops": {"bf16": 3e12}, "mem_bw_bytes_s": 2e11},
                              "my_card": {"name": "My card", "peak_flops": {"fp16": 1e14}, "mem_bytes": 1 << 34}}))
@@ -125,3 +124,10 @@ def test_spec_table_and_overrides(tmp_path, monkeypatch):
         devices.load_spec_overrides(bad)
     with pytest.raises(XpuProfilerError, match="cannot read"):
         devices.load_spec_overrides(tmp_path / "none.json")
+    # the table itself is never changed: overrides hold inside their block only
+    assert devices.specs()["cpu"].peak_flops == {}
+    with devices.spec_overrides(f) as table:
+        assert table["cpu"].peak_flops == {"bf16": 3e12} and devices.specs()["my_card"].name == "My card"
+    assert devices.specs()["cpu"].peak_flops == {} and "my_card" not in devices.specs()
+    with pytest.raises(TypeError):
+        devices.SPECS["cpu"] = specs["cpu"]  # read-only

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from xpu_profiler.live.assemble import build_profile
+from xpu_profiler.readers.records.assemble import build_profile
 from xpu_profiler.live.env import cpu_thread_binding
 from xpu_profiler.live.options import local_workers
 from xpu_profiler.live.vllm import hooks_scheduler, hooks_worker

@@ -65,7 +65,7 @@ class Server:
         env = vllm_env(self.cache)
         self.model = subprocess.run(
             [sys.executable, "-c",
-             "from xpu_profiler.models import resolve_model; print(resolve_model('tiny-llama')[0])"],
+             "from xpu_profiler.live.models import resolve_model; print(resolve_model('tiny-llama')[0])"],
             env=env, capture_output=True, text=True, check=True).stdout.strip()
 
     def start(self) -> None:
@@ -170,8 +170,8 @@ def _raw_step_ranges(trace: str | Path) -> list[int]:
 
 def test_analyze_reads_every_step_and_request_of_the_server(server, tmp_path):
     from xpu_profiler import aggregate
-    from xpu_profiler.live.assemble import build_profile
-    from xpu_profiler.live.vllm.records import S_IDX, read_record_files
+    from xpu_profiler.readers.records.assemble import build_profile
+    from xpu_profiler.core.records import S_IDX, read_record_files
 
     before = server.metrics()
     lens, out_len = [21, 9, 30, 17, 12, 26, 8], 5
@@ -245,7 +245,7 @@ def test_analyze_reads_every_step_and_request_of_the_server(server, tmp_path):
 
 
 def test_record_traces_exactly_the_asked_steps(server, tmp_path):
-    from xpu_profiler.live.vllm.records import S_IDX, read_record_files
+    from xpu_profiler.core.records import S_IDX, read_record_files
 
     n = 6
     out = tmp_path / "window"

@@ -8,13 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from xpu_profiler.errors import XpuProfilerError
-from xpu_profiler.profile import P_DECODE, P_MIXED, P_PREFILL
-from xpu_profiler.live.assemble import build_profile
+from xpu_profiler.core.errors import XpuProfilerError
+from xpu_profiler.core.profile import P_DECODE, P_MIXED, P_PREFILL
+from xpu_profiler.readers.records.assemble import build_profile
 from xpu_profiler.live.env import EnvScope
 from xpu_profiler.live.options import engine_kwargs, load_prompts, parse_metrics
 from xpu_profiler.live.vllm.recorder import Recorder
-from xpu_profiler.live.vllm.records import read_record_files
+from xpu_profiler.core.records import read_record_files
 
 
 def test_prompts_file(tmp_path):

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, vllm_env
-from xpu_profiler.errors import XpuProfilerError
-from xpu_profiler.models import (BUILTIN_CONFIGS, BUILTIN_FOR_ARCH, BUILTIN_MODELS, MODEL_ALIASES, ensure_builtin,
-                                 find_in_hf_cache, hf_cache_dirs, lookup, resolve_model)
+from xpu_profiler.core.errors import XpuProfilerError
+from xpu_profiler.live.models import (BUILTIN_CONFIGS, BUILTIN_FOR_ARCH, BUILTIN_MODELS, MODEL_ALIASES, ensure_builtin, find_in_hf_cache, hf_cache_dirs, lookup, resolve_model)
 
 HF_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "XDG_CACHE_HOME",
           "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")

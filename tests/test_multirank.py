@@ -16,9 +16,9 @@ import pytest
 from conftest import ROOT
 from xpu_profiler import analysis
 from xpu_profiler.aggregate import layout
-from xpu_profiler.aggregate.collective_kinds import KIND_NAMES, kind_of
-from xpu_profiler.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
-from xpu_profiler.taxonomy import FUSED_OPS
+from xpu_profiler.knowledge.collective_kinds import KIND_NAMES, kind_of
+from xpu_profiler.core.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_ranks  # noqa: E402

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from xpu_profiler.analysis import analyze, export
-from xpu_profiler.profile import EVENT_SCHEMA, K_CPU_OP, K_KERNEL, Profile, Table
-from xpu_profiler.validate import validate_bytes
+from xpu_profiler.core.profile import EVENT_SCHEMA, K_CPU_OP, K_KERNEL, Profile, Table
+from xpu_profiler.exporters.validate import validate_bytes
 
 
 def X(name, cat, ts, dur, tid=1, pid=100, **args):

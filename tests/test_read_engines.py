@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from xpu_profiler import analysis
-from xpu_profiler.errors import TraceError, XpuProfilerError
+from xpu_profiler.core.errors import TraceError, XpuProfilerError
 from xpu_profiler.readers import ReadOptions, engines, expand
 from xpu_profiler.summary import encode
 
@@ -82,7 +82,7 @@ def test_unknown_engine_is_refused():
 
 
 def _cli(*args: str, pre: str = "pass") -> subprocess.CompletedProcess:
-    code = f"import sys; {pre}; from xpu_profiler.cli import main; sys.argv = ['xpu_profiler'] + sys.argv[1:]; main()"
+    code = f"import sys; {pre}; from xpu_profiler.cli.main import main; sys.argv = ['xpu_profiler'] + sys.argv[1:]; main()"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 

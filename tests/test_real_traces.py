@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler.cli import main
-from xpu_profiler.validate import validate_file
+from xpu_profiler.cli.main import main
+from xpu_profiler.exporters.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "real-traces"

@@ -18,14 +18,15 @@ import pytest
 
 from conftest import same_columns
 
-from xpu_profiler import analysis, deflate, ordering
+from xpu_profiler import analysis
+from xpu_profiler.core import deflate, ordering
 from xpu_profiler.exporters import chrome_trace, trace_stream
-from xpu_profiler.profile import K_ANNOTATION, KINDS, PHASES
+from xpu_profiler.core.profile import K_ANNOTATION, KINDS, PHASES
 from xpu_profiler.readers import ReadOptions, kineto
 from xpu_profiler.readers.content import content_size
 from xpu_profiler.readers.kineto import decode, handoff, stream
-from xpu_profiler.taxonomy import FUSED_OPS
-from xpu_profiler.validate import JS_SAFE
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS
+from xpu_profiler.exporters.validate import JS_SAFE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.step_names import StepName, parse_step_name, parse_step_names, step_family
+from xpu_profiler.knowledge.step_grammar import StepName, parse_step_name, parse_step_names, step_family
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
 

@@ -76,7 +76,7 @@ def test_summary_json_reads_back_equal(tmp_path, name):
 
 def test_run_metadata_of_an_odd_type_is_kept_not_fatal():
     from xpu_profiler.analysis import summarize
-    from xpu_profiler.profile import Profile
+    from xpu_profiler.core.profile import Profile
 
     prof = Profile()
     prof.run.update(model="m", start_time_ns="yesterday", metrics=["throughput"], device_spec={"name": 3},

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from xpu_profiler.analysis import analyze
-from xpu_profiler.errors import XpuProfilerError
-from xpu_profiler.op_flops import flops_from_shapes
-from xpu_profiler.taxonomy import FUSED_OPS, Taxonomy, module_class
+from xpu_profiler.core.errors import XpuProfilerError
+from xpu_profiler.knowledge.op_flops import flops_from_shapes
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy, module_class
 
 NAMES = {
     # CUDA / ROCm kernels

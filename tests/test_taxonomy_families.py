@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Rule, Taxonomy, rules
+from xpu_profiler.knowledge.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Rule, Taxonomy, rules
 
 DATA = Path(__file__).resolve().parent / "data"
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
@@ -260,7 +260,7 @@ def test_every_name_of_the_real_traces() -> None:
 
 def test_the_golden_file_covers_the_shared_traces() -> None:
     """Every kernel of the shared traces is in the file (a new trace needs its names added)."""
-    from xpu_profiler.profile import DEVICE_KINDS
+    from xpu_profiler.core.profile import DEVICE_KINDS
     from xpu_profiler.readers import load
     import numpy as np
 
@@ -309,6 +309,6 @@ def test_user_rows_first_and_validated(tmp_path: Path) -> None:
     assert FUSED_OPS[Taxonomy().classify("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x256x128x1_swiglu")] == "moe"
     bad = tmp_path / "bad.toml"
     bad.write_text('[[pattern]]\nregex = "x"\nfused_op = "gemm"\nnote = 3\n')
-    from xpu_profiler.errors import XpuProfilerError
+    from xpu_profiler.core.errors import XpuProfilerError
     with pytest.raises(XpuProfilerError, match="note"):
         Taxonomy.from_file(bad)

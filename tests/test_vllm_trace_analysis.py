@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from xpu_profiler.analysis import analyze
-from xpu_profiler.cli import main
-from xpu_profiler.profile import K_CPU_OP, PHASES
-from xpu_profiler.validate import validate_file
+from xpu_profiler.cli.main import main
+from xpu_profiler.core.profile import K_CPU_OP, PHASES
+from xpu_profiler.exporters.validate import validate_file
 
 pytestmark = pytest.mark.vllm
 

@@ -1,10 +1,8 @@
 """xpu_profiler: where each vLLM engine step's time goes, by fused op and phase."""
 
-__version__ = "0.1.0"
+from .core.version import __version__
 
-# The data-model module is named ``profile`` too: load it first, so that the function
-# below (the public API) stays the package attribute ``xpu_profiler.profile``.
-from . import profile as _profile_module  # noqa: E402,F401
+__all__ = ["__version__", "profile"]
 
 
 def profile(llm, metrics=None, detail_level="standard", **kwargs):

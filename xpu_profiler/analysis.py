@@ -10,17 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import aggregate, atomic_write, exporters, findings, heap, select
-from .capture import load_run
-from .errors import XpuProfilerError
+from . import aggregate, exporters, findings
+from .core import atomic_write, heap
+from .aggregate import select
+from .readers.load import load_run
+from .core.errors import XpuProfilerError
 from .findings import FindingsConfig
-from .fmt import plain
-from .profile import Profile
+from .core.fmt import plain
+from .core.profile import Profile
 from .readers import ReadOptions, own_outputs
-from .select import Selection
+from .aggregate.select import Selection
 from .summary import schema
 from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
-from .taxonomy import Taxonomy
+from .knowledge.taxonomy import Taxonomy
 
 DEFAULT_FORMATS = ("perfetto", "json", "csv", "html")
 #: file names written into an output directory, per format

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attribution_source import DTYPE as SOURCE_DTYPE, AttributionSource as Src
-from ..profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
-from ..taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
+from ..core.sources import DTYPE as SOURCE_DTYPE, AttributionSource as Src
+from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..knowledge.taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
 from .device_steps import step_busy
-from .intervals import containing, covered_in_windows, top_level
-from .launches import device_mask, launch_rows, thread_ids
+from ..core.intervals import containing, covered_in_windows, top_level
+from ..core.launches import device_mask, launch_rows, thread_ids
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 

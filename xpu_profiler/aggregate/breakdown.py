@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attribution_source import KEYS as SOURCE_KEYS
-from ..profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
+from ..core.sources import KEYS as SOURCE_KEYS
+from ..core.profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
 from ..summary import FusedOp, FusedTime, Kernel, Phase
-from ..taxonomy import FUSED_OPS
+from ..knowledge.taxonomy import FUSED_OPS
 from .ranks import engine_view, per_token
 from .steps import token_steps
 

@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ordering import lexsort
-from ..profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
-from ..taxonomy import FUSED_OPS
+from ..core.ordering import lexsort
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
+from ..knowledge.taxonomy import FUSED_OPS
 from .attribution import launch_points
 from .backend_work import work_ends, work_rows
-from .collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
-from .intervals import containing, distinct_rows, top_level
-from .launches import launch_rows, thread_ids
+from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
+from ..core.intervals import containing, distinct_rows, top_level
+from ..core.launches import launch_rows, thread_ids
 from .ranks import step_engine
 
 COMM = FUSED_OPS.index("communication")

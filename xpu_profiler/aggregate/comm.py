@@ -7,9 +7,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..profile import PHASES, Profile
+from ..core.profile import PHASES, Profile
 from ..summary import Collective, Comm, RankComm
-from .collective_kinds import BUS_FACTOR, KIND_NAMES
+from ..knowledge.collective_kinds import BUS_FACTOR, KIND_NAMES
 from .collectives import Collectives
 from .overlap import Overlap
 

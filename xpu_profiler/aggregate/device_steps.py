@@ -38,13 +38,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..fmt import ns
-from ..profile import K_ANNOTATION, PHASES, Profile
+from ..core.fmt import ns
+from ..core.profile import K_ANNOTATION, PHASES, Profile
 from ..summary import DeviceSteps, DeviceTime
-from ..taxonomy import MODULE_RANGE_PREFIXES
+from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES
 from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
-from .intervals import covered_in_windows, group_ids, innermost, union_length
-from .launches import device_mask, launch_start, thread_ids
+from ..core.intervals import covered_in_windows, group_ids, innermost, union_length
+from ..core.launches import device_mask, launch_start, thread_ids
 
 #: a step (or phase) is host-bound when the device waited on the host for at least this
 #: share of its device period

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
 from ..summary import KernelStats
-from ..taxonomy import module_class
+from ..knowledge.taxonomy import module_class
 from .attribution import launch_points
-from .launches import launch_rows, thread_ids
-from .intervals import containing, top_level
+from ..core.launches import launch_rows, thread_ids
+from ..core.intervals import containing, top_level
 
 PERCENTILES = np.arange(101)
 #: layer modules whose work is the model's output head, and the sampler
@@ -58,7 +58,7 @@ def _launches(profile: Profile, units: np.ndarray) -> tuple[np.ndarray, np.ndarr
     pos = np.minimum(np.searchsorted(rkey_s, ukey), len(rkey_s) - 1)
     ok = (corr[units] >= 0) & (rkey_s[pos] == ukey)
     launch[ok] = rt[order[pos[ok]]]
-    from ..graphs import GRAPH_LAUNCH  # here: graphs reads captures, which use this package
+    from ..knowledge.runtime_api import GRAPH_LAUNCH
 
     names = profile.strings.strings
     graph_name = {int(n): bool(GRAPH_LAUNCH.search(names[int(n)])) for n in np.unique(ev["name"][rt]).tolist()}

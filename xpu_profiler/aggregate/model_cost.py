@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..profile import Profile
+from ..core.profile import Profile
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
                "half": 2, "fp8": 1, "float8_e4m3fn": 1, "int8": 1}

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..profile import PHASES, Profile
+from ..core.profile import PHASES, Profile
 from .backend_work import inside_work
-from .intervals import containing, top_level, union_length
-from .launches import thread_ids
+from ..core.intervals import containing, top_level, union_length
+from ..core.launches import thread_ids
 
 
 @dataclass

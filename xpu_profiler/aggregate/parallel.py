@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..profile import Profile
+from ..core.profile import Profile
 from ..summary import Parallel, ParallelGroup, PipelineStage
 from .collectives import Collectives
 from .layout import Layout, groups

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ordering import lexsort
-from ..profile import PHASES, Profile, Table
+from ..core.ordering import lexsort
+from ..core.profile import PHASES, Profile, Table
 from ..summary import EngineSteps, Rank, RankAlignment
-from ..taxonomy import FUSED_OPS
-from .intervals import distinct_rows
+from ..knowledge.taxonomy import FUSED_OPS
+from ..core.intervals import distinct_rows
 from .layout import Layout
 
 #: step sources whose ids count the same engine step on every rank

@@ -1,5 +1,5 @@
 """Graph replays in the attribution: their share of device time, and their fused ops
-through the capture traces of the run (``xpu_profiler.graphs``, ``xpu_profiler.capture``).
+through the capture traces of the run (``xpu_profiler.aggregate.graphs``, ``xpu_profiler.aggregate.captures``).
 
 A replayed kernel has no launching op of its own. With capture traces each one is
 matched to its captured launch and takes the fused op that launch's op chain or module
@@ -14,20 +14,20 @@ import numpy as np
 
 from typing import TYPE_CHECKING
 
-from ..attribution_source import AttributionSource as Src
-from ..profile import K_RUNTIME, Profile
-from .launches import device_mask
-from ..taxonomy import Taxonomy
+from ..core.sources import AttributionSource as Src
+from ..core.profile import K_RUNTIME, Profile
+from ..core.launches import device_mask
+from ..knowledge.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
-    from ..graphs import Replays
+    from .graphs import Replays
 
 
 def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
     """``graphs.find_replays``, skipped when the trace can hold no replay: no graph launch
     among its runtime calls, and every correlated device event has its runtime call
     (``rows``: ``launches.launch_rows``)."""
-    from ..graphs import GRAPH_LAUNCH, Replays, find_replays as find
+    from .graphs import GRAPH_LAUNCH, Replays, find_replays as find
 
     ev = profile.events
     rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
@@ -42,8 +42,8 @@ def attribute_replays(profile: Profile, replays: "Replays", capture: Profile | N
                       fused: np.ndarray, source: np.ndarray) -> None:
     """Overwrite ``fused``/``source`` of the replayed events the capture traces decide."""
     # graphs and capture build on aggregate.intervals: imported here, not when aggregate loads
-    from ..capture import read_captures
-    from ..graphs import match_replays, replay_share
+    from .captures import read_captures
+    from .graphs import match_replays, replay_share
 
     info = replay_share(profile, replays)
     info["launches"] = int((replays.launch >= 0).sum())

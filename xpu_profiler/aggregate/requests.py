@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import Profile
+from ..core.profile import Profile
 from ..summary import Requests
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import SPECS, spec_for_name
-from ..profile import K_CPU_OP, PHASES, P_DECODE, P_MIXED, P_PREFILL, Profile
+from ..knowledge import devices
+from ..core.profile import K_CPU_OP, PHASES, P_DECODE, P_MIXED, P_PREFILL, Profile
 from ..summary import DeviceSpec, Roofline
-from ..taxonomy import FUSED_OPS
+from ..knowledge.taxonomy import FUSED_OPS
 from .model_cost import PEAK_KEY, decode_context, model_config, model_shape, step_costs
 from .steps import token_steps
 
@@ -30,14 +30,15 @@ def run_spec(profile: Profile) -> dict | None:
     saved, else the device a trace names (Kineto ``deviceProperties``)."""
     run = profile.run
     info = run.get("device_info") if isinstance(run.get("device_info"), dict) else {}
-    key = info.get("spec_key") or (run.get("device") if run.get("device") in ("cpu", "kunlun_p800") else None)
-    if isinstance(key, str) and key in SPECS:
-        return SPECS[key].to_json()
+    table = devices.specs()
+    key = info.get("spec_key") or run.get("device")
+    if isinstance(key, str) and key in table:
+        return table[key].to_json()
     if isinstance(run.get("device_spec"), dict):
         return run["device_spec"]
     for src in run.get("sources") or []:
         for name in (src.get("devices") or []) if isinstance(src, dict) else []:
-            spec = spec_for_name(str(name))
+            spec = devices.spec_for_name(str(name))
             if spec is not None:
                 return spec.to_json()
     return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..attribution_source import KEYS, AttributionSource
-from ..profile import Profile
+from ..core.sources import KEYS, AttributionSource
+from ..core.profile import Profile
 from ..summary import Attribution, Graphs
-from ..taxonomy import OTHER
+from ..knowledge.taxonomy import OTHER
 
 
 def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:

@@ -1,7 +1,7 @@
 """Engine steps from the step annotations of a torch trace, and which step rows count tokens.
 
 An engine wraps each step in a ``record_function`` range whose name says what the
-scheduler put in it. ``xpu_profiler.step_names`` parses every form vLLM, its forks and
+scheduler put in it. ``xpu_profiler.knowledge.step_grammar`` parses every form vLLM, its forks and
 its neighbours write (vLLM simple, detailed, total-first and old forms; SGLang
 ``step[…]``; ATOM ``prefill[…]``/``decode[…]``; ``ProfilerStep#N``). When a trace
 carries several families (SGLang writes ``execute_…`` and ``step[…]`` around the same
@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ordering import lexsort
-from ..profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from ..core.ordering import lexsort
+from ..core.profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 from .ranks import engine_rows
-from ..step_names import parse_step_names, step_family
+from ..knowledge.step_grammar import parse_step_names, step_family
 
 #: what ``run["step_source"]`` says for each family of step annotations
 STEP_SOURCES = {"vllm": "vllm_annotation", "sglang": "sglang_annotation", "atom": "atom_annotation",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextvars
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from .. import heap
-from ..profile import K_CPU_OP, K_KERNEL, Profile
+from ..core import heap
+from ..core.profile import K_CPU_OP, K_KERNEL, Profile
 from ..summary import Summary, Totals, device_spec, run_from_metadata
-from ..taxonomy import OTHER, Taxonomy
+from ..knowledge.taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
@@ -17,7 +18,7 @@ from .comm import comm_section
 from .device_steps import add_phase_bounds, device_steps_section, device_timeline
 from .idle import per_stream_rows
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
-from .launches import device_mask, launch_rows
+from ..core.launches import device_mask, launch_rows
 from .layout import layout
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
@@ -43,9 +44,10 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     with ThreadPoolExecutor(1, thread_name_prefix="xpu_profiler-summary") as beside:
         # sections that only read the attributed profile, computed beside the others (numpy
         # releases the GIL for much of their work)
-        timeline = beside.submit(device_timeline, profile, launch)
-        by_phase = beside.submit(kernel_stats, profile, basis)
-        mem = beside.submit(memory, profile)
+        # (each in a copy of this context: a command's settings hold there too)
+        timeline = beside.submit(contextvars.copy_context().run, device_timeline, profile, launch)
+        by_phase = beside.submit(contextvars.copy_context().run, kernel_stats, profile, basis)
+        mem = beside.submit(contextvars.copy_context().run, memory, profile)
         return _summary(profile, top, basis, timeline, by_phase, mem)
 
 

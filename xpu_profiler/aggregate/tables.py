@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profile import K_KERNEL, PHASES, Profile
+from ..core.profile import K_KERNEL, PHASES, Profile
 from ..summary import Rank, Steps
 from .attribution import events_busy
 from .device_steps import DeviceTimeline
-from .launches import device_mask
+from ..core.launches import device_mask
 from .ranks import step_engine
 
 

@@ -2,7 +2,7 @@
 
 ``inputs.load_input`` turns a summary.json, trace, directory or bundle into a Summary;
 ``compare.compare`` aligns two of them into a ``summary.diff.DiffReport`` (stateless);
-``compare.gate`` is ``--fail-on``; ``render`` the terminal table.
+``compare.gate`` is ``--fail-on``; its terminal table is ``terminal.diff``.
 """
 
 from .compare import compare, gate

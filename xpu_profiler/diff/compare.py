@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..kernel_names import strip_call_args
+from ..knowledge.kernel_names import strip_call_args
 from ..summary import Summary
 from ..summary.diff import DiffReport, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
 

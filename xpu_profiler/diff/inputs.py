@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import TraceError
-from ..readers import is_gzip, is_json_document, looks_like_kineto, read_head
+from ..core.errors import TraceError
+from ..readers.base import is_json_document, looks_like_kineto
+from ..readers.content import is_gzip, read_head
 from ..summary import Summary, load_summary
 
 #: distinct kernel names kept per summary analysed here (complete lists align exactly)

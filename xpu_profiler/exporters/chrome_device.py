@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..aggregate.intervals import lanes
-from ..aggregate.launches import launch_rows
-from ..profile import DEVICE_KINDS, Profile
+from ..core.intervals import lanes
+from ..core.launches import launch_rows
+from ..core.profile import DEVICE_KINDS, Profile
 from ..summary import Summary
 
 DEVICE_STEP_TID = 2      # tids 2.. (one per lane) of each rank: the steps' device spans

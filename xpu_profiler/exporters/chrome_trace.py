@@ -20,17 +20,17 @@ from typing import Any, Iterable, Iterator
 import msgspec
 import numpy as np
 
-from .. import atomic_write
-from ..aggregate.intervals import distinct_rows, lanes
-from ..fmt import place
+from ..core import atomic_write
+from ..core.intervals import distinct_rows, lanes
+from ..core.fmt import place
 from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
-from ..ordering import lexsort
-from ..profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
+from ..core.ordering import lexsort
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
 from ..summary import Summary
-from ..taxonomy import FUSED_OPS
-from ..validate import JS_SAFE
+from ..knowledge.taxonomy import FUSED_OPS
+from .validate import JS_SAFE
 from .trace_findings import markers
 
 NAME = "perfetto"

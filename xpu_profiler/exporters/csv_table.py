@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from .. import atomic_write
-from ..profile import PHASES, Profile
+from ..core import atomic_write
+from ..core.profile import PHASES, Profile
 from ..summary import Summary
 
 NAME = "csv"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import atomic_write
-from ..profile import Profile
+from ..core import atomic_write
+from ..core.profile import Profile
 from ..summary import Summary, encode
 
 NAME = "json"

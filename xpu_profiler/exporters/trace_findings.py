@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..profile import Profile
+from ..core.profile import Profile
 from ..summary import Summary
 from .chrome_device import DEVICE_STEP_TID, MAX_STEP_LANES
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import struct
 from typing import Callable, Iterator
 
-from .. import deflate
-from ..forking import fork_pool, fork_workers
+from ..core import deflate
+from ..core.forking import fork_pool, fork_workers
 
 PIECE_ROWS = 1 << 15          # rows formatted (and compressed) at a time: a piece's text (~5 MB) stays
                               # in cache (0.72 s against 0.86 s for 1 << 17 at 1M events)

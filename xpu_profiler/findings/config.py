@@ -15,11 +15,13 @@ Unknown rule ids, threshold names or non-numeric values end with one line (exit 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
+from ..core.toml import TOMLDecodeError, loads
 from .rules import RULES
 
 MIN_AT_STAKE = 0.005
@@ -38,21 +40,20 @@ class FindingsConfig:
 
 
 DEFAULT = FindingsConfig()
-_current: list[FindingsConfig] = [DEFAULT]
+#: the configuration in force in this context (a thread or task of its own sees its own)
+_CURRENT: contextvars.ContextVar[FindingsConfig] = contextvars.ContextVar("findings_config", default=DEFAULT)
 
 
 def load_config(path: str | Path) -> FindingsConfig:
     """Read and check a findings TOML file."""
-    import tomllib
-
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise XpuProfilerError(f"{p}: no such findings config file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise XpuProfilerError(f"{p}: cannot read findings config ({e})") from None
-    except tomllib.TOMLDecodeError as e:
+    except TOMLDecodeError as e:
         raise XpuProfilerError(f"{p}: not valid TOML ({e})") from None
     rules = {r.id: r for r in RULES}
     thresholds: dict[str, dict[str, float]] = {}
@@ -89,15 +90,16 @@ def _number(p: Path, key: str, v: object) -> float:
 
 def current() -> FindingsConfig:
     """The configuration in force (the default unless ``using`` set another)."""
-    return _current[-1]
+    return _CURRENT.get()
 
 
 @contextlib.contextmanager
 def using(config: FindingsConfig) -> Iterator[FindingsConfig]:
     """Evaluate findings with ``config`` inside the block (the live command sets its
-    ``--findings-config`` this way around the run)."""
-    _current.append(config)
+    ``--findings-config`` this way around the run). It holds in this context only: another
+    thread's or API caller's findings keep their own."""
+    token = _CURRENT.set(config)
     try:
         yield config
     finally:
-        _current.pop()
+        _CURRENT.reset(token)

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import fmt
+from ..core import fmt
 from ..summary import Phase, Summary
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .. import fmt
+from ..core import fmt
 from .vllm.log_capture import put_back_fds
 
 LOG_NAME = "vllm.log"
@@ -119,7 +119,7 @@ class Console:
     @contextmanager
     def capture(self) -> Iterator["Console"]:
         """Capture for the block; when it fails, what the log says about why is shown."""
-        from ..atomic_write import OutputError
+        from ..core.atomic_write import OutputError
 
         self.start()
         try:
@@ -142,7 +142,7 @@ class Console:
 
     def start(self) -> None:
         """From now on fds 1 and 2 (this process's, and those its children inherit) go to the log."""
-        from ..atomic_write import OutputError, reason
+        from ..core.atomic_write import OutputError, reason
 
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +205,7 @@ class Console:
 
     def results(self, summary, written: dict) -> None:
         """The terminal summary, its warnings and the paths written (``-q``: the paths only)."""
-        from .. import terminal
+        from ..terminal import summary as terminal
 
         if not self.quiet:
             self.echo(terminal.render(summary, top=10))

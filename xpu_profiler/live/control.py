@@ -4,7 +4,7 @@ worker (``collective_rpc``), and the start-up check of what they answer."""
 
 from __future__ import annotations
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
 from .vllm import commands, compat, compat_llm
 
 NOT_LOADED = ("the xpu_profiler vLLM plugin is not loaded in the {where} (install xpu_profiler in the same "

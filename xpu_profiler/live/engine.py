@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
 from .processes import Ended, EngineProcessDied, ProcessWatch
 from .vllm import compat_llm
-from .vllm.records import read_record_files
+from ..core.records import read_record_files
 
 #: how long the engine's processes get to end after a failure or Ctrl-C (s). They got the
 #: signal themselves, or a peer died: the EngineCore waits on a worker that is gone and

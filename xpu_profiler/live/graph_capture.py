@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..profile import Profile
+from ..core.profile import Profile
 from .vllm import compat, compat_llm
 
 TRACE_GLOB = "*.pt.trace.json*"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
 from .vllm import compat
-from .vllm.records import ENV_DIR
+from ..core.records import ENV_DIR
 
 
 @dataclass

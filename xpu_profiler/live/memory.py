@@ -1,28 +1,12 @@
-"""Memory time series: device allocator counters and host RSS (sampled in every engine
-process by the step hooks, and in the front-end by a sampler thread), KV-cache usage."""
+"""Host RSS of the front-end, sampled by a thread while a run goes (the engine processes sample
+themselves in their step hooks); ``readers.records.counters`` turns the samples into counters."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import numpy as np
-
-from ..profile import COUNTER_SCHEMA, StringTable, Table
 from .vllm.memory_sampling import MemorySampler
-
-
-def counters_table(samples: list, strings: StringTable, base_ns: int) -> Table:
-    """(rank, name, t ns, value) samples → the counters table."""
-    if not samples:
-        return Table(COUNTER_SCHEMA)
-    samples = sorted(samples, key=lambda s: (s[0], s[1], s[2]))
-    return Table(COUNTER_SCHEMA, {
-        "rank": np.array([s[0] for s in samples], np.int32),
-        "name": strings.intern_many(s[1] for s in samples),
-        "t": np.array([int(s[2]) - base_ns for s in samples], np.int64),
-        "value": np.array([float(s[3]) if s[3] is not None else np.nan for s in samples], np.float64),
-    })
 
 
 class HostSampler:

@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
+from ..core.records import METRICS
 
-METRICS = ("execution_time", "memory_usage", "throughput")
 LEVELS = ("basic", "standard", "comprehensive")
 
 

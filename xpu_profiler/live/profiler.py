@@ -22,12 +22,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..errors import XpuProfilerError
-from ..profile import Profile
-from . import assemble, control, options
+from ..core.errors import XpuProfilerError
+from ..core.profile import Profile
+from ..readers.records import assemble
+from . import control, options
 from .memory import HostSampler
 from .vllm import compat, compat_llm
-from .vllm.records import read_record_files
+from ..core.records import read_record_files
 
 class Profiler:
     def __init__(self, llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard",
@@ -197,7 +198,7 @@ def versions() -> dict:
             out[mod] = str(getattr(importlib.import_module(mod), "__version__", "?"))
         except ImportError:
             pass
-    from .. import __version__
+    from ..core.version import __version__
 
     out["xpu_profiler"] = __version__
     return out
@@ -206,7 +207,7 @@ def versions() -> dict:
 
 def _set_device(run: dict) -> None:
     """The run's device, its name and the key of its spec (for MFU and bandwidth)."""
-    from .. import devices
+    from ..knowledge import devices
 
     try:
         info = devices.detect("auto")

@@ -21,12 +21,13 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import XpuProfilerError
-from ..profile import K_ANNOTATION, Profile
-from . import assemble, locate
+from ..core.errors import XpuProfilerError
+from ..core.profile import K_ANNOTATION, Profile
+from ..readers.records import assemble
+from . import locate
 from .console import Console
 from .vllm import control_files
-from .vllm.records import STEP_RANGE, read_record_files, record_sizes
+from ..core.records import STEP_RANGE, read_record_files, record_sizes
 
 POLL_S = 0.25
 HTTP_TIMEOUT_S = 5.0

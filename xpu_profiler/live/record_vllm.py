@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from urllib.request import Request as HttpRequest  # (not vLLM's Request)
 
-from ..errors import XpuProfilerError
+from ..core.errors import XpuProfilerError
 from .console import Console
 from .locate import Server
 from .vllm import compat

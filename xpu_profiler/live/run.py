@@ -15,17 +15,16 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import XpuProfilerError
-from ..profile import Profile
+from ..core.errors import XpuProfilerError
+from ..core.profile import Profile
 from . import engine, graph_capture, options
 from .console import LOG_NAME, Console
-from .device_logs import attach_device_logs
+from ..readers.records.device_logs import attach_device_logs
 from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
 from .vllm import compat, compat_llm, hooks_init_device
-from .vllm.log_capture import CAPTURE_ENV
 from .vllm.recorder import REC
-from .vllm.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
+from ..core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
 
 #: the warm-up's prompts: a couple of short ones, outside the profiled window
 WARMUP_PROMPTS, WARMUP_INPUT_LEN = 2, 16
@@ -57,15 +56,15 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
                  device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
                  verbose: bool = False, **_ignored) -> int:
     """The live command. Returns the exit code (0 ok, 1 the engine failed, 130 interrupted)."""
-    from .. import analysis, atomic_write, devices
-    from ..models import resolve_model
+    from .. import analysis
+    from ..core import atomic_write
+    from ..knowledge import devices
+    from .models import resolve_model
 
     mets = options.parse_metrics(metrics)
     level = options.check_level(detail_level)
     options.check_workload(num_prompts, input_len, output_len, warmup_steps, profile_steps)
-    if device_spec:  # (inside the command's devices.spec_overrides: restored after the run)
-        devices.load_spec_overrides(device_spec)
-    info = devices.detect(device)
+    info = devices.detect(device)  # (--device-spec: in force through the command's devices.spec_overrides)
     model_path, is_builtin = resolve_model(model)
     workload = options.load_prompts(prompts, output_len) if prompts else None
     # before the engine starts: outputs that cannot be written, or that would replace an input
@@ -77,7 +76,8 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
         tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
         max_model_len=max_model_len, dtype=dtype, load_format=load_format, enforce_eager=enforce_eager,
         engine_arg=engine_arg))
-    capture_logs = info.kind == "kunlun_p800" if device_logs is None else bool(device_logs)
+    backend = devices.backend(info.kind)
+    capture_logs = backend.device_logs if device_logs is None else bool(device_logs)
     con = Console(out.parent / LOG_NAME, verbose=verbose, quiet=quiet, stages=STAGES)
     say = con.say
 
@@ -101,9 +101,8 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
             # Kunlun prints one [XPURT_PROF] line per kernel on each worker's stdout: the plugin
             # sends every worker's own fds to <output dir>/xpu_logs/rank_N.log.
             env.set(ENV_DEVICE_LOGS, str(out.parent.resolve()))
-            if info.kind == "kunlun_p800":  # read by the runtime at process start
-                for k, v in CAPTURE_ENV.items():
-                    env.setdefault(k, v)
+            for k, v in backend.runtime_log_env.items():  # read by the runtime at process start
+                env.setdefault(k, v)
         try:
             say(f"device {info.kind} ({info.name}); model {model}"
                 f"{' (built-in, dummy weights)' if is_builtin else ''}")

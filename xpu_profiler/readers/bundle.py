@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TraceError
-from ..profile import KINDS, PHASES, SCHEMAS, STRING_COLUMNS, Profile, StringTable, Table
+from ..core.errors import TraceError
+from ..core.profile import KINDS, PHASES, SCHEMAS, STRING_COLUMNS, Profile, StringTable, Table
 
 NAME = "bundle"
 

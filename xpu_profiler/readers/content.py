@@ -10,8 +10,8 @@ import zlib
 from pathlib import Path
 from typing import Callable
 
-from .. import deflate
-from ..errors import TraceError
+from ..core import deflate
+from ..core.errors import TraceError
 
 HEAD_BYTES = 64 * 1024
 

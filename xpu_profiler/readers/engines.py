@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import TraceError, XpuProfilerError
-from ..profile import Profile
+from ..core.errors import TraceError, XpuProfilerError
+from ..core.profile import Profile
 
 MAX_JOBS = 16
 
@@ -55,11 +55,11 @@ def read_one(path: str, reader: str, options, nested: bool = True):
     Errors come back as values: they cross process boundaries as plain tuples. With
     ``nested=False`` (inside a pool worker) the reader decodes in this process only.
     """
-    from . import registry
+    from .registry import reader_named
 
     if not nested:
         os.environ["XPU_PROFILER_WORKERS"] = "1"
-    mod = next((m for m in registry() if m.NAME == reader), None)
+    mod = reader_named(reader)
     if mod is None:
         return ("error", path, f"no reader named {reader!r}")
     try:
@@ -134,7 +134,7 @@ def _ray():
 def probe(paths: list[str]) -> list[tuple]:
     """What this node holds of ``paths``: (argument, file, reader, size, mtime_ns) per file
     readers.expand finds, or (argument, None, problem, 0, 0) where it finds nothing."""
-    from . import expand
+    from .registry import expand
 
     out = []
     for i, p in enumerate(paths):

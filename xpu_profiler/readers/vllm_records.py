@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..profile import Profile
+from ..core.profile import Profile
 
 NAME = "xpu_profiler records"
 
@@ -18,12 +18,12 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def claim(directory: Path) -> list[Path] | None:
-    from ..live.record_dir import claimed_files
+    from .records.directory import claimed_files
 
     return claimed_files(directory)
 
 
 def read(path: Path, options) -> Profile:
-    from ..live.record_dir import read as read_dir
+    from .records.directory import read as read_dir
 
     return read_dir(path, lifetime=options.extra.get("lifetime"))

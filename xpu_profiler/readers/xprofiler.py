@@ -36,21 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TraceError
-from ..profile import (
-    COUNTER_SCHEMA,
-    EVENT_SCHEMA,
-    K_COMM,
-    K_KERNEL,
-    K_MEMCPY,
-    K_MEMSET,
-    K_RUNTIME,
-    K_UNKNOWN,
-    Profile,
-    Table,
-)
-from . import ReadOptions, has_kineto_markers, is_chrome_json, read_bytes, resolve_rank
-from ..kernel_names import demangle_names
+from ..core.errors import TraceError
+from ..core.profile import (COUNTER_SCHEMA, EVENT_SCHEMA, K_COMM, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, Profile, Table)
+from .base import ReadOptions, has_kineto_markers, is_chrome_json, resolve_rank
+from .content import read_bytes
+from ..knowledge.kernel_names import demangle_names
 from .kineto.columns import MAX_DUR_US, MAX_US
 from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 

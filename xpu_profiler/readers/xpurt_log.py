@@ -52,19 +52,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TraceError
-from ..kernel_names import demangle_names
-from ..profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from . import RANK_IN_NAME, ReadOptions, is_gzip, read_bytes, resolve_rank
+from ..core.errors import TraceError
+from ..knowledge.kernel_names import demangle_names
+from ..core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
+from ..knowledge.devices import kunlun
+from .base import RANK_IN_NAME, ReadOptions, resolve_rank
+from .content import is_gzip, read_bytes
 
 NAME = "xpurt_log"
 
 TAG = b"[XPURT_PROF]"
 
-#: cycles per nanosecond (clock in GHz) by Kunlun generation, as in vLLM-Kunlun's op_log.py
-UNIT_FACTORS = {1: 0.9, 2: 1.3, 3: 1.45}
-DEFAULT_GEN = 3  # Kunlun3: P800
-GEN_DEVICES = {1: "kunlun1", 2: "kunlun2", 3: "kunlun_p800"}
+#: cycles per nanosecond (clock in GHz) by Kunlun generation, and the device of each
+UNIT_FACTORS, DEFAULT_GEN, GEN_DEVICES = kunlun.CLOCK_GHZ, kunlun.DEFAULT_GENERATION, kunlun.GENERATION_DEVICES
 
 MAX_KERNEL_NS = 1e15  # ~11.6 days: a longer kernel is no real one, and a few would overflow int64 sums
 _NUM = rb"\d+(?:\.\d+)?"

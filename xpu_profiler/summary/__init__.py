@@ -21,44 +21,7 @@ metadata into the typed ``Run``, ``codec`` is ``summary.json``.
 
 from .codec import encode, load_summary, to_builtins
 from .metadata import device_spec, run_from_metadata
-from .schema import (
-    Attribution,
-    Collective,
-    Comm,
-    DeviceSpec,
-    DeviceSteps,
-    Parallel,
-    PipelineStage,
-    ParallelGroup,
-    RankAlignment,
-    EngineSteps,
-    DeviceTime,
-    Diff,
-    DiffRow,
-    Distribution,
-    Finding,
-    FusedOp,
-    FusedTime,
-    Graphs,
-    Idle,
-    Kernel,
-    KernelStats,
-    Memory,
-    Phase,
-    Rank,
-    RankComm,
-    Requests,
-    Roofline,
-    Run,
-    SCHEMA,
-    SCHEMA_VERSION,
-    Series,
-    Source,
-    Steps,
-    Summary,
-    Throughput,
-    Totals,
-)
+from .schema import (Attribution, Collective, Comm, DeviceSpec, DeviceSteps, Parallel, PipelineStage, ParallelGroup, RankAlignment, EngineSteps, DeviceTime, Diff, DiffRow, Distribution, Finding, FusedOp, FusedTime, Graphs, Idle, Kernel, KernelStats, Memory, Phase, Rank, RankComm, Requests, Roofline, Run, SCHEMA, SCHEMA_VERSION, Series, Source, Steps, Summary, Throughput, Totals)
 
 __all__ = [
     "Attribution",

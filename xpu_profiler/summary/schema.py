@@ -7,9 +7,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from .schema_ranks import (  # noqa: F401  (the multi-rank sections, part of this schema)
-    Collective, Comm, EngineSteps, Parallel, ParallelGroup, PipelineStage, Rank, RankAlignment, RankComm,
-)
+from .schema_ranks import (Collective, Comm, EngineSteps, Parallel, ParallelGroup, PipelineStage, Rank, RankAlignment, RankComm)
 from .struct import _Struct  # the sections' base (diff.py's too)
 
 SCHEMA = "xpu_profiler.summary"

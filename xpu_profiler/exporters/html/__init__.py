@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ... import atomic_write
+from ...core import atomic_write
 from ...summary import Summary
 from .page import render
 from .report import PlotlyMode, build_report

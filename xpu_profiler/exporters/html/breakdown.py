@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...fmt import number
+from ...core.fmt import number
 from ...summary import Summary
 from .device import build_attribution, source_split
 from .figures import axis, layout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...fmt import number
+from ...core.fmt import number
 from ...summary import Series, Summary
 from .figures import MAX_POINTS, axis, bucket, json_ready, layout
 from .style import MEMORY_LABELS, RATE_LABELS, SERIES_COLORS, SERIES_PALETTE

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...fmt import number
+from ...core.fmt import number
 from ...summary import Summary
 from .figures import MAX_POINTS, axis, bucket, layout
 from .style import PHASE_COLORS

@@ -8,8 +8,9 @@ from typing import Any
 
 import msgspec
 
-from ... import __version__, atomic_write
-from ...kernel_names import short_name
+from ...core.version import __version__
+from ...core import atomic_write
+from ...knowledge.kernel_names import short_name
 from ...summary.diff import DiffReport
 from .figures import axis, json_ready, layout
 from .page import plotly_version, render

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import fmt
+from ...core import fmt
 
 MAX_POINTS = 3000  # points per plotted series; longer ones are averaged in buckets
 

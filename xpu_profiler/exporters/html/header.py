@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...fmt import number
+from ...core.fmt import number
 from ...summary import Source, Summary
 from .style import BASIS_LABELS, DTYPE_KEYS, VERSION_LABELS
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import fmt
-from ...fmt import number
+from ...core import fmt
+from ...core.fmt import number
 from ...summary import Summary
 from .findings import mfu_cards
 from .style import MEMORY_LABELS

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...fmt import number, place
+from ...core.fmt import number, place
 from ...summary import Summary
 from .figures import axis, bucket, json_ready, layout
 

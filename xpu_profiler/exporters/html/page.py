@@ -20,7 +20,7 @@ from markupsafe import Markup
 if TYPE_CHECKING:
     import jinja2
 
-from ... import fmt
+from ...core import fmt
 
 PLOTLY_CDN = "https://cdn.plot.ly/plotly-{version}.min.js"
 _TEMPLATES = resources.files(__package__).joinpath("templates")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ... import __version__
+from ...core.version import __version__
 from ...summary import Summary
 from .breakdown import build_fused_ops, build_phases
 from .counters import build_memory, build_rates

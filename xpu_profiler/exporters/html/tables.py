@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...fmt import number
-from ...kernel_names import short_name
+from ...core.fmt import number
+from ...knowledge.kernel_names import short_name
 from ...summary import Summary
 from .figures import axis, layout, ms
 from .style import OTHER_COLOR

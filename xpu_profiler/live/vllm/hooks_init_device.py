@@ -11,7 +11,7 @@ import os
 from . import compat, patching
 from .log_capture import start_capture, stop_capture
 from .recorder import REC
-from .records import ENV_DEVICE_LOGS
+from ...core.records import ENV_DEVICE_LOGS
 
 
 class _Capture:

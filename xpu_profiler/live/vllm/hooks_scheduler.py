@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import compat, patching
 from .recorder import REC, now
-from .records import STEP_TAG
+from ...core.records import STEP_TAG
 from .windows import WINDOWS
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import compat, patching
 from .recorder import REC, now
-from .records import STEP_TAG
+from ...core.records import STEP_TAG
 from .torch_window import TorchWindow
 from .windows import WINDOWS
 
@@ -53,6 +53,8 @@ def wrap_execute(orig):
         te = now()
         sid = getattr(scheduler_output, STEP_TAG, None)
         if sid is None:
+            if REC.active:  # a recording engine tags every step: vLLM did not carry the tag here
+                REC.failed("SchedulerOutput." + STEP_TAG, LookupError("the step id did not reach this worker"))
             sid = REC.local_step
         REC.local_step = sid + 1
         handle = None

@@ -31,7 +31,7 @@ each worker process instead (``hooks_init_device``):
 ``stop_capture(handle) -> Path`` flushes again (so C-buffered kernel lines reach
 the log, not the console), puts the original fds 1 and 2 back, restores the
 environment variables it changed, and returns the log path. Calling it twice is
-harmless. ``xpu_profiler.live.device_logs.read_captured(run_dir)`` loads every
+harmless. ``xpu_profiler.readers.records.device_logs.read_captured(run_dir)`` loads every
 rank file of a run into one Profile (the ``xpurt_log`` reader).
 
 Errors opening the log raise ``OSError`` before anything is redirected, so a
@@ -46,16 +46,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.records import LOG_DIR
+from ...knowledge.devices import kunlun
 from ..env import EnvScope
 
-LOG_DIR = "xpu_logs"
 
 #: variables set in the worker while capturing (XPU_CUPTI_ENABLE_DEVICE is added per rank)
-CAPTURE_ENV = {
-    "XPUAPI_DEBUG": "0x1",
-    "XPURT_DISPATCH_MODE": "PROFILING",
-    "XPU_ENABLE_PROFILER_TRACING": "1",
-}
+CAPTURE_ENV = kunlun.RUNTIME_LOG_ENV
 
 
 def log_path(run_dir: str | os.PathLike, rank: int) -> Path:

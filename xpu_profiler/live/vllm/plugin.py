@@ -26,7 +26,7 @@ import time
 
 from . import commands, compat, hooks_init_device, hooks_scheduler, hooks_worker, patching
 from .recorder import REC
-from .records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_RUN, ENV_STEPS
+from ...core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_RUN, ENV_STEPS
 
 DEFAULT_ENV_STEPS = (4, 16)
 

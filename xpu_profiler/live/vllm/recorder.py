@@ -18,13 +18,12 @@ import sys
 import threading
 import time
 
-from . import records
+from ...core import records
 from .memory_sampling import MemorySampler
 
 FLUSH_PERIOD_NS = 1_000_000_000
 #: the longest error text a process that ends with an exception leaves (vLLM's can embed configurations)
 MAX_FATAL_CHARS = 600
-DEFAULT_METRICS = ("execution_time", "memory_usage", "throughput")
 
 
 def now() -> int:
@@ -49,7 +48,7 @@ class Recorder:
         self.last_flush = 0
         self.flusher_pid: int | None = None
         self.active = False
-        self.metrics = DEFAULT_METRICS
+        self.metrics = records.METRICS
         self.memory = self.throughput = True
         # buffers (swapped out by take())
         self.sched: list[tuple] = []
@@ -59,6 +58,9 @@ class Recorder:
         self.done_requests: list[tuple] = []
         self.hook_ns = 0                    # time spent inside the hooks themselves
         self.errors: dict[str, list] = {}   # hook -> [count, first message]
+        #: what rides along with each batch: ``hand_over(batch, final)`` when a batch is taken,
+        #: ``after_flush(directory, batch)`` once it is on disk (the profile windows, ``windows``)
+        self.listeners: list = []
         self.hooks: dict[str, bool] = {}    # symbol -> patched at import (file mode report)
         # step bookkeeping
         self.pending: dict[int, tuple] = {}  # id(SchedulerOutput) -> what schedule() saw
@@ -117,9 +119,8 @@ class Recorder:
             if self.meta:
                 batch["meta"], self.meta = self.meta, {}
             self.hook_ns = 0
-            from .windows import WINDOWS
-
-            WINDOWS.hand_over(batch, final)  # the traces of stopped torch.profiler windows
+            for listener in self.listeners:
+                listener.hand_over(batch, final)  # the traces of stopped torch.profiler windows
             self.sched, self.worker, self.counters, self.done_requests = [], [], [], []
             if final:
                 self.open_requests = {}
@@ -167,12 +168,11 @@ class Recorder:
                     self.errors.setdefault(records.FLUSH_FAILED, [0, f"{directory}: {e.strerror}"])[0] += 1
                     self.held = batch if self.held is None else records.merge_into(batch, self.held)
                 return
-            from .windows import WINDOWS
-
-            try:
-                WINDOWS.after_flush(directory, batch)  # answer the profile windows this batch completes
-            except OSError as e:
-                self.failed("profile window answer", e)
+            for listener in self.listeners:
+                try:
+                    listener.after_flush(directory, batch)  # answer the profile windows this batch completes
+                except OSError as e:
+                    self.failed("profile window answer", e)
 
     def flush_at_exit(self) -> None:
         """The last flush of a process. One that ends with an exception (an EngineCore that

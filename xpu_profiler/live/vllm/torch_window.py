@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
-from . import compat, records
+from . import compat
+from ...core import records
 from .recorder import now
 
 

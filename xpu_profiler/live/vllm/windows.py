@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from . import compat, control_files
 from .recorder import REC, proc_name
-from .records import WINDOW_TAG
+from ...core.records import WINDOW_TAG
 from .torch_window import TorchWindow
 
 POLL_PERIOD_NS = 200_000_000
@@ -236,6 +236,7 @@ class Windows:
 
 
 WINDOWS = Windows()
+REC.listeners.append(WINDOWS)
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=WINDOWS.after_fork)

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import TraceError
-from ...profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
-from .. import ReadOptions, looks_like_kineto, read_bytes, resolve_rank
+from ...core.errors import TraceError
+from ...core.profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
+from ..base import ReadOptions, looks_like_kineto, resolve_rank
+from ..content import read_bytes
 from .columns import MEMORY_SERIES
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
 from .stream import read_streamed

@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from ...errors import TraceError
-from ...profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
-from ...op_flops import SHAPE_FLOPS, flops_from_shapes
+from ...core.errors import TraceError
+from ...core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
+from ...knowledge.op_flops import SHAPE_FLOPS, flops_from_shapes
 from .schema import PH_CODE, Event, SliceArgs
 
 # category → event kind; anything else keeps its category name and kind "unknown".

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 
-from ...errors import TraceError
-from ...forking import fork_pool, fork_workers
+from ...core.errors import TraceError
+from ...core.forking import fork_pool, fork_workers
 from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols

@@ -18,8 +18,8 @@ from typing import Callable, Iterator
 
 import msgspec
 
-from ... import deflate
-from ...forking import fork_pool, fork_workers
+from ...core import deflate
+from ...core.forking import fork_pool, fork_workers
 from ..content import content_size, is_gzip
 from . import decode, handoff
 from .columns import Cols

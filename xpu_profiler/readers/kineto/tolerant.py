@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from ...errors import TraceError
+from ...core.errors import TraceError
 from .columns import MAX_DUR_US, MAX_US, Cols, columns
 from .schema import Event, Trace
 

@@ -1,0 +1,150 @@
+"""The package's layers, as the folder tree shows them: imports only point down, no cycles.
+
+Each top-level part of ``xpu_profiler`` has a floor; a module may import modules of its own
+part or of a lower floor, never of a higher one, and no set of modules imports each other in
+a loop (an import inside a function counts the same as one at the top: it is still an arrow).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "xpu_profiler"
+
+#: part → floor (higher floors build on lower ones); parts of one floor do not import each other
+FLOORS = {
+    "core": 0,
+    "knowledge": 1, "summary": 1,
+    "readers": 2,
+    "aggregate": 3,
+    "findings": 4, "exporters": 4, "terminal": 4,
+    "analysis": 5, "notebook": 5,
+    "diff": 6,
+    "live": 7,
+    "cli": 8,
+    "__init__": 9, "__main__": 9,
+}
+#: imports allowed across parts of one floor (none today)
+SAME_FLOOR_OK: set[tuple[str, str]] = set()
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = list(p.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    return mods
+
+
+def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """module → the package modules it imports (anywhere in its body)."""
+    out: dict[str, set[str]] = {}
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        here = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = here[:len(here) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    full = f"{target}.{alias.name}"
+                    found.add(full if full in mods else target)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        out[mod] = {m for m in found if m in mods and m != mod}
+    return out
+
+
+def part_of(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_part_has_a_floor() -> None:
+    parts = {part_of(m) for m in _modules()}
+    assert parts <= set(FLOORS), f"parts without a floor: {sorted(parts - set(FLOORS))}"
+
+
+def test_imports_point_down() -> None:
+    graph = imports(_modules())
+    upward = []
+    for mod, targets in graph.items():
+        a = part_of(mod)
+        for t in targets:
+            b = part_of(t)
+            if a == b or (a, b) in SAME_FLOOR_OK:
+                continue
+            if FLOORS[b] >= FLOORS[a]:
+                upward.append(f"{mod} -> {t} ({a}: floor {FLOORS[a]}, {b}: floor {FLOORS[b]})")
+    assert not upward, "imports that do not point down:\n" + "\n".join(sorted(upward))
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    graph = imports(_modules())
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_checks_can_fail() -> None:
+    """The cycle and floor rules catch what they are meant to (on made-up graphs)."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    assert FLOORS["exporters"] > FLOORS["core"] and FLOORS["cli"] > FLOORS["live"]
+
+
+def test_module_sizes() -> None:
+    """One concern per module: none over ~400 lines, the median well under."""
+    sizes = sorted((len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(PKG)))
+                   for p in PKG.rglob("*.py"))
+    big = [f"{name} ({n} lines)" for n, name in sizes if n > 420]
+    assert not big, "modules over ~400 lines: " + ", ".join(big)
+    assert sizes[len(sizes) // 2][0] <= 130

@@ -1,0 +1,1 @@
+"""The command line: ``main`` (click) with its commands, and ``view``."""

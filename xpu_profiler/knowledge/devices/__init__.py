@@ -1,0 +1,147 @@
+"""Devices: one backend per ``--device`` kind (detection, specs, runtime needs), one registry.
+
+``BACKENDS`` is the registry, in the order ``--device auto`` tries them. Adding a device is a
+module with a ``BACKEND`` (``base.Backend``) and a row here; adding a part of a known kind is a
+row in its vendor's spec table (``specs_nvidia``, ``specs_amd``, ``kunlun``).
+
+Specs can be overridden for one command (``--device-spec FILE``): ``spec_overrides(path)`` holds
+them in a context variable for the block, so threads and API callers never see another call's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import json
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterator, Mapping
+
+from ...core.errors import DeviceError, XpuProfilerError
+from .base import Backend, DeviceInfo, DeviceSpec, SpecRow
+
+__all__ = ["BACKENDS", "DEVICES", "Backend", "DeviceInfo", "DeviceSpec", "SPECS", "backend", "backends", "detect",
+           "load_spec_overrides", "spec_for", "spec_for_name", "spec_key_for_name", "spec_overrides", "specs"]
+
+#: the backends' modules, in the order ``auto`` tries them (the CPU, always present, last)
+BACKENDS = ("kunlun", "cuda", "cpu")
+
+
+def backends() -> list[Backend]:
+    return [importlib.import_module(f"{__name__}.{m}").BACKEND for m in BACKENDS]
+
+
+def backend(kind: str) -> Backend:
+    for b in backends():
+        if b.kind == kind:
+            return b
+    raise DeviceError(f"unknown device {kind!r} (choose from {', '.join(DEVICES)})")
+
+
+DEVICES = ("auto", *sorted(b.kind for b in backends()))
+
+
+def _rows() -> list[SpecRow]:
+    return [row for b in backends() for row in b.specs]
+
+
+#: the built-in spec table, by key (read-only; per-command overrides: ``spec_overrides``)
+SPECS: Mapping[str, DeviceSpec] = MappingProxyType({row.key: row.spec for row in _rows()})
+_MATCH = sorted(((w.upper(), row.key) for row in _rows() for w in row.match), key=lambda t: -len(t[0]))
+_OVERRIDES: contextvars.ContextVar[Mapping[str, DeviceSpec]] = contextvars.ContextVar("device_specs",
+                                                                                         default=SPECS)
+
+
+def specs() -> Mapping[str, DeviceSpec]:
+    """The spec table in effect: the built-in one, or a command's overrides of it."""
+    return _OVERRIDES.get()
+
+
+def detect(requested: str = "auto") -> DeviceInfo:
+    """The device to run on; raises DeviceError (one line) when ``requested`` is absent.
+    ``auto`` takes the first backend present, in ``BACKENDS`` order."""
+    requested = (requested or "auto").lower().replace("-", "_")
+    if requested not in DEVICES:
+        raise DeviceError(f"unknown device {requested!r} (choose from {', '.join(DEVICES)})")
+    for b in backends():
+        if requested not in ("auto", b.kind):
+            continue
+        ok, why = b.probe()
+        if ok:
+            return b.describe()
+        if requested == b.kind:
+            raise DeviceError(f"device {b.kind} is not available: {why}")
+    raise DeviceError(f"no device found for {requested!r}")  # pragma: no cover (the CPU is always there)
+
+
+def spec_key_for_name(name: str) -> str | None:
+    """The spec key of a device named as a trace or torch names it ("NVIDIA H100 80GB HBM3")."""
+    up = name.upper()
+    return next((key for word, key in _MATCH if word in up), None)
+
+
+def spec_for(info: DeviceInfo) -> DeviceSpec | None:
+    return specs().get(info.spec_key) if info.spec_key else None
+
+
+def spec_for_name(name: str) -> DeviceSpec | None:
+    """The spec of a device named as a trace names it, if known."""
+    key = spec_key_for_name(name)
+    return specs().get(key) if key else None
+
+
+def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
+    """The spec table with the entries of a JSON or TOML file ``{key: {name, peak_flops,
+    mem_bw_bytes_s, mem_bytes, source}}`` merged over it (fields missing in the file keep the
+    table's values). Raises XpuProfilerError (one line) for a bad file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise XpuProfilerError(f"{p}: cannot read device spec file ({e.strerror or e})") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            from ...core.toml import loads
+
+            data = loads(raw.decode("utf-8"))
+        else:
+            data = json.loads(raw.decode("utf-8"))
+    except Exception as e:
+        raise XpuProfilerError(f"{p}: not a valid device spec file ({type(e).__name__}: {e})") from None
+    if not isinstance(data, dict):
+        raise XpuProfilerError(f"{p}: a device spec file must map device keys to tables")
+    table = dict(specs())
+    for key, val in data.items():
+        if not isinstance(val, dict):
+            raise XpuProfilerError(f"{p}: entry {key!r} must be a table")
+        base = table.get(key)
+        fields = base.to_json() if base else {"name": key, "peak_flops": {}, "mem_bw_bytes_s": None,
+                                              "mem_bytes": None, "source": ""}
+        unknown = set(val) - set(fields)
+        if unknown:
+            raise XpuProfilerError(f"{p}: entry {key!r} has unknown field(s) {', '.join(sorted(unknown))}")
+        if "peak_flops" in val:
+            if not isinstance(val["peak_flops"], dict):
+                raise XpuProfilerError(f"{p}: entry {key!r}: peak_flops must map dtypes to FLOP/s")
+            fields["peak_flops"] = {**fields["peak_flops"], **{k: float(v) for k, v in val["peak_flops"].items()}}
+        for f in ("name", "mem_bw_bytes_s", "mem_bytes", "source"):
+            if f in val:
+                fields[f] = val[f]
+        fields["source"] = fields.get("source") or f"override from {p.name}"
+        table[key] = DeviceSpec(**fields)
+    return table
+
+
+@contextlib.contextmanager
+def spec_overrides(path: str | Path | None) -> Iterator[Mapping[str, DeviceSpec]]:
+    """The spec table with the overrides of ``path`` in effect inside the block (in this
+    context only: a ``--device-spec`` holds for one command, not for the process)."""
+    if not path:
+        yield specs()
+        return
+    token = _OVERRIDES.set(MappingProxyType(load_spec_overrides(path)))
+    try:
+        yield specs()
+    finally:
+        _OVERRIDES.reset(token)

@@ -1,0 +1,79 @@
+"""The shapes of device knowledge: a part's spec, a detected device, and a backend (one per
+``--device`` kind)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping
+
+T = 1e12
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Peak dense FLOP/s per dtype (no sparsity), memory bandwidth and size of one part, with
+    the data sheet the figures come from."""
+
+    name: str
+    peak_flops: dict[str, float]      # dtype ("bf16", "fp16", "fp8", "fp32", "int8") → FLOP/s
+    mem_bw_bytes_s: float | None
+    mem_bytes: int | None
+    source: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SpecRow:
+    """A row of a vendor's spec table: the key it is known by (``cuda:H100``), the words of
+    a device name that identify it (``H100``; longest match wins), and the spec."""
+
+    key: str
+    match: tuple[str, ...]
+    spec: DeviceSpec
+
+
+@dataclass
+class DeviceInfo:
+    """The device a run uses, as detected."""
+
+    kind: str                    # a backend's kind: cpu | cuda | kunlun_p800
+    name: str                    # e.g. "NVIDIA H100 80GB HBM3", "cpu"
+    count: int = 1
+    torch_device_type: str = "cpu"
+    memory_bytes: int | None = None
+    spec_key: str | None = None  # key into the spec tables, when one matches
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What the tool knows of one kind of device: how to find it, what it can do, what its
+    runtime needs.
+
+    ``probe()`` says (present, why not); ``describe()`` gives the DeviceInfo of a present one;
+    ``specs`` are the parts of this kind; ``runtime_log_env`` the variables its runtime reads at
+    process start to print its per-kernel log lines (empty: it has none), which a run captures
+    per rank when ``device_logs`` is on by default."""
+
+    kind: str
+    title: str
+    torch_device_type: str
+    probe: Callable[[], tuple[bool, str]]
+    describe: Callable[[], DeviceInfo]
+    specs: tuple[SpecRow, ...] = ()
+    device_logs: bool = False
+    runtime_log_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def have_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,0 +1,38 @@
+"""NVIDIA GPUs (and AMD GPUs, which torch's ROCm build reports as ``cuda`` too): detection
+through ``torch.cuda``; the parts' specs are the vendor tables (``specs_nvidia``, ``specs_amd``)."""
+
+from __future__ import annotations
+
+from .base import Backend, DeviceInfo
+from .specs_amd import AMD
+from .specs_nvidia import NVIDIA
+
+
+def _probe() -> tuple[bool, str]:
+    try:
+        import torch
+    except ImportError:
+        return False, "torch is not installed"
+    if getattr(torch.version, "cuda", None) is None and getattr(torch.version, "hip", None) is None:
+        return False, f"this torch build ({torch.__version__}) has no CUDA or ROCm support"
+    try:
+        if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
+            return False, "no GPU is visible (check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES and the driver)"
+    except Exception as e:
+        return False, f"the GPU runtime cannot be queried ({type(e).__name__}: {e})"
+    return True, ""
+
+
+def _describe() -> DeviceInfo:
+    import torch
+
+    from . import spec_key_for_name
+
+    props = torch.cuda.get_device_properties(0)
+    name = str(props.name)
+    return DeviceInfo("cuda", name, torch.cuda.device_count(), "cuda", int(props.total_memory),
+                      spec_key_for_name(name))
+
+
+BACKEND = Backend(kind="cuda", title="NVIDIA / AMD GPU", torch_device_type="cuda",
+                  probe=_probe, describe=_describe, specs=NVIDIA + AMD)

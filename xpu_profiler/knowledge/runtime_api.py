@@ -1,0 +1,31 @@
+"""Runtime API calls by what they do, across vendors: one table of names.
+
+The analysis recognises runtime calls (``cuda_runtime`` / ``cuda_driver`` / HIP / Kunlun
+XPU runtime events) by what they do, never by one vendor's spelling:
+
+- stream capture begins and ends (``cudaStreamBeginCapture``, ``hipStreamEndCapture``,
+  ``xpu_stream_begin_capture``): a graph is being captured;
+- calls that enqueue device work (``cudaLaunchKernel``, ``cuLaunchKernelEx``,
+  ``hipModuleLaunchKernel``, ``xpu_launch*``, async copies and fills): inside a stream
+  capture each becomes a graph node;
+- graph launches (``cudaGraphLaunch``, ``hipGraphLaunch``, ``xpu_graph_launch``): a replay.
+
+Sources: the CUDA Runtime / Driver API references (docs.nvidia.com/cuda/cuda-runtime-api,
+cuda-driver-api), HIP's API reference (rocm.docs.amd.com/projects/HIP), and the Kunlun
+runtime names of XProfiler traces (``readers/xprofiler.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+CAPTURE_BEGIN = re.compile(r"StreamBeginCapture|^xpu_?stream_?begin_?capture", re.I)
+CAPTURE_END = re.compile(r"StreamEndCapture|^xpu_?stream_?end_?capture", re.I)
+#: runtime calls that enqueue device work (a graph node, when inside a stream capture)
+LAUNCH_API = re.compile(r"^(?!.*graph).*(launch(cooperative|host)?kernel|launchkernelex|^xpu_launch|"
+                        r"memcpy\w*async|memset\w*async|memcpywithstream)", re.I)
+#: the runtime call that replays a graph. Kunlun's XPU runtime spells its API in snake
+#: case (``xpu_launch_async``, ``xpu_memcpy``); its graph launch is taken as
+#: ``xpu_graph_launch`` / ``xpuGraphLaunch`` (not verified in public sources). Kunlun's
+#: CUPTI-compatible layer may also report ``cudaGraphLaunch``, which is covered.
+GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch(_v\d+)?$|^xpu_?graph_?launch", re.I)

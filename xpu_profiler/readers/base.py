@@ -1,0 +1,62 @@
+"""What every reader shares: the read options, a file's rank, and what a Chrome trace JSON looks
+like from its first bytes (Kineto and XProfiler)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .content import ProgressFn
+
+
+@dataclass
+class ReadOptions:
+    rank: int | None = None          # force the rank of a single-rank file
+    xpu_gen: int | None = None       # Kunlun generation for XPURT_PROF logs (1, 2, 3)
+    progress: ProgressFn | None = None
+    extra: dict = field(default_factory=dict)
+
+
+RANK_IN_NAME = r"rank[_\-.]?(\d+)"  # rank_3, rank-3, rank.3, rank3
+_RANK_IN_NAME = re.compile(RANK_IN_NAME, re.IGNORECASE)
+
+
+def rank_from_name(path: Path) -> int | None:
+    """`rank_3.log`, `rank-3/…`, `…_rank3.pt.trace.json` → 3: the file's name says its rank."""
+    m = _RANK_IN_NAME.search(path.name) or _RANK_IN_NAME.search(path.parent.name)
+    return int(m.group(1)) if m else None
+
+
+def resolve_rank(path: Path, options: ReadOptions, declared: int | None = None) -> int | None:
+    """The rank of a one-rank file: what the file itself declares, else what its name says,
+    else ``--rank`` (for a file that says neither); None when nothing does."""
+    for rank in (declared, rank_from_name(path), options.rank):
+        if rank is not None:
+            return int(rank)
+    return None
+
+
+CHROME_KEYS = re.compile(rb'"(traceEvents|ph)"\s*:')
+#: top-level keys only torch.profiler (Kineto) writes
+KINETO_TOP_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
+#: anything near the top of a file that says Kineto wrote it
+KINETO_MARKERS = KINETO_TOP_KEYS + (b'"cpu_op"', b'"baseTimeNanoseconds"', b'"python_function"', b'"cuda_runtime"')
+
+
+def is_json_document(head: bytes) -> bool:
+    return head.lstrip()[:1] in (b"{", b"[")
+
+
+def is_chrome_json(head: bytes) -> bool:
+    """A JSON document with Chrome-trace keys (``traceEvents``, or events with ``ph``)."""
+    return is_json_document(head) and bool(CHROME_KEYS.search(head))
+
+
+def looks_like_kineto(head: bytes) -> bool:
+    """Chrome trace JSON, or a JSON object with Kineto's own top-level keys."""
+    return is_chrome_json(head) or (is_json_document(head) and any(m in head for m in KINETO_TOP_KEYS))
+
+
+def has_kineto_markers(head: bytes) -> bool:
+    return any(m in head for m in KINETO_MARKERS)

@@ -1,0 +1,177 @@
+"""Records → Profile: the live path's reader.
+
+The batches every engine process handed over (over RPC or from the record files; see
+``vllm/records``; a whole record directory: ``record_dir``) become one Profile, built with the same tables a file reader
+builds: steps from the scheduler and worker rows, counters, requests, and the kernels
+and ops of the workers' torch.profiler traces (read by the Kineto reader, clocks
+aligned on the step ranges). What the hooks could not do reaches ``warn()``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Collection, Sequence
+
+import numpy as np
+
+from ...core.intervals import within_union
+from ...core.profile import Profile
+from . import throughput, torch_traces
+from .counters import counters_table
+from . import steps as steps_mod
+from ...core.records import METRICS, C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, worker_keys
+
+
+def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
+                  metrics: Sequence[str] = METRICS, extra_counters: Sequence[tuple] = (),
+                  run: dict | None = None, trim_to_steps: bool = True,
+                  steps: Collection[int] | Collection[tuple[int, int]] | None = None,
+                  wallclock_traces: Sequence[str | Path] = ()) -> Profile:
+    """Merge the per-process batches into one Profile.
+
+    Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped;
+    with ``steps``, every step but those (step ids, or (DP index, step id) pairs: each
+    data-parallel engine counts its own steps) too, and the other records outside their
+    time span. ``wallclock_traces``: torch traces without our step ranges (vLLM's
+    own profiler files), placed by the wall clock Kineto wrote. With ``trim_to_steps``,
+    trace events outside every engine step are dropped (counted in
+    ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
+    """
+    sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
+    hook_ns = 0
+    engine_rank, layout = places(batches)
+    for b in batches:
+        sched += b.get("sched", [])
+        worker += b.get("worker", [])
+        counters += [tuple(c) for c in b.get("counters", [])]
+        rank = engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
+        requests += [(*r[:len(R_IDX)], rank) for r in b.get("requests", [])]
+        hook_ns += int(b.get("hook_ns", 0) or 0)
+        marks = b.get("torch_marks", [])
+        torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
+
+    n_hooked = len(steps_mod.unique_sched(sched))
+    if steps is not None:
+        keep = {k if isinstance(k, tuple) else (None, k) for k in steps}
+        dp, sid = S_IDX["dp_rank"], S_IDX["step"]
+        sched = [r for r in sched if (r[dp] if len(r) > dp else 0, r[sid]) in keep or (None, r[sid]) in keep]
+        if sched:
+            lo, hi = min(r[S_IDX["t_sched"]] for r in sched), max(r[S_IDX["t_end"]] for r in sched)
+            t_start, t_end = max(lo, t_start or lo), min(hi, t_end or hi)
+
+    def inside(t):
+        return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
+
+    sched = [r for r in sched if inside(r[S_IDX["t_sched"]])]
+    kept_steps = {(r[S_IDX["dp_rank"]], r[S_IDX["step"]]) for r in sched}
+    worker = [w for w in worker if worker_keys(w)[:2] in kept_steps]
+    ct = C_IDX["t"]
+    counters = [c for c in counters if inside(c[ct])]
+    arr, fin = R_IDX["arrival"], R_IDX["finish"]
+    requests = [r for r in requests if r[arr] < 0 or inside(r[arr]) or (r[fin] >= 0 and inside(r[fin]))]
+
+    times = [r[S_IDX["t_sched"]] for r in sched] + [c[ct] for c in counters] + [r[arr] for r in requests if r[arr] > 0]
+    base = int(t_start if t_start is not None else (min(times) if times else time.time_ns()))
+    prof = Profile(base_ns=base)
+    prof.steps = steps_mod.steps_table(sched, worker, prof.strings, base, engine_rank)
+    if "throughput" in metrics:
+        counters += throughput.step_rate_samples(sched, engine_rank)
+        prof.requests = throughput.requests_table(requests, prof.strings, base)
+        if t_start is not None and t_end is not None:
+            prof.run["throughput"] = throughput.overall(sched, requests, t_start, t_end)
+    if "memory_usage" not in metrics:
+        counters = [c for c in counters if not str(c[C_IDX["name"]]).startswith(MEMORY_COUNTER_PREFIXES)]
+    prof.counters = counters_table(counters, prof.strings, base)
+    prof.run.update(run or {})
+    prof.run["step_source"] = "xpu_profiler_hooks"
+    if layout:
+        prof.run["parallel_ranks"] = layout
+    if n_hooked:
+        # the profiler's own cost: time spent inside the step hooks, all processes together
+        prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
+    prof.run["metrics"] = list(metrics)
+    torch_files += [(str(f), None, None) for f in wallclock_traces]
+    if torch_files and "execution_time" in metrics:
+        tp = torch_traces.load_traces(torch_files)
+        if tp is not None:
+            tp.run.pop("step_source", None)
+            merged = Profile.merge([prof, tp])
+            merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
+            merged.run["torch_traces"] = [str(f) for f, _, _ in torch_files]
+            prof = merged
+            if trim_to_steps:
+                trim_events_to_steps(prof)
+    for w in hook_warnings(batches):
+        prof.warn(w)
+    return prof
+
+
+def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:
+    """From the processes' ``place``: DP rank → global rank of that engine's first worker,
+    and global rank → {"dp", "pp", "tp"} of every worker (the run's parallel layout)."""
+    engine_rank: dict[int, int] = {}
+    layout: dict[int, dict] = {}
+    for b in batches:
+        p = b.get("place")
+        if not isinstance(p, dict):
+            continue
+        if "world" in p:
+            engine_rank[int(p.get("dp", 0))] = int(p.get("rank", 0))
+        elif "tp" in p:
+            layout[int(p["rank"])] = {k: int(p[k]) for k in ("dp", "pp", "tp") if k in p}
+    for rank, c in layout.items():  # an engine whose EngineCore did not report: its lowest worker
+        dp = c.get("dp", 0)
+        engine_rank[dp] = min(engine_rank.get(dp, rank), rank)
+    return engine_rank, {str(r): layout[r] for r in sorted(layout)}
+
+
+def hook_warnings(batches: Sequence[dict]) -> list[str]:
+    """What the hooks could not do, one line each: hooks that did not install at import,
+    failures inside hooks (count and first message, summed over batches), reading problems."""
+    out: list[str] = []
+    failures: dict[tuple, list] = {}
+    not_installed: dict[str, set] = {}
+    for b in batches:
+        proc = b.get("process") or "?"
+        for where, (n, first) in (b.get("errors") or {}).items():
+            f = failures.setdefault((proc, where), [0, first])
+            f[0] += int(n)
+        for symbol, ok in (b.get("hooks") or {}).items():
+            if not ok:
+                not_installed.setdefault(symbol, set()).add(proc)
+        out += list(b.get("warnings") or ())
+    for symbol, procs in sorted(not_installed.items()):
+        out.append(f"the hook on {symbol} did not install in {', '.join(sorted(procs))}: its records are missing")
+    unwritten = sorted(proc for proc, where in failures if where == FLUSH_FAILED)
+    if unwritten:  # one line for every process: the same directory, the same reason
+        first = failures[(unwritten[0], FLUSH_FAILED)][1]
+        out.append(f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
+                   f"their records were collected from the engine instead")
+    for (proc, where), (n, first) in sorted(failures.items()):
+        if where != FLUSH_FAILED:
+            out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")
+    return out
+
+
+def trim_events_to_steps(prof: Profile) -> int:
+    """Drop the trace events of each rank that start outside all of its engine steps;
+    returns how many (also ``run["events_outside_steps_dropped"]``).
+
+    torch.profiler runs from the first profiled step until it is stopped; what the worker
+    does between steps that schedule work (the engine's empty clean-up steps, idle time,
+    answering the stop request) belongs to no step. Events without a time (start < 0)
+    and events of ranks without steps are kept.
+    """
+    ev, st = prof.events, prof.steps
+    if not len(ev) or not len(st):
+        return 0
+    s_rank = st["rank"].astype(np.int64)
+    e_rank, t = ev["rank"].astype(np.int64), ev["start"]
+    inside = within_union(s_rank, st["start"], st["start"] + st["dur"], e_rank, t)
+    keep = inside | (t < 0) | ~np.isin(e_rank, s_rank)
+    dropped = int((~keep).sum())
+    if dropped:
+        prof.events = ev.take(np.flatnonzero(keep))
+        prof.run["events_outside_steps_dropped"] = dropped
+    return dropped

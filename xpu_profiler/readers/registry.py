@@ -1,0 +1,151 @@
+"""The readers' registry: which reader takes a file, and a directory's files as inputs."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable
+
+from ..core.errors import TraceError
+from . import own_outputs
+from .base import rank_from_name
+from .content import is_gzip, read_bytes, read_head
+
+
+#: the readers, in the order a file is offered to them (more specific formats first:
+#: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
+READERS = ("vllm_records", "bundle", "xprofiler", "kineto", "xpurt_log")
+
+
+def registry() -> list[ModuleType]:
+    """The ordered reader modules, imported on first use (``import xpu_profiler`` stays cheap)."""
+    return [importlib.import_module(f"{__package__}.{name}") for name in READERS]
+
+
+def reader_named(name: str) -> ModuleType | None:
+    return next((m for m in registry() if m.NAME == name), None)
+
+
+def find_reader(path: Path) -> ModuleType | None:
+    head = read_head(path)
+    for mod in registry():
+        try:
+            if mod.sniff(path, head):
+                return mod
+        except Exception:
+            continue
+    return None
+
+
+def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
+    """The directory-level readers that claim ``directory``, and the files they read."""
+    units, claimed = [], set()
+    for mod in registry():
+        claim = getattr(mod, "claim", None)
+        files = claim(directory) if claim is not None else None
+        if files:
+            units.append((directory, mod))
+            claimed.update(files)
+    return units, claimed
+
+
+def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None = None,
+           in_dirs: set[Path] | None = None,
+           skipped: list[tuple[Path, str]] | None = None) -> list[tuple[Path, ModuleType]]:
+    """Resolve files and directories into (file, reader) pairs.
+
+    A directory contributes itself as one input when a directory-level reader claims
+    it (a server's record directory), and every other file below it that some reader
+    sniffs (a vLLM profiler directory, a directory of per-rank logs); files nobody
+    claims are skipped there. A file named on the command line must be readable.
+
+    ``dropped``: when a list, the files of a directory that look like its traces (a rank
+    in the name, or the same kind of name as a trace found beside them) but are no
+    readable trace (empty, garbage, corrupt gzip) go there with the reason, instead of
+    vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
+    A trace we wrote there ourselves (``own_outputs``) is left out when the directory
+    holds other traces; ``skipped``: when a list, those go there with the reason.
+    """
+    out: list[tuple[Path, ModuleType]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise TraceError(p, "no such file or directory")
+        if p.is_dir():
+            found, claimed = _claims(p)
+            unread = []
+            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+                if f.name.startswith(".") or f in claimed:
+                    continue
+                mod = find_reader(f)
+                if mod is not None:
+                    found.append((f, mod))
+                else:
+                    unread.append(f)
+            ours = own_outputs.our_files([f for f, _ in found] + unread)
+            unread = [f for f in unread if f not in ours]  # our summary, report, table: no traces
+            if ours and any(f not in ours for f, _ in found):
+                if skipped is not None:
+                    skipped.extend((f, own_outputs.REASON) for f, _ in found if f in ours)
+                found = [x for x in found if x[0] not in ours]
+            if dropped is not None and found:
+                dropped.extend((f, why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
+            if in_dirs is not None:
+                in_dirs.update(f for f, _ in found)
+            # A directory holding our own bundle next to the trace we exported from it:
+            # the bundle already holds everything, so read only it.
+            bundles = [x for x in found if x[1].NAME == "bundle"]
+            if bundles:
+                found = bundles
+            if not found:
+                first = f" (first: {unread[0].name}: {why_unreadable(unread[0])})" if unread else ""
+                raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")
+            out.extend(found)
+        else:
+            if p.stat().st_size == 0:
+                raise TraceError(p, "empty file")
+            mod = find_reader(p)
+            if mod is None and not read_head(p).strip() and not is_gzip(p):
+                raise TraceError(p, "empty file (only whitespace)")
+            if mod is None:
+                if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
+                    raise TraceError(p, "empty file (nothing inside the gzip)")
+                raise TraceError(p, "not a supported trace or log format "
+                                    "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
+                                    "an [XPURT_PROF] log or an xpu_profiler bundle)")
+            out.append((p, mod))
+    return out
+
+
+def _kind_of_name(path: Path) -> str:
+    """`rank_3.pt.trace.json.gz` → `.pt.trace.json.gz`: what kind of file its name says."""
+    name = path.name.lower()
+    return name[name.find("."):] if "." in name else ""
+
+
+#: endings of the names traces and logs have (a file with a rank in its name but another
+#: ending, vLLM's `rank0.profiler_out.txt` table, is no trace of that rank)
+TRACE_ENDINGS = (".json", ".json.gz", ".gz", ".log", ".npz", ".jsonl")
+
+
+def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
+    kinds = {_kind_of_name(f) for f, _ in found if f.is_file()}
+    kind = _kind_of_name(path)
+    if kind != "" and kind in kinds:
+        return True
+    return rank_from_name(path) is not None and path.name.lower().endswith(TRACE_ENDINGS)
+
+
+def why_unreadable(path: Path) -> str:
+    """Why no reader took a file: one short reason."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty file"
+        if is_gzip(path) and not read_bytes(path).strip():
+            return "empty file (nothing inside the gzip)"
+    except TraceError as e:
+        return e.problem
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    return "not a supported trace or log format"

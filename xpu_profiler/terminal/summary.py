@@ -1,0 +1,180 @@
+"""The terminal summary: the same tables for `analyze` and live runs."""
+
+from __future__ import annotations
+
+from ..core import fmt
+from ..summary import Summary
+from .ranks import render_ranks
+
+PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
+NAME_WIDTH = 70
+
+
+def fmt_ns(ns: float | None) -> str:
+    return fmt.ns(ns, fmt.TERMINAL)
+
+
+def _pct(share: float) -> str:
+    return fmt.pct(share, fmt.TERMINAL)
+
+
+def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def _name(name: str) -> str:
+    """A name from a trace, clipped, with its control characters shown, not acted on."""
+    return fmt.clip(fmt.plain(name), NAME_WIDTH)
+
+
+def render_findings(summary: Summary) -> list[str]:
+    """The findings, first in every terminal summary: rank, time at stake, what, the fix."""
+    if not summary.findings:
+        return ["Findings: none above 0.5% of step time"]
+    out = [f"Findings ({len(summary.findings)}, by the share of step time at stake)"]
+    for i, f in enumerate(summary.findings, 1):
+        where = f" [{f.phase}]" if f.phase else ""
+        out.append(f"{i:2d}. {_pct(f.at_stake_share):>6s}  {f.rule}{where}: {fmt.plain(f.title)}")
+        out.append(f"             fix: {fmt.plain(f.fix)}")
+        if f.why:
+            out.append(f"             why: {fmt.plain(f.why)}")
+    return out
+
+
+def render_roofline(summary: Summary) -> list[str]:
+    """Achieved FLOP/s and bandwidth per phase against the device's peaks."""
+    rows = []
+    for r in summary.roofline:
+        rows.append([r.phase, r.component, r.source, fmt.count(r.flop_s and r.flop_s / 1e9, fmt.TERMINAL),
+                     fmt.count(r.bytes_s and r.bytes_s / 1e9, fmt.TERMINAL),
+                     _pct(r.flops_share) if r.flops_share is not None else "unknown peak",
+                     _pct(r.bw_share) if r.bw_share is not None else "unknown peak", r.judged_by])
+    if not rows:
+        return []
+    out = ["", "MFU and bandwidth (against the device's peak)"]
+    out += _table(["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
+                  rows, "lllrrrrl")
+    notes = sorted({r.note for r in summary.roofline if r.note})
+    return out + [f"  note: {n}" for n in notes]
+
+
+def render(summary: Summary, top: int = 10) -> str:
+    out: list[str] = render_findings(summary) + [""]
+    t = summary.totals
+    basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
+    out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
+               f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
+    out += attribution_lines(summary)
+    if not summary.has_timeline:
+        out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
+    phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
+    rows = []
+    for f in summary.fused_ops:
+        rows.append([fmt.plain(f.fused_op), fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
+                    + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases] + [_sources(f.time_ns_by_source)])
+    out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases + ["attributed by"],
+                                              rows, "lrrr" + "r" * len(phases) + "l")
+    if summary.top_kernels:
+        rows = [[_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share),
+                 f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
+        label = "Top kernels" if summary.basis == "device" else "Top ops"
+        out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
+    if summary.phases and t.steps:
+        rows = [[p.phase, str(p.steps), f"{p.tokens:,}", fmt_ns(p.step_p50_ns),
+                 fmt_ns(p.step_p99_ns), fmt_ns(p.per_token_ns)] for p in summary.phases if p.steps]
+        out += ["", "Steps by phase"] + _table(["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"],
+                                               rows, "lrrrrr")
+        st = summary.steps
+        if st.wall_ns and not summary.device_steps.rank:
+            wall, busy = sum(st.wall_ns), sum(st.busy_ns)
+            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
+                       f"host overhead/idle {fmt_ns(max(wall - busy, 0))}")
+    out += device_lines(summary)
+    tp = summary.throughput
+    if tp.duration_ns:
+        parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
+        if tp.ttft_ns is not None and tp.ttft_ns.p50 is not None:
+            parts.append(f"TTFT p50 {fmt_ns(tp.ttft_ns.p50)}")
+        if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:
+            parts.append(f"TPOT p50 {fmt_ns(tp.tpot_ns.p50)}")
+        out += ["", "Throughput: " + ", ".join(parts)]
+    rq = summary.requests
+    if rq.req:
+        done = sum(e is not None for e in rq.e2e_ns)
+        parts = [f"{len(rq.req)} seen, {done} finished"]
+        for label, d in (("TTFT", tp.ttft_ns), ("TPOT", tp.tpot_ns), ("end to end", tp.e2e_ns)):
+            if d is not None and d.p50 is not None:
+                parts.append(f"{label} p50 {fmt_ns(d.p50)} p99 {fmt_ns(d.p99)}")
+        out.append("Requests: " + ", ".join(parts) + " (each one in summary.json)")
+    out += render_roofline(summary)
+    out += render_ranks(summary, _table)
+    return "\n".join(out)
+
+
+SOURCE_LABELS = {"op_chain": "launching op", "module": "layer module", "capture": "capture trace",
+                 "name": "kernel name only", "none": "none"}
+
+
+SHORT_SOURCES = {"op_chain": "op chain", "module": "module", "capture": "capture", "name": "name", "none": "none"}
+
+
+def _sources(by_source: dict[str, int]) -> str:
+    """A fused-op row's time by attribution source: the two largest, as shares."""
+    total = sum(by_source.values())
+    top = sorted(by_source.items(), key=lambda kv: -kv[1])[:2]
+    return ", ".join(f"{SHORT_SOURCES.get(k, k)} {_pct(v / total)}" for k, v in top) if total else ""
+
+
+def attribution_lines(summary: Summary) -> list[str]:
+    """How op time was attributed, and what graph replays hold."""
+    out = []
+    a, g = summary.attribution, summary.graphs
+    if a.share_by_source:
+        parts = [f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in
+                 sorted(a.share_by_source.items(), key=lambda kv: -kv[1])]
+        out.append(f"Attributed by: {', '.join(parts)} (inferred from names only: {_pct(a.name_share)})")
+    if g.replays:
+        line = (f"Graph replays: {g.replays:,} ({g.launches:,} graph launches in the trace), {g.replayed_events:,} "
+                f"kernels, {_pct(g.share)} of device time")
+        if g.matched_share is not None:
+            line += (f"; capture traces: {g.captured_graphs} graph(s), {g.matched_events:,} of {g.replayed_events:,} "
+                     f"replayed kernels matched ({_pct(g.matched_share)}), {g.attributed_events:,} attributed "
+                     "through the captured launch")
+        else:
+            line += "; no capture trace: replayed kernels attributed by name (--capture to match them)"
+        out.append(line)
+    return out
+
+
+def device_lines(summary: Summary) -> list[str]:
+    """Per phase on the device's clock: busy, idle by cause, the verdict and its evidence;
+    the idle breakdown per stream."""
+    phases = [p for p in summary.phases if p.device is not None]
+    if not phases:
+        return []
+    rows = []
+    for p in phases:
+        d = p.device
+        rows.append([p.phase, str(p.steps), fmt_ns(d.period_ns), fmt_ns(d.busy_ns), fmt_ns(d.idle_ns + d.starved_ns),
+                     fmt_ns(d.host_wait_ns), fmt_ns(d.kernel_wait_ns), fmt_ns(d.other_ns), f"{p.bound}-bound"])
+    out = ["", "Device time by phase (each step's own device work, on the device's clock)"]
+    out += _table(["phase", "steps", "device time", "busy", "idle", "host wait", "kernel wait", "other", "verdict"],
+                  rows, "lrrrrrrrl")
+    out += [f"  {fmt.plain(p.bound_evidence or '')}" for p in phases]
+    tw = summary.device_steps.twins
+    if tw.get("steps"):
+        out.append(f"  gpu_user_annotation twins: {tw['agree']} of {tw['steps']} steps agree with the "
+                   f"correlation-id spans (max difference {fmt_ns(tw.get('max_diff_ns'))})")
+    if summary.idle:
+        rows = [[str(i.rank), str(i.stream), i.phase, fmt_ns(i.busy_ns), f"{i.gaps:,}", fmt_ns(i.host_wait_ns),
+                 fmt_ns(i.kernel_wait_ns), fmt_ns(i.other_ns)] for i in summary.idle]
+        out += ["", f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
+                    f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)"]
+        out += _table(["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows,
+                      "rrlrrrrr")
+    return out
