@@ -45,15 +45,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / ".cache"
 
-TARGET_RATIO = 1.5      # analyze wall / baseline decode wall
-TARGET_RSS_X = 2.5      # analyze peak RSS / uncompressed JSON size
+TARGET_RATIO = 1.5  # analyze wall / baseline decode wall
+TARGET_RSS_X = 2.5  # analyze peak RSS / uncompressed JSON size
 
 sys.path.insert(0, str(HERE))
 import gen_trace  # noqa: E402
 
 # The baseline: typed msgspec decode into gc=False structs (core fields and a
 # subset of args), whole process, normal interpreter exit.
-BASELINE = r'''
+BASELINE = r"""
 import sys, time, zlib
 import msgspec
 from typing import Optional, Union
@@ -106,7 +106,7 @@ trace = msgspec.json.Decoder(Trace).decode(data)
 t2 = time.perf_counter()
 kernel_ns = sum(round(e.dur * 1000) for e in trace.traceEvents if e.cat == "kernel")
 print(f"events={len(trace.traceEvents)} kernel_ns={kernel_ns} read_s={t1 - t0:.3f} parse_s={t2 - t1:.3f}")
-'''
+"""
 
 
 def _pss_kib(pid: int) -> int:
@@ -169,8 +169,7 @@ def run_measured(cmd: list, timeout: float, cwd: Path = ROOT, env: dict | None =
     out = tempfile.TemporaryFile()
     err = tempfile.TemporaryFile()
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=str(cwd), stdout=out, stderr=err,
-                         env=None if not env else {**os.environ, **env})
+    p = subprocess.Popen(cmd, cwd=str(cwd), stdout=out, stderr=err, env=None if not env else {**os.environ, **env})
     deadline = t0 + timeout
     proc = psutil.Process(p.pid)
     tree_rss = tree_pss = 0
@@ -208,7 +207,7 @@ def run_measured(cmd: list, timeout: float, cwd: Path = ROOT, env: dict | None =
     p.returncode = os.waitstatus_to_exitcode(status)
     out.seek(0)
     err.seek(0)
-    rss = ru.ru_maxrss / 1024.0   # KiB on Linux
+    rss = ru.ru_maxrss / 1024.0  # KiB on Linux
     return {
         "wall_s": wall,
         # user + system CPU of the process and the workers it waited for: less sensitive
@@ -229,13 +228,15 @@ def run_measured(cmd: list, timeout: float, cwd: Path = ROOT, env: dict | None =
 def precompile() -> None:
     """Byte-compile the package once, as an install does: with PYTHONDONTWRITEBYTECODE set
     every measured process would compile its modules again (a few tenths of a second)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "xpu_profiler")],
-                   capture_output=True, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "xpu_profiler")], capture_output=True, check=False
+    )
 
 
 def analyze_available() -> bool:
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", "--help"], cwd=str(ROOT),
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", "--help"], cwd=str(ROOT), capture_output=True, text=True
+    )
     return r.returncode == 0
 
 
@@ -273,9 +274,15 @@ def _walk(obj, prefix=""):
 # Places the summary may report total kernel time, most specific first:
 # (dotted path, unit scale to ns)
 KERNEL_TOTAL_PATHS = [
-    ("totals.device_kernel_ns", 1), ("totals.kernel_ns", 1), ("totals.kernel_time_ns", 1),
-    ("total_kernel_ns", 1), ("kernel_ns", 1),
-    ("totals.kernel_s", 1e9), ("total_kernel_s", 1e9), ("totals.kernel_ms", 1e6), ("totals.kernel_us", 1e3),
+    ("totals.device_kernel_ns", 1),
+    ("totals.kernel_ns", 1),
+    ("totals.kernel_time_ns", 1),
+    ("total_kernel_ns", 1),
+    ("kernel_ns", 1),
+    ("totals.kernel_s", 1e9),
+    ("total_kernel_s", 1e9),
+    ("totals.kernel_ms", 1e6),
+    ("totals.kernel_us", 1e3),
 ]
 
 
@@ -296,18 +303,26 @@ def check_kernel_total(summary: dict, src: str, expected_ns: int) -> tuple:
         for key, val in flat.items():
             if (key == path or key.endswith("." + path)) and isinstance(val, (int, float)):
                 got = val * scale
-                ok = abs(got - expected_ns) <= max(1, 1e-9 * expected_ns) if scale == 1 else \
-                    abs(got - expected_ns) <= scale / 2
+                ok = (
+                    abs(got - expected_ns) <= max(1, 1e-9 * expected_ns)
+                    if scale == 1
+                    else abs(got - expected_ns) <= scale / 2
+                )
                 return ("PASS" if ok else "MISS"), f"{src}:{key} = {val} (expected {expected_ns} ns)"
     # unknown schema: any kernel-ish number that equals the truth in ns/us/ms/s
-    cands = [(k, v) for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-             and "kernel" in k.lower()]
+    cands = [
+        (k, v)
+        for k, v in flat.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and "kernel" in k.lower()
+    ]
     for k, v in cands:
         for scale in (1, 1e3, 1e6, 1e9):
             if abs(v * scale - expected_ns) <= max(1, scale / 2):
                 return "PASS", f"{src}:{k} = {v} (x{scale:g} = {expected_ns} ns)"
-    return "MISS", (f"no total kernel time equal to {expected_ns} ns in {src}; kernel-ish keys: "
-                    + ", ".join(f"{k}={v}" for k, v in cands[:8]))
+    return "MISS", (
+        f"no total kernel time equal to {expected_ns} ns in {src}; kernel-ish keys: "
+        + ", ".join(f"{k}={v}" for k, v in cands[:8])
+    )
 
 
 def extra_checks(summary: dict, exp: dict) -> list:
@@ -352,20 +367,32 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--keep", action="store_true",
-                    help="generate into bench/.cache and keep it (a cached trace is always reused)")
+    ap.add_argument(
+        "--keep", action="store_true", help="generate into bench/.cache and keep it (a cached trace is always reused)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     ap.add_argument("--baseline-only", action="store_true", help="measure the baseline decode only")
     ap.add_argument("--no-gz", action="store_true", help="skip the .json.gz measurements")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                    help="environment for the analyze runs (repeatable)")
-    ap.add_argument("--compare", metavar="DIR", type=Path,
-                    help="also run analyze from this source tree, interleaved, and compare the ratios")
-    ap.add_argument("--profile", type=int, nargs="?", const=25, metavar="N",
-                    help="also run analyze once on the .json under cProfile and print the top N functions")
+    ap.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="environment for the analyze runs (repeatable)"
+    )
+    ap.add_argument(
+        "--compare",
+        metavar="DIR",
+        type=Path,
+        help="also run analyze from this source tree, interleaved, and compare the ratios",
+    )
+    ap.add_argument(
+        "--profile",
+        type=int,
+        nargs="?",
+        const=25,
+        metavar="N",
+        help="also run analyze once on the .json under cProfile and print the top N functions",
+    )
     a = ap.parse_args(argv)
 
     py = sys.executable
@@ -380,8 +407,7 @@ def main(argv=None) -> int:
         if have_analyze:
             precompile()
         if not a.baseline_only and not have_analyze:
-            print("`python -m xpu_profiler analyze` is not available: measuring the baseline only",
-                  file=sys.stderr)
+            print("`python -m xpu_profiler analyze` is not available: measuring the baseline only", file=sys.stderr)
         inputs = [trace] + ([] if a.no_gz else [gz])
         res = {str(p): {"baseline": [], "analyze": [], "compare": []} for p in inputs}
         outdirs = {}
@@ -394,10 +420,14 @@ def main(argv=None) -> int:
                     raise SystemExit(f"baseline decode failed on {p}")
                 res[str(p)]["baseline"].append(r)
                 if have_analyze:
+
                     def ours() -> None:
                         od = tmp / f"out_{p.name}_{i}"
-                        r = run_measured([py, "-m", "xpu_profiler", "analyze", str(p), "--output", str(od),
-                                          "--format", "json"], a.timeout, env=env)
+                        r = run_measured(
+                            [py, "-m", "xpu_profiler", "analyze", str(p), "--output", str(od), "--format", "json"],
+                            a.timeout,
+                            env=env,
+                        )
                         res[str(p)]["analyze"].append(r)
                         if r["rc"] == 0:
                             outdirs[str(p)] = od
@@ -406,9 +436,22 @@ def main(argv=None) -> int:
 
                     def theirs() -> None:
                         tree = str(a.compare.resolve())
-                        r = run_measured([py, "-m", "xpu_profiler", "analyze", str(p), "--output",
-                                          str(tmp / f"cmp_{p.name}_{i}"), "--format", "json"], a.timeout,
-                                         cwd=Path(tree), env={**env, "PYTHONPATH": tree})
+                        r = run_measured(
+                            [
+                                py,
+                                "-m",
+                                "xpu_profiler",
+                                "analyze",
+                                str(p),
+                                "--output",
+                                str(tmp / f"cmp_{p.name}_{i}"),
+                                "--format",
+                                "json",
+                            ],
+                            a.timeout,
+                            cwd=Path(tree),
+                            env={**env, "PYTHONPATH": tree},
+                        )
                         res[str(p)]["compare"].append(r)
                         if r["rc"] != 0:
                             print(f"compared analyze failed on {p}:\n{r['stderr'][-3000:]}", file=sys.stderr)
@@ -416,10 +459,13 @@ def main(argv=None) -> int:
                     # the two trees take turns going first, so neither always follows the baseline
                     for run in ((ours, theirs) if i % 2 == 0 else (theirs, ours)) if a.compare else (ours,):
                         run()
-                print(f"  run {i + 1}/{a.repeat} {p.name}: baseline {res[str(p)]['baseline'][-1]['wall_s']:.2f} s"
-                      + (f", analyze {res[str(p)]['analyze'][-1]['wall_s']:.2f} s" if have_analyze else "")
-                      + (f", compared tree {res[str(p)]['compare'][-1]['wall_s']:.2f} s" if a.compare else "")
-                      + f", load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+                print(
+                    f"  run {i + 1}/{a.repeat} {p.name}: baseline {res[str(p)]['baseline'][-1]['wall_s']:.2f} s"
+                    + (f", analyze {res[str(p)]['analyze'][-1]['wall_s']:.2f} s" if have_analyze else "")
+                    + (f", compared tree {res[str(p)]['compare'][-1]['wall_s']:.2f} s" if a.compare else "")
+                    + f", load {os.getloadavg()[0]:.2f}",
+                    file=sys.stderr,
+                )
 
         # sanity: the baseline decode sees the same events and kernel time as the ground truth
         b0 = res[str(trace)]["baseline"][0]["stdout"]
@@ -434,8 +480,12 @@ def main(argv=None) -> int:
             ra = res[str(p)]["analyze"]
             base = median([r["wall_s"] for r in rb])
             row = {
-                "input": p.name, "file_bytes": p.stat().st_size, "json_bytes": size, "events": exp["events"],
-                "steps": exp["steps"], "baseline_s": base,
+                "input": p.name,
+                "file_bytes": p.stat().st_size,
+                "json_bytes": size,
+                "events": exp["events"],
+                "steps": exp["steps"],
+                "baseline_s": base,
                 "baseline_rss_mib": median([r["rss_mib"] for r in rb]),
                 "baseline_runs_s": [round(r["wall_s"], 3) for r in rb],
             }
@@ -446,12 +496,14 @@ def main(argv=None) -> int:
                     rss = median([r["peak_mib"] for r in ok_runs])
                     workers = max(r["workers"] for r in ok_runs)
                     if workers:
-                        row.update({
-                            "workers": workers,
-                            "main_rss_mib": median([r["rss_mib"] for r in ok_runs]),
-                            "tree_rss_mib": median([r["tree_rss_mib"] for r in ok_runs]),
-                            "tree_pss_mib": median([r["tree_pss_mib"] for r in ok_runs]),
-                        })
+                        row.update(
+                            {
+                                "workers": workers,
+                                "main_rss_mib": median([r["rss_mib"] for r in ok_runs]),
+                                "tree_rss_mib": median([r["tree_rss_mib"] for r in ok_runs]),
+                                "tree_pss_mib": median([r["tree_pss_mib"] for r in ok_runs]),
+                            }
+                        )
                     # each analyze run is paired with the baseline run just before it (same
                     # background load); the median of the paired ratios is the robust figure
                     pairs = [r["wall_s"] / b["wall_s"] for r, b in zip(ra, rb) if r["rc"] == 0]
@@ -463,14 +515,21 @@ def main(argv=None) -> int:
                     else:
                         kstat, kdetail = check_kernel_total(summary, src.name, exp["kernel_dur_ns"])
                         extra = extra_checks(summary, exp)
-                    row.update({
-                        "analyze_s": an, "analyze_runs_s": [round(r["wall_s"], 3) for r in ok_runs],
-                        "ratio": ratio, "ratio_runs": [round(x, 2) for x in pairs],
-                        "ratio_ok": ratio <= TARGET_RATIO,
-                        "rss_mib": rss, "rss_x": rss_x, "rss_ok": rss_x <= TARGET_RSS_X,
-                        "kernel_total": kstat, "kernel_total_detail": kdetail,
-                        "checks": [{"check": c, "status": st, "detail": d} for c, st, d in extra],
-                    })
+                    row.update(
+                        {
+                            "analyze_s": an,
+                            "analyze_runs_s": [round(r["wall_s"], 3) for r in ok_runs],
+                            "ratio": ratio,
+                            "ratio_runs": [round(x, 2) for x in pairs],
+                            "ratio_ok": ratio <= TARGET_RATIO,
+                            "rss_mib": rss,
+                            "rss_x": rss_x,
+                            "rss_ok": rss_x <= TARGET_RSS_X,
+                            "kernel_total": kstat,
+                            "kernel_total_detail": kdetail,
+                            "checks": [{"check": c, "status": st, "detail": d} for c, st, d in extra],
+                        }
+                    )
                     all_pass &= row["ratio_ok"] and row["rss_ok"] and kstat == "PASS"
                     rc = [(r, b) for r, b in zip(res[str(p)]["compare"], rb) if r["rc"] == 0]
                     if rc:
@@ -481,10 +540,15 @@ def main(argv=None) -> int:
                         row["change_cpu"] = median([x["cpu_s"] / y["cpu_s"] for x, (y, _) in zip(ours, rc)]) - 1
                         row["cpu_s"] = median([x["cpu_s"] for x in ours])
                         row["compare_cpu_s"] = median([y["cpu_s"] for y, _ in rc])
-                        row.update({"compare_s": median([r["wall_s"] for r, _ in rc]), "compare_ratio": cmp_ratio,
-                                    "compare_rss_mib": median([r["peak_mib"] for r, _ in rc]),
-                                    "compare_runs_s": [round(r["wall_s"], 3) for r, _ in rc],
-                                    "change": ratio / cmp_ratio - 1})
+                        row.update(
+                            {
+                                "compare_s": median([r["wall_s"] for r, _ in rc]),
+                                "compare_ratio": cmp_ratio,
+                                "compare_rss_mib": median([r["peak_mib"] for r, _ in rc]),
+                                "compare_runs_s": [round(r["wall_s"], 3) for r, _ in rc],
+                                "change": ratio / cmp_ratio - 1,
+                            }
+                        )
                 else:
                     row.update({"analyze_error": ra[-1]["stderr"][-2000:]})
                     all_pass = False
@@ -495,19 +559,27 @@ def main(argv=None) -> int:
         print_table(rows, exp, a.repeat)
         for r in rows:
             if "compare_ratio" in r:
-                print(f"  {r['input']}: compared tree {a.compare}: analyze {r['compare_s']:.2f} s (runs "
-                      f"{r['compare_runs_s']}), ratio {r['compare_ratio']:.2f}, RSS {r['compare_rss_mib']:.0f} MiB; "
-                      f"this tree's ratio {r['ratio']:.2f} (runs {r['analyze_runs_s']}): {100 * r['change']:+.1f}%; "
-                      f"per round, this tree's wall over the other's: median {100 * r['change_paired']:+.1f}%, "
-                      f"CPU time {r['cpu_s']:.2f} s vs {r['compare_cpu_s']:.2f} s: median {100 * r['change_cpu']:+.1f}%")
-        print(f"load average (1 min) {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on "
-              f"{os.cpu_count()} CPUs: a load above the CPU count means the timings are inflated")
+                print(
+                    f"  {r['input']}: compared tree {a.compare}: analyze {r['compare_s']:.2f} s (runs "
+                    f"{r['compare_runs_s']}), ratio {r['compare_ratio']:.2f}, RSS {r['compare_rss_mib']:.0f} MiB; "
+                    f"this tree's ratio {r['ratio']:.2f} (runs {r['analyze_runs_s']}): {100 * r['change']:+.1f}%; "
+                    f"per round, this tree's wall over the other's: median {100 * r['change_paired']:+.1f}%, "
+                    f"CPU time {r['cpu_s']:.2f} s vs {r['compare_cpu_s']:.2f} s: median {100 * r['change_cpu']:+.1f}%"
+                )
+        print(
+            f"load average (1 min) {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on "
+            f"{os.cpu_count()} CPUs: a load above the CPU count means the timings are inflated"
+        )
         if a.profile and have_analyze:
             profile_analyze(trace, tmp, a.profile, a.timeout, env)
         if a.json:
-            Path(a.json).write_text(json.dumps({"expected": exp, "rows": rows, "env": env,
-                                                "loadavg": [load_before[0], os.getloadavg()[0]]},
-                                               indent=2) + "\n")
+            Path(a.json).write_text(
+                json.dumps(
+                    {"expected": exp, "rows": rows, "env": env, "loadavg": [load_before[0], os.getloadavg()[0]]},
+                    indent=2,
+                )
+                + "\n"
+            )
         if a.strict and not all_pass:
             return 1
         return 0
@@ -515,7 +587,7 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-PROFILE_REPORT = r'''
+PROFILE_REPORT = r"""
 import pstats, sys
 st = pstats.Stats(sys.argv[1])
 n = int(sys.argv[2])
@@ -526,57 +598,82 @@ print(f"{'own s':>7} {'cum s':>7} {'calls':>9}  function")
 for (fn, line, name), (cc, nc, tt, ct, _) in rows:
     where = fn if fn.startswith("~") else f"{fn.split('site-packages/')[-1].split('xpu_profiler/')[-1]}:{line}"
     print(f"{tt:7.3f} {ct:7.3f} {nc:9d}  {name}  ({where})")
-'''
+"""
 
 
 def profile_analyze(trace: Path, tmp: Path, n: int, timeout: float, env: dict | None = None) -> None:
     """One analyze run under cProfile; prints the functions with the most own time."""
     prof = tmp / "analyze.prof"
-    r = run_measured([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "xpu_profiler", "analyze",
-                      str(trace), "--output", str(tmp / "out_profile"), "--format", "json", "-q"], timeout,
-                     env=env)
+    r = run_measured(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            str(prof),
+            "-m",
+            "xpu_profiler",
+            "analyze",
+            str(trace),
+            "--output",
+            str(tmp / "out_profile"),
+            "--format",
+            "json",
+            "-q",
+        ],
+        timeout,
+        env=env,
+    )
     if r["rc"] != 0 or not prof.exists():
         print(f"profiling run failed (rc {r['rc']}):\n{r['stderr'][-2000:]}")
         return
     print()
-    rep = subprocess.run([sys.executable, "-c", PROFILE_REPORT, str(prof), str(n)], capture_output=True,
-                         text=True)
+    rep = subprocess.run([sys.executable, "-c", PROFILE_REPORT, str(prof), str(n)], capture_output=True, text=True)
     print(rep.stdout or rep.stderr)
 
 
 def print_table(rows: list, exp: dict, repeat: int) -> None:
     print()
-    print(f"events {exp['events']:,}  steps {exp['steps']} {exp['steps_by_phase']}  "
-          f"kernels {exp['kernels']:,}  kernel time {exp['kernel_dur_ns'] / 1e9:.6f} s   "
-          f"(median of {repeat} fresh-process runs)")
-    hdr = (f"{'input':<26} {'size MB':>8} {'base s':>7} {'analyze s':>9} {'ratio':>6} "
-           f"{'<=' + str(TARGET_RATIO):>6} {'base RSS':>8} {'RSS MiB':>8} {'RSS/size':>8} "
-           f"{'<=' + str(TARGET_RSS_X) + 'x':>7} {'kernel total':>12}")
+    print(
+        f"events {exp['events']:,}  steps {exp['steps']} {exp['steps_by_phase']}  "
+        f"kernels {exp['kernels']:,}  kernel time {exp['kernel_dur_ns'] / 1e9:.6f} s   "
+        f"(median of {repeat} fresh-process runs)"
+    )
+    hdr = (
+        f"{'input':<26} {'size MB':>8} {'base s':>7} {'analyze s':>9} {'ratio':>6} "
+        f"{'<=' + str(TARGET_RATIO):>6} {'base RSS':>8} {'RSS MiB':>8} {'RSS/size':>8} "
+        f"{'<=' + str(TARGET_RSS_X) + 'x':>7} {'kernel total':>12}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         line = f"{r['input']:<26} {r['file_bytes'] / 1e6:>8.1f} {r['baseline_s']:>7.2f} "
         if "analyze_s" in r:
-            line += (f"{r['analyze_s']:>9.2f} {r['ratio']:>6.2f} {'PASS' if r['ratio_ok'] else 'MISS':>6} "
-                     f"{r['baseline_rss_mib']:>8.0f} {r['rss_mib']:>8.0f} {r['rss_x']:>7.2f}x "
-                     f"{'PASS' if r['rss_ok'] else 'MISS':>7} {r['kernel_total']:>12}")
+            line += (
+                f"{r['analyze_s']:>9.2f} {r['ratio']:>6.2f} {'PASS' if r['ratio_ok'] else 'MISS':>6} "
+                f"{r['baseline_rss_mib']:>8.0f} {r['rss_mib']:>8.0f} {r['rss_x']:>7.2f}x "
+                f"{'PASS' if r['rss_ok'] else 'MISS':>7} {r['kernel_total']:>12}"
+            )
         else:
-            line += (f"{'FAILED' if 'analyze_error' in r else 'n/a':>9} {'':>6} {'':>6} "
-                     f"{r['baseline_rss_mib']:>8.0f}")
+            line += f"{'FAILED' if 'analyze_error' in r else 'n/a':>9} {'':>6} {'':>6} {r['baseline_rss_mib']:>8.0f}"
         print(line)
     for r in rows:
         if r.get("workers"):
-            print(f"  {r['input']}: analyze ran {r['workers']} worker process(es): main-process peak RSS "
-                  f"{r['main_rss_mib']:.0f} MiB, process-tree peak PSS {r['tree_pss_mib']:.0f} MiB "
-                  f"(summed RSS {r['tree_rss_mib']:.0f} MiB); RSS MiB above = the larger of the first two")
+            print(
+                f"  {r['input']}: analyze ran {r['workers']} worker process(es): main-process peak RSS "
+                f"{r['main_rss_mib']:.0f} MiB, process-tree peak PSS {r['tree_pss_mib']:.0f} MiB "
+                f"(summed RSS {r['tree_rss_mib']:.0f} MiB); RSS MiB above = the larger of the first two"
+            )
         if "kernel_total_detail" in r:
             print(f"  {r['input']}: kernel total {r['kernel_total']}: {r['kernel_total_detail']}")
             for c in r.get("checks", []):
                 print(f"  {r['input']}: {c['check']} {c['status']}: {c['detail']}")
         if "analyze_error" in r:
             print(f"  {r['input']}: analyze failed:\n{r['analyze_error']}")
-    print("base = plain typed msgspec decode (whole process); ratio = median of per-run analyze/base; "
-          "RSS/size = analyze peak RSS over the uncompressed JSON size, for both inputs.")
+    print(
+        "base = plain typed msgspec decode (whole process); ratio = median of per-run analyze/base; "
+        "RSS/size = analyze peak RSS over the uncompressed JSON size, for both inputs."
+    )
 
 
 if __name__ == "__main__":

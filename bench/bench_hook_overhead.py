@@ -32,9 +32,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=16, help="A/B pairs at basic level")
     ap.add_argument("--inproc", action="store_true", help="single-process engine layout")
     ap.add_argument("--metrics", default=None, help="metrics of the on-rounds (default: all)")
-    ap.add_argument("--control", action="store_true",
-                    help="A/A control: on-rounds switch the hooks on and off *before* a plain timed "
-                         "generate(), to see what the switching alone does to the next round")
+    ap.add_argument(
+        "--control",
+        action="store_true",
+        help="A/A control: on-rounds switch the hooks on and off *before* a plain timed "
+        "generate(), to see what the switching alone does to the next round",
+    )
     ap.add_argument("--standard-rounds", type=int, default=4, help="A/B pairs at standard level (0: skip)")
     ap.add_argument("--num-prompts", type=int, default=16)
     ap.add_argument("--input-len", type=int, default=64)
@@ -58,15 +61,24 @@ def main() -> int:
         return 2
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=model, load_format="dummy" if builtin else "auto", enforce_eager=True,
-              gpu_memory_utilization=0.2, max_model_len=1024, max_num_batched_tokens=args.max_num_batched_tokens,
-              max_num_seqs=args.num_prompts, seed=0)
+    llm = LLM(
+        model=model,
+        load_format="dummy" if builtin else "auto",
+        enforce_eager=True,
+        gpu_memory_utilization=0.2,
+        max_model_len=1024,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_seqs=args.num_prompts,
+        seed=0,
+    )
     params = SamplingParams(max_tokens=args.output_len, ignore_eos=True, temperature=0.0)
     rng = random.Random(0)
 
     def prompts():
-        return [{"prompt_token_ids": [rng.randrange(4, 2000) for _ in range(args.input_len)]}
-                for _ in range(args.num_prompts)]
+        return [
+            {"prompt_token_ids": [rng.randrange(4, 2000) for _ in range(args.input_len)]}
+            for _ in range(args.num_prompts)
+        ]
 
     tokens = args.num_prompts * (args.input_len + args.output_len)
 
@@ -100,8 +112,10 @@ def main() -> int:
 
     def ab(level: str, n: int) -> float:
         ratios = []
-        print(f"\n{level}: {n} interleaved A/B rounds, {args.num_prompts} prompts x "
-              f"({args.input_len} in + {args.output_len} out) tokens")
+        print(
+            f"\n{level}: {n} interleaved A/B rounds, {args.num_prompts} prompts x "
+            f"({args.input_len} in + {args.output_len} out) tokens"
+        )
         print(f"{'round':>5} {'off tok/s':>10} {'on tok/s':>10} {'on/off':>8}")
         for i in range(n):
             if i % 2 == 0:
@@ -115,8 +129,10 @@ def main() -> int:
         if hook_per_step.get(level):
             h = statistics.median(hook_per_step[level])
             d = statistics.median(step_dur[level])
-            print(f"{level}: time inside the hooks {h / 1e3:.1f} us per step (all processes) = "
-                  f"{h / d * 100:.2f} % of the mean step ({d / 1e6:.2f} ms)")
+            print(
+                f"{level}: time inside the hooks {h / 1e3:.1f} us per step (all processes) = "
+                f"{h / d * 100:.2f} % of the mean step ({d / 1e6:.2f} ms)"
+            )
         return med
 
     basic = ab("basic", args.rounds)

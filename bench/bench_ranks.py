@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE))
 import gen_ranks  # noqa: E402
 
 # One measured run: time the read and the summary of DIR with ENGINE, write summary.json.
-RUN = r'''
+RUN = r"""
 import hashlib, json, sys, time
 engine, jobs, path, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 t0 = time.perf_counter()
@@ -66,7 +66,7 @@ t3 = time.perf_counter()
 open(out, "wb").write(data)
 print(json.dumps({"import_s": t1 - t0 - start_s, "ray_start_s": start_s, "read_s": t2 - t1, "summary_s": t3 - t2,
                   "events": int(len(profile.events)), "sha256": hashlib.sha256(data).hexdigest()}))
-'''
+"""
 
 
 def ensure_ranks(ranks: int, events: int, seed: int) -> Path:
@@ -82,16 +82,29 @@ def ensure_ranks(ranks: int, events: int, seed: int) -> Path:
     for f in d.iterdir():
         f.unlink()
     print(f"generating {ranks} rank files of ~{events:,} events in {d} ...", file=sys.stderr)
-    gen_ranks.generate(str(d), ranks=ranks, events=events, seed=seed, slow_rank=ranks - 1, slow_pct=30, gz=True,
-                       collective_detail=False)
+    gen_ranks.generate(
+        str(d),
+        ranks=ranks,
+        events=events,
+        seed=seed,
+        slow_rank=ranks - 1,
+        slow_pct=30,
+        gz=True,
+        collective_detail=False,
+    )
     return d
 
 
 def run(engine: str, jobs: int, path: Path, out: Path) -> dict:
     """One fresh process; cpu_s: its CPU time and its pool workers' (Ray's workers are not its children)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run([sys.executable, "-c", RUN, engine, str(jobs), str(path), str(out)], cwd=str(ROOT),
-                       capture_output=True, text=True, timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", RUN, engine, str(jobs), str(path), str(out)],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f"{engine}: failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
@@ -125,38 +138,54 @@ def main(argv=None) -> int:
             for e in engines:
                 res = run(e, 1 if e == "serial" else a.workers, d, Path(tmp) / f"{e}.json")
                 results[e].append(res)
-                print(f"round {i + 1}: {e:7s} read {res['read_s']:6.2f} s, summary {res['summary_s']:5.2f} s"
-                      + (f", Ray start {res['ray_start_s']:.2f} s" if e == "ray" else ""), file=sys.stderr)
+                print(
+                    f"round {i + 1}: {e:7s} read {res['read_s']:6.2f} s, summary {res['summary_s']:5.2f} s"
+                    + (f", Ray start {res['ray_start_s']:.2f} s" if e == "ray" else ""),
+                    file=sys.stderr,
+                )
     load_after = os.getloadavg()
-    med = {e: {k: statistics.median(r[k] for r in rs) for k in ("read_s", "summary_s", "ray_start_s", "import_s",
-                                                                  "cpu_s")}
-           for e, rs in results.items()}
+    med = {
+        e: {k: statistics.median(r[k] for r in rs) for k in ("read_s", "summary_s", "ray_start_s", "import_s", "cpu_s")}
+        for e, rs in results.items()
+    }
     hashes = {e: {r["sha256"] for r in rs} for e, rs in results.items()}
     same = len(set().union(*hashes.values())) == 1
     events = results["serial"][0]["events"]
-    print(f"\n{a.ranks} rank files, {events:,} events in all, {size / 2**20:.1f} MiB gzipped; "
-          f"{a.workers} workers; median of {a.repeat}; {os.cpu_count()} CPUs")
-    print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+    print(
+        f"\n{a.ranks} rank files, {events:,} events in all, {size / 2**20:.1f} MiB gzipped; "
+        f"{a.workers} workers; median of {a.repeat}; {os.cpu_count()} CPUs"
+    )
+    print(
+        f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
+    )
     base = med["serial"]
-    print(f"\n{'engine':8s} {'read s':>8s} {'x serial':>9s} {'best s':>7s} {'read+summary s':>15s} {'x serial':>9s} "
-          f"{'start s':>8s} {'CPU s':>6s}")
+    print(
+        f"\n{'engine':8s} {'read s':>8s} {'x serial':>9s} {'best s':>7s} {'read+summary s':>15s} {'x serial':>9s} "
+        f"{'start s':>8s} {'CPU s':>6s}"
+    )
     for e in engines:
         m = med[e]
         whole, base_whole = m["read_s"] + m["summary_s"], base["read_s"] + base["summary_s"]
         best = min(r["read_s"] for r in results[e])
-        print(f"{e:8s} {m['read_s']:8.2f} {base['read_s'] / m['read_s']:8.2f}x {best:7.2f} {whole:15.2f} "
-              f"{base_whole / whole:8.2f}x {m['ray_start_s']:8.2f} "
-              + (f"{m['cpu_s']:6.2f}" if e != "ray" else f"{'-':>6s}"))
+        print(
+            f"{e:8s} {m['read_s']:8.2f} {base['read_s'] / m['read_s']:8.2f}x {best:7.2f} {whole:15.2f} "
+            f"{base_whole / whole:8.2f}x {m['ray_start_s']:8.2f} "
+            + (f"{m['cpu_s']:6.2f}" if e != "ray" else f"{'-':>6s}")
+        )
     print("(best s: the fastest round; CPU s: the process and its pool workers, all of the run)")
     for e in engines[1:]:
         ratio = base["read_s"] / med[e]["read_s"]
-        print(f"{e}: read {ratio:.2f}x serial with {a.workers} workers: "
-              f"{'PASS' if ratio >= TARGET else 'MISS'} (target >= {TARGET}x)")
+        print(
+            f"{e}: read {ratio:.2f}x serial with {a.workers} workers: "
+            f"{'PASS' if ratio >= TARGET else 'MISS'} (target >= {TARGET}x)"
+        )
     if "ray" in med:
         over = med["ray"]["read_s"] - med["process"]["read_s"]
-        print(f"Ray overhead: start {med['ray']['ray_start_s']:.2f} s once, then {over:+.2f} s per read against the "
-              "process pool")
+        print(
+            f"Ray overhead: start {med['ray']['ray_start_s']:.2f} s once, then {over:+.2f} s per read against the "
+            "process pool"
+        )
     differs = json.dumps({e: sorted(h) for e, h in hashes.items()})
     print(f"summary.json: {'identical bytes from every engine' if same else 'DIFFERS: ' + differs}")
     return 0 if same else 1

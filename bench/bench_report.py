@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from report_helpers import Browser, chromium_missing
+
     from xpu_profiler.analysis import summarize
     from xpu_profiler.exporters import html as html_report
     from xpu_profiler.readers import load
@@ -85,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trace            {trace.name}: {len(profile.events):,} events, {len(profile.steps):,} steps")
         print(f"analyse          {t1 - t0:6.2f} s (load + summarize)")
         print(f"build + render   {t2 - t1:6.2f} s")
-        print(f"HTML size        {size / 1e6:6.2f} MB (report data {data / 1e6:.2f} MB, "
-              f"{len(report['figures'])} figures)  target < {TARGET_MB:.0f} MB: "
-              f"{'PASS' if size < TARGET_MB * 1e6 else 'MISS'}")
+        print(
+            f"HTML size        {size / 1e6:6.2f} MB (report data {data / 1e6:.2f} MB, "
+            f"{len(report['figures'])} figures)  target < {TARGET_MB:.0f} MB: "
+            f"{'PASS' if size < TARGET_MB * 1e6 else 'MISS'}"
+        )
 
         why = chromium_missing()
         if why:
@@ -109,12 +112,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             browser.close()
         med = statistics.median(times)
-        print(f"Chromium render  {med:6.2f} s median of {args.repeat} "
-              f"(navigation start → {drawn} figures drawn; {', '.join(f'{t:.2f}' for t in times)}; "
-              f"wall incl. load {statistics.median(walls):.2f} s)  target < {TARGET_RENDER_S:.0f} s: "
-              f"{'PASS' if med < TARGET_RENDER_S else 'MISS'}")
-        print(f"  of which       {statistics.median(ready):6.2f} s until the page and plotly.js are parsed and run, "
-              f"{statistics.median(t - r for t, r in zip(times, ready)):.2f} s drawing the figures")
+        print(
+            f"Chromium render  {med:6.2f} s median of {args.repeat} "
+            f"(navigation start → {drawn} figures drawn; {', '.join(f'{t:.2f}' for t in times)}; "
+            f"wall incl. load {statistics.median(walls):.2f} s)  target < {TARGET_RENDER_S:.0f} s: "
+            f"{'PASS' if med < TARGET_RENDER_S else 'MISS'}"
+        )
+        print(
+            f"  of which       {statistics.median(ready):6.2f} s until the page and plotly.js are parsed and run, "
+            f"{statistics.median(t - r for t, r in zip(times, ready)):.2f} s drawing the figures"
+        )
         return 0 if size < TARGET_MB * 1e6 and med < TARGET_RENDER_S else 1
 
 

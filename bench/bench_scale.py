@@ -34,9 +34,9 @@ import bench_analyze as ba  # noqa: E402
 import gen_trace  # noqa: E402
 
 TARGETS = {"summary": 1.3, "default": 2.0, "summary.gz": 1.6, "default.gz": 2.0}
-TARGET_RSS_5M = 0.5   # peak RSS / uncompressed size on the 5M-event trace
+TARGET_RSS_5M = 0.5  # peak RSS / uncompressed size on the 5M-event trace
 
-FLOOR = r'''
+FLOOR = r"""
 import sys, zlib
 import msgspec
 from typing import Union
@@ -68,7 +68,7 @@ else:
         data = f.read()
 trace = msgspec.json.Decoder(Trace).decode(data)
 print(f"events={len(trace.traceEvents)}")
-'''
+"""
 
 
 def ensure(events: int, gz: bool) -> Path:
@@ -78,6 +78,7 @@ def ensure(events: int, gz: bool) -> Path:
     ok = path.exists() and exp.exists() and (not gz or Path(str(path) + ".gz").exists())
     if ok:
         import json
+
         ok = json.loads(exp.read_text())["generator"]["source_sha256"] == gen_trace.source_hash()
     if not ok:
         print(f"generating {path} ({events:,} events) ...", file=sys.stderr)
@@ -105,6 +106,7 @@ def run_case(kind: str, trace: Path, tmp: Path, timeout: float) -> dict:
 
 def checks(r: dict, exp: dict) -> list[str]:
     import json
+
     s = json.loads(Path(r["summary_path"]).read_text())
     status, detail = ba.check_kernel_total(s, "summary.json", exp["kernel_dur_ns"])
     lines = [f"kernel total {status}: {detail}"]
@@ -122,6 +124,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import json
+
     ba.precompile()
     load0 = os.getloadavg()[0]
     small = ensure(args.events, gz=True)
@@ -159,8 +162,10 @@ def main(argv=None) -> int:
     med = lambda rs, k: statistics.median(r[k] for r in rs)  # noqa: E731
     print(f"events {exp['events']:,} ({size / 1e6:.0f} MB JSON), median of {args.repeat} fresh-process runs")
     cpus = os.cpu_count() or 1
-    print(f"{'input':6} {'case':8} {'wall s':>7} {'x floor':>8} {'target':>7} {'CPU s':>6} {'at best':>8} "
-          f"{'peak MiB':>9} {'RSS/size':>9}")
+    print(
+        f"{'input':6} {'case':8} {'wall s':>7} {'x floor':>8} {'target':>7} {'CPU s':>6} {'at best':>8} "
+        f"{'peak MiB':>9} {'RSS/size':>9}"
+    )
     for label, _ in inputs:
         floor_wall = med(res[(label, "floor")], "wall_s")
         for kind in ("floor", "summary", "default"):
@@ -170,21 +175,29 @@ def main(argv=None) -> int:
             target = TARGETS.get(tkey)
             verdict = "" if target is None else ("PASS" if ratio <= target else "MISS")
             best = med(rs, "cpu_s") / cpus / floor_wall  # the ratio its CPU time allows on these CPUs
-            print(f"{label:6} {kind:8} {med(rs, 'wall_s'):7.2f} {ratio:8.2f} "
-                  f"{'' if target is None else f'<={target}':>7} {med(rs, 'cpu_s'):6.2f} {best:8.2f} "
-                  f"{med(rs, 'peak_mib'):9.0f} {med(rs, 'peak_mib') * 1048576 / size:8.2f}x {verdict}")
+            print(
+                f"{label:6} {kind:8} {med(rs, 'wall_s'):7.2f} {ratio:8.2f} "
+                f"{'' if target is None else f'<={target}':>7} {med(rs, 'cpu_s'):6.2f} {best:8.2f} "
+                f"{med(rs, 'peak_mib'):9.0f} {med(rs, 'peak_mib') * 1048576 / size:8.2f}x {verdict}"
+            )
     for big, big_size, f, d in big_rows:
         rss_x = d["peak_mib"] * 1048576 / big_size
-        print(f"{big.name}: {big_size / 1e6:.0f} MB; floor {f['wall_s']:.2f} s {f['peak_mib']:.0f} MiB; "
-              f"default outputs {d['wall_s']:.2f} s ({d['ratio']:.2f}x floor), peak {d['peak_mib']:.0f} MiB = "
-              f"{rss_x:.2f}x the JSON size (target <= {TARGET_RSS_5M}: {'PASS' if rss_x <= TARGET_RSS_5M else 'MISS'})")
+        print(
+            f"{big.name}: {big_size / 1e6:.0f} MB; floor {f['wall_s']:.2f} s {f['peak_mib']:.0f} MiB; "
+            f"default outputs {d['wall_s']:.2f} s ({d['ratio']:.2f}x floor), peak {d['peak_mib']:.0f} MiB = "
+            f"{rss_x:.2f}x the JSON size (target <= {TARGET_RSS_5M}: {'PASS' if rss_x <= TARGET_RSS_5M else 'MISS'})"
+        )
         one = med(res[("json", "default")], "peak_mib")
-        print(f"  peak RSS of the default outputs: {one:.0f} MiB at {exp['events']:,} events, "
-              f"{d['peak_mib']:.0f} MiB at {big_exp['events']:,} events")
+        print(
+            f"  peak RSS of the default outputs: {one:.0f} MiB at {exp['events']:,} events, "
+            f"{d['peak_mib']:.0f} MiB at {big_exp['events']:,} events"
+        )
     for p in problems:
         print("CHECK", p)
     if not problems:
-        print("ground truth: kernel total, steps, steps by phase, device busy, kernel ns by phase PASS on every summary.json")
+        print(
+            "ground truth: kernel total, steps, steps by phase, device busy, kernel ns by phase PASS on every summary.json"
+        )
     print(f"load average (1 min) {load0:.2f} before, {load1:.2f} after, on {os.cpu_count()} CPUs")
     return 1 if problems else 0
 

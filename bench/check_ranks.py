@@ -95,14 +95,27 @@ def check(out_dir: str) -> list[str]:
                     kdur += t1 - t0
                 if e["name"].startswith("ncclDevKernel_"):
                     nccl += 1
-                    missing = [k for k in ("Collective name", "In msg nelems", "Out msg nelems", "Group size",
-                                           "dtype", "Process Group Name", "Process Group Ranks", "Rank", "Seq")
-                               if k not in args]
+                    missing = [
+                        k
+                        for k in (
+                            "Collective name",
+                            "In msg nelems",
+                            "Out msg nelems",
+                            "Group size",
+                            "dtype",
+                            "Process Group Name",
+                            "Process Group Ranks",
+                            "Rank",
+                            "Seq",
+                        )
+                        if k not in args
+                    ]
                     if missing:
                         problems.append(f"{where}: NCCL kernel #{i} lacks {missing}")
                     else:
-                        ends.setdefault((str(args["Process Group Name"]), args["Seq"]), {})[rx["rank"]] = \
+                        ends.setdefault((str(args["Process Group Name"]), args["Seq"]), {})[rx["rank"]] = (
                             base + t1 - rx["clock_offset_ns"]
+                        )
         for corr, t0, i in kernels:
             if corr not in launches or launches[corr] > t0:
                 problems.append(f"{where}: device event #{i} has no launch (correlation {corr}) before it")
@@ -111,7 +124,7 @@ def check(out_dir: str) -> list[str]:
         for (pid, tid), xs in slices.items():
             xs.sort(key=lambda x: (x[0], -x[1]))
             stack: list[int] = []
-            for t0, t1, cat, i in xs:
+            for t0, t1, _cat, i in xs:
                 while stack and stack[-1] <= t0:
                     stack.pop()
                 if stack and t1 > stack[-1]:
@@ -122,14 +135,20 @@ def check(out_dir: str) -> list[str]:
             if pid == rx["rank"] and any(b[0] < a[1] for a, b in zip(acts, acts[1:])):
                 problems.append(f"{where}: activities overlap on stream {tid}")
         if kdur != rx["kernel_dur_ns"] or nccl != rx["nccl_kernels"]:
-            problems.append(f"{where}: kernel ns {kdur} / NCCL kernels {nccl}, expected {rx['kernel_dur_ns']} / "
-                            f"{rx['nccl_kernels']}")
+            problems.append(
+                f"{where}: kernel ns {kdur} / NCCL kernels {nccl}, expected {rx['kernel_dur_ns']} / "
+                f"{rx['nccl_kernels']}"
+            )
     tp = exp.get("tensor_parallel_size", exp["world_size"])
     members: dict[str, list[dict]] = {}
     for rx in exp["ranks"]:
         members.setdefault(str(rx.get("group", 0)) if tp < exp["world_size"] else "0", []).append(rx)
-    bad = [key for key, by_rank in ends.items() if len(set(by_rank.values())) != 1
-           or len(by_rank) != sum(1 for rx in members.get(key[0], []) if rx.get("first_seq", 1) <= key[1])]
+    bad = [
+        key
+        for key, by_rank in ends.items()
+        if len(set(by_rank.values())) != 1
+        or len(by_rank) != sum(1 for rx in members.get(key[0], []) if rx.get("first_seq", 1) <= key[1])
+    ]
     if bad:
         problems.append(f"collectives {bad[:5]} ({len(bad)} in all) do not end at one true time on every rank")
     if len(ends) != exp["collectives"] * len(members):

@@ -57,8 +57,20 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_trace import (BASE_TIME_NS, CBID_LAUNCH, CBID_MEMCPY, CBID_SYNC, FLOP_PER_NS,  # noqa: E402
-                       HBM_BYTES_PER_NS, KERNEL_RES, KERNELS, NUM_SMS, PCIE_BYTES_PER_NS, T0_NS, _ts)
+from gen_trace import (  # noqa: E402
+    BASE_TIME_NS,
+    CBID_LAUNCH,
+    CBID_MEMCPY,
+    CBID_SYNC,
+    FLOP_PER_NS,
+    HBM_BYTES_PER_NS,
+    KERNEL_RES,
+    KERNELS,
+    NUM_SMS,
+    PCIE_BYTES_PER_NS,
+    T0_NS,
+    _ts,
+)
 
 GENERATOR_VERSION = 2
 
@@ -71,12 +83,15 @@ HEAD_DIM = 128
 VOCAB = 128256
 COMPUTE_STREAM = 7
 NCCL_STREAM = 20
-PID0 = 240100                      # rank r's worker process id is PID0 + r
-NVLINK_BYTES_PER_NS = 150.0        # achieved all-reduce bus bandwidth
+PID0 = 240100  # rank r's worker process id is PID0 + r
+NVLINK_BYTES_PER_NS = 150.0  # achieved all-reduce bus bandwidth
 NCCL_LATENCY_NS = 9_000
-PROFILER_START_STAGGER_NS = 7_000_000_000   # rank r's baseTimeNanoseconds is r * 7 s earlier
-KERNELS = {**KERNELS, "nccl_allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-           "fused_moe": "fused_moe_kernel"}
+PROFILER_START_STAGGER_NS = 7_000_000_000  # rank r's baseTimeNanoseconds is r * 7 s earlier
+KERNELS = {
+    **KERNELS,
+    "nccl_allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+    "fused_moe": "fused_moe_kernel",
+}
 KERNEL_RES = {**KERNEL_RES, "nccl_allgather": KERNEL_RES["nccl_allreduce"], "fused_moe": (128, 32768, (128, 1, 1))}
 # --moe: each MLP is an expert-parallel MoE layer of MOE_EXPERTS experts (top-MOE_TOPK),
 # the experts spread evenly over the ranks; a "hot" rank gets a larger share of the tokens
@@ -88,37 +103,47 @@ MOE_INTER = 1408
 class Rank:
     """One rank's worker thread, compute and NCCL streams, and its two output sections."""
 
-    def __init__(self, r: int, world: int, seed: int, offset_ns: int, slow: float, cpu_out, gpu_out,
-                 world_size: int | None = None, first_step: int = 0):
-        self.r, self.world = r, world                   # world: the size of its tensor-parallel group
+    def __init__(
+        self,
+        r: int,
+        world: int,
+        seed: int,
+        offset_ns: int,
+        slow: float,
+        cpu_out,
+        gpu_out,
+        world_size: int | None = None,
+        first_step: int = 0,
+    ):
+        self.r, self.world = r, world  # world: the size of its tensor-parallel group
         self.world_size = world_size or world
         self.group = r // world
-        self.first_step = first_step                    # its trace begins at this engine step
+        self.first_step = first_step  # its trace begins at this engine step
         self.first_seq: int | None = None
         self.rng = random.Random(seed * 1_000_003 + r)
         self.pid = self.tid = PID0 + r
         self.dev = r
         self.offset = offset_ns
-        self.base = BASE_TIME_NS - r * PROFILER_START_STAGGER_NS   # each process's own profiler epoch
+        self.base = BASE_TIME_NS - r * PROFILER_START_STAGGER_NS  # each process's own profiler epoch
         self.slow = slow
         self.cpu_out, self.gpu_out = cpu_out, gpu_out
         self.cpu: list[str] = []
         self.gpu: list[str] = []
-        self.h = T0_NS                                  # host cursor (true clock)
+        self.h = T0_NS  # host cursor (true clock)
         self.free = {COMPUTE_STREAM: T0_NS, NCCL_STREAM: T0_NS}
-        self.dep = T0_NS                                # compute waits for the last collective's result
+        self.dep = T0_NS  # compute waits for the last collective's result
         self.ext = 0
         self.ext_stack = [0]
         self.corr = 5_000_000 + 1_000_000 * r
         self.evidx = 0
         self.step_dev = [None, 0]
-        self.pending = None                             # a launched collective, kernel not written yet
+        self.pending = None  # a launched collective, kernel not written yet
         # ground truth
         self.events = 0
         self.by_cat: dict[str, int] = {}
         self.kernels = self.kernel_dur = 0
-        self.moe = False                                # --moe: the MLPs are expert-parallel MoE layers
-        self.moe_load = 1.0                             # share of routed tokens against an even split
+        self.moe = False  # --moe: the MLPs are expert-parallel MoE layers
+        self.moe_load = 1.0  # share of routed tokens against an even split
         self.moe_dur = 0
         self.nccl_kernels = self.nccl_dur = 0
         self.nccl_wait = 0
@@ -149,34 +174,54 @@ class Rank:
         idx, name, cat, ext, evidx, start, args = h
         self.h += self.jit(800)
         self.ext_stack.pop()
-        a = {"External id": ext, **({"Record function id": 0} if cat == "cpu_op" else {}), **(args or {}),
-             "Ev Idx": evidx - 1}
-        self.cpu[idx] = (f'  {{\n    "ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {self.pid}, '
-                         f'"tid": {self.tid},\n    "ts": {self._t(start)}, "dur": {_ts(self.h - start)},\n'
-                         f'    "args": {json.dumps(a)}\n  }}')
+        a = {
+            "External id": ext,
+            **({"Record function id": 0} if cat == "cpu_op" else {}),
+            **(args or {}),
+            "Ev Idx": evidx - 1,
+        }
+        self.cpu[idx] = (
+            f'  {{\n    "ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {self.pid}, '
+            f'"tid": {self.tid},\n    "ts": {self._t(start)}, "dur": {_ts(self.h - start)},\n'
+            f'    "args": {json.dumps(a)}\n  }}'
+        )
         self._count(cat)
         return ext
 
     def _runtime(self, name: str, cbid: int, corr: int, start: int, dur: int, flow: bool = True) -> None:
-        self.gpu.append(f'  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {self.pid}, '
-                        f'"tid": {self.tid},\n    "ts": {self._t(start)}, "dur": {_ts(dur)},\n    "args": '
-                        f'{{"External id": {self.ext_stack[-1]}, "cbid": {cbid}, "correlation": {corr}}}\n  }}')
+        self.gpu.append(
+            f'  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {self.pid}, '
+            f'"tid": {self.tid},\n    "ts": {self._t(start)}, "dur": {_ts(dur)},\n    "args": '
+            f'{{"External id": {self.ext_stack[-1]}, "cbid": {cbid}, "correlation": {corr}}}\n  }}'
+        )
         self._count("cuda_runtime")
         if flow:
-            self.gpu.append(f'  {{"ph": "s", "id": {corr}, "pid": {self.pid}, "tid": {self.tid}, '
-                            f'"ts": {self._t(start)}, "cat": "ac2g", "name": "ac2g"}}')
+            self.gpu.append(
+                f'  {{"ph": "s", "id": {corr}, "pid": {self.pid}, "tid": {self.tid}, '
+                f'"ts": {self._t(start)}, "cat": "ac2g", "name": "ac2g"}}'
+            )
             self._count("ac2g")
 
-    def _device(self, cat: str, name: str, stream: int, corr: int, ext: int, start: int, dur: int,
-                args: dict) -> None:
-        a = {"External id": ext, "queued": 0, "device": self.dev, "context": 1, "stream": stream,
-             "correlation": corr, **args}
-        self.gpu.append(f'  {{\n    "ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {self.dev}, '
-                        f'"tid": {stream},\n    "ts": {self._t(start)}, "dur": {_ts(dur)},\n'
-                        f'    "args": {json.dumps(a)}\n  }}')
+    def _device(self, cat: str, name: str, stream: int, corr: int, ext: int, start: int, dur: int, args: dict) -> None:
+        a = {
+            "External id": ext,
+            "queued": 0,
+            "device": self.dev,
+            "context": 1,
+            "stream": stream,
+            "correlation": corr,
+            **args,
+        }
+        self.gpu.append(
+            f'  {{\n    "ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {self.dev}, '
+            f'"tid": {stream},\n    "ts": {self._t(start)}, "dur": {_ts(dur)},\n'
+            f'    "args": {json.dumps(a)}\n  }}'
+        )
         self._count(cat)
-        self.gpu.append(f'  {{"ph": "f", "id": {corr}, "pid": {self.dev}, "tid": {stream}, '
-                        f'"ts": {self._t(start)}, "cat": "ac2g", "name": "ac2g", "bp": "e"}}')
+        self.gpu.append(
+            f'  {{"ph": "f", "id": {corr}, "pid": {self.dev}, "tid": {stream}, '
+            f'"ts": {self._t(start)}, "cat": "ac2g", "name": "ac2g", "bp": "e"}}'
+        )
         self._count("ac2g")
         first, _ = self.step_dev
         self.step_dev = [start if first is None else min(first, start), max(self.step_dev[1], start + dur)]
@@ -186,9 +231,15 @@ class Rank:
         regs, smem, block = KERNEL_RES[key]
         bps = grid[0] * grid[1] * grid[2] / NUM_SMS
         wps = bps * block[0] * block[1] * block[2] / 32
-        return {"registers per thread": regs, "shared memory": smem, "blocks per SM": round(bps, 6),
-                "warps per SM": round(wps, 6), "grid": list(grid), "block": list(block),
-                "est. achieved occupancy %": min(100, int(wps / 64 * 100))}
+        return {
+            "registers per thread": regs,
+            "shared memory": smem,
+            "blocks per SM": round(bps, 6),
+            "warps per SM": round(wps, 6),
+            "grid": list(grid),
+            "block": list(block),
+            "est. achieved occupancy %": min(100, int(wps / 64 * 100)),
+        }
 
     # -- launches ----------------------------------------------------------------
     def launch(self, key: str, dur_ns: float, grid: tuple) -> None:
@@ -198,8 +249,9 @@ class Rank:
         dur = self.jit(dur_ns * self.slow, 0.06)
         start = max(rt_start + self.jit(2500, 0.4), self.free[COMPUTE_STREAM] + self.jit(700, 0.5), self.dep)
         self.free[COMPUTE_STREAM] = start + dur
-        self._device("kernel", KERNELS[key], COMPUTE_STREAM, self.corr, self.ext_stack[-1], start, dur,
-                     self._kargs(key, grid))
+        self._device(
+            "kernel", KERNELS[key], COMPUTE_STREAM, self.corr, self.ext_stack[-1], start, dur, self._kargs(key, grid)
+        )
         self._runtime("cudaLaunchKernel", CBID_LAUNCH, self.corr, rt_start, rt_dur)
         self.h = rt_start + rt_dur + self.jit(600)
         self.kernels += 1
@@ -213,8 +265,16 @@ class Rank:
         start = max(rt_start + self.jit(2500, 0.4), self.free[COMPUTE_STREAM] + self.jit(700, 0.5))
         self.free[COMPUTE_STREAM] = start + dur
         name = "Memcpy HtoD (Pinned -> Device)" if kind == "HtoD" else "Memcpy DtoH (Device -> Pinned)"
-        self._device("gpu_memcpy", name, COMPUTE_STREAM, self.corr, self.ext_stack[-1], start, dur,
-                     {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / dur, 6)})
+        self._device(
+            "gpu_memcpy",
+            name,
+            COMPUTE_STREAM,
+            self.corr,
+            self.ext_stack[-1],
+            start,
+            dur,
+            {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / dur, 6)},
+        )
         self._runtime("cudaMemcpyAsync", CBID_MEMCPY, self.corr, rt_start, rt_dur)
         self.h = rt_start + rt_dur + self.jit(500)
 
@@ -227,22 +287,33 @@ class Rank:
 
     def collective_launch(self, kind: str, seq: int, nelems_in: int, nelems_out: int) -> int:
         """The host side of a collective; returns when this rank's NCCL kernel could start."""
-        meta = {"Collective name": "allreduce" if kind == "allreduce" else "_allgather_base",
-                "In msg nelems": nelems_in, "Out msg nelems": nelems_out, "Group size": self.world,
-                "dtype": "BFloat16", "In split size": "[]", "Out split size": "[]",
-                "Global rank start": self.group * self.world, "Global rank stride": 1,
-                "Process Group Name": str(self.group) if self.world_size > self.world else "0",
-                "Process Group Description": "default_pg" if self.world_size == self.world else "undefined",
-                "Process Group Ranks": str(list(range(self.group * self.world, (self.group + 1) * self.world))),
-                "Rank": self.r, "Seq": seq}
+        meta = {
+            "Collective name": "allreduce" if kind == "allreduce" else "_allgather_base",
+            "In msg nelems": nelems_in,
+            "Out msg nelems": nelems_out,
+            "Group size": self.world,
+            "dtype": "BFloat16",
+            "In split size": "[]",
+            "Out split size": "[]",
+            "Global rank start": self.group * self.world,
+            "Global rank stride": 1,
+            "Process Group Name": str(self.group) if self.world_size > self.world else "0",
+            "Process Group Description": "default_pg" if self.world_size == self.world else "undefined",
+            "Process Group Ranks": str(list(range(self.group * self.world, (self.group + 1) * self.world))),
+            "Rank": self.r,
+            "Seq": seq,
+        }
         outer = self.begin("vllm::all_reduce" if kind == "allreduce" else "vllm::all_gather")
         c10d = self.begin("c10d::allreduce_" if kind == "allreduce" else "c10d::_allgather_base_")
         rpc = self.begin("record_param_comms", args={**meta, "Is asynchronized op": False})
         ann = self.begin("nccl:all_reduce" if kind == "allreduce" else "nccl:_all_gather_base", "user_annotation")
         self.corr += 1
         rt_start, rt_dur = self.h, self.jit(6500, 0.3)
-        arrival = max(rt_start + self.jit(3000, 0.4), self.free[NCCL_STREAM] + self.jit(700, 0.5),
-                      self.free[COMPUTE_STREAM] + self.jit(1200, 0.5))  # waits on the producer's event
+        arrival = max(
+            rt_start + self.jit(3000, 0.4),
+            self.free[NCCL_STREAM] + self.jit(700, 0.5),
+            self.free[COMPUTE_STREAM] + self.jit(1200, 0.5),
+        )  # waits on the producer's event
         self.pending = (kind, self.corr, self.ext_stack[-1], arrival, meta)
         self._runtime("cudaLaunchKernel", CBID_LAUNCH, self.corr, rt_start, rt_dur)
         self.h = rt_start + rt_dur + self.jit(600)
@@ -254,8 +325,16 @@ class Rank:
         kind, corr, ext, arrival, meta = self.pending
         self.pending = None
         key = "nccl_allreduce" if kind == "allreduce" else "nccl_allgather"
-        self._device("kernel", KERNELS[key], NCCL_STREAM, corr, ext, arrival, end - arrival,
-                     {**self._kargs(key, (2 if self.world <= 4 else 4, 1, 1)), **meta})
+        self._device(
+            "kernel",
+            KERNELS[key],
+            NCCL_STREAM,
+            corr,
+            ext,
+            arrival,
+            end - arrival,
+            {**self._kargs(key, (2 if self.world <= 4 else 4, 1, 1)), **meta},
+        )
         self.free[NCCL_STREAM] = end
         self.dep = end
         self.kernels += 1
@@ -290,8 +369,8 @@ class Run:
 
     def __init__(self, ranks: list[Rank], layers: int, seed: int, detail: bool):
         self.ranks = ranks
-        self.world = ranks[0].world                     # tensor-parallel size
-        self.groups = [ranks[g:g + self.world] for g in range(0, len(ranks), self.world)]
+        self.world = ranks[0].world  # tensor-parallel size
+        self.groups = [ranks[g : g + self.world] for g in range(0, len(ranks), self.world)]
         self.layers = layers
         self.rng = random.Random(seed)
         self.seq = 0
@@ -319,9 +398,17 @@ class Run:
                     rk.first_seq = self.seq
                 rk.collective_finish(end)
             if self.detail:
-                self.collectives.append({"seq": self.seq, "group": group[0].group, "collective": kind,
-                                         "nelems": nelems, "end_ns": end, "arrival_ns": arrivals,
-                                         "last_rank": group[arrivals.index(last)].r})
+                self.collectives.append(
+                    {
+                        "seq": self.seq,
+                        "group": group[0].group,
+                        "collective": kind,
+                        "nelems": nelems,
+                        "end_ns": end,
+                        "arrival_ns": arrivals,
+                        "last_rank": group[arrivals.index(last)].r,
+                    }
+                )
 
     def on_all(self, fn, *args) -> None:
         for rk in self.ranks:
@@ -345,7 +432,7 @@ class Run:
         anns = []
         for rk in self.ranks:
             rk.snapshot = rk.counts()
-            rk.h = start + rk.jit(20_000, 1.0)          # the scheduler's broadcast reaches each worker
+            rk.h = start + rk.jit(20_000, 1.0)  # the scheduler's broadcast reaches each worker
             rk.step_dev = [None, 0]
             anns.append(rk.begin(name, "user_annotation"))
             h = rk.begin("aten::copy_")
@@ -354,7 +441,7 @@ class Run:
             h = rk.begin("aten::embedding")
             rk.launch("embedding", 1500 + T * HIDDEN * 2 / HBM_BYTES_PER_NS, ((T + 3) // 4, 1, 1))
             rk.end(h)
-        self.collective("allreduce", T * HIDDEN)        # vocab-parallel embedding
+        self.collective("allreduce", T * HIDDEN)  # vocab-parallel embedding
         qkv_n = (HEADS + 2 * KV_HEADS) * HEAD_DIM // W
         for li in range(self.layers):
             self.on_all(_attention_block, T, qkv_n, n_dec, ctx_sum, pre_sq, li)
@@ -363,14 +450,16 @@ class Run:
             self.collective("allreduce", T * HIDDEN)
         for rk in self.ranks:
             _op(rk, "_C::fused_add_rms_norm", "fused_add_rms_norm", 1800 + 3 * T * HIDDEN * 2 / HBM_BYTES_PER_NS, T)
-            _gemm(rk, n_seq, VOCAB // W, HIDDEN)        # lm_head, vocab-parallel
+            _gemm(rk, n_seq, VOCAB // W, HIDDEN)  # lm_head, vocab-parallel
         self.collective("allgather", n_seq * (VOCAB // W))
         for rk, ann in zip(self.ranks, anns):
             ext = rk.end(ann)
             first, last = rk.step_dev
-            rk.gpu.append(f'  {{\n    "ph": "X", "cat": "gpu_user_annotation", "name": "{name}", '
-                          f'"pid": {rk.dev}, "tid": {COMPUTE_STREAM},\n    "ts": {rk._t(first)}, '
-                          f'"dur": {_ts(last - first)},\n    "args": {{"External id": {ext}}}\n  }}')
+            rk.gpu.append(
+                f'  {{\n    "ph": "X", "cat": "gpu_user_annotation", "name": "{name}", '
+                f'"pid": {rk.dev}, "tid": {COMPUTE_STREAM},\n    "ts": {rk._t(first)}, '
+                f'"dur": {_ts(last - first)},\n    "args": {{"External id": {ext}}}\n  }}'
+            )
             rk._count("gpu_user_annotation")
             # sampling, outside the step range
             h = rk.begin("aten::argmax")
@@ -380,7 +469,7 @@ class Run:
             rk.memcpy("DtoH", n_seq * 8)
             rk.stream_sync()
             rk.end(h)
-            if self.steps < rk.first_step:              # before its profiler started: not written
+            if self.steps < rk.first_step:  # before its profiler started: not written
                 rk.discard()
             rk.flush()
         self.steps += 1
@@ -403,8 +492,9 @@ def _gemm(rk: Rank, T: int, N: int, K: int) -> None:
     h = rk.begin("aten::linear")
     h2 = rk.begin("aten::mm")
     key = "gemm_large" if T * N >= 4_000_000 else "gemm_mid" if T * N >= 200_000 else "gemm_small"
-    rk.launch(key, 3000 + 2 * T * N * K / FLOP_PER_NS + (N * K * 2) / HBM_BYTES_PER_NS,
-              (max(1, N // 128), max(1, T // 64), 1))
+    rk.launch(
+        key, 3000 + 2 * T * N * K / FLOP_PER_NS + (N * K * 2) / HBM_BYTES_PER_NS, (max(1, N // 128), max(1, T // 64), 1)
+    )
     rk.end(h2)
     rk.end(h)
 
@@ -418,10 +508,15 @@ def _attention_block(rk: Rank, T: int, qkv_n: int, n_dec: int, ctx_sum: int, pre
     _gemm(rk, T, qkv_n, HIDDEN)
     _op(rk, "_C::rotary_embedding", "rotary", 1500 + T * qkv_n * 2 / HBM_BYTES_PER_NS, T)
     h = rk.begin("vllm::unified_attention")
-    _op(rk, "_C_cache_ops::reshape_and_cache_flash", "reshape_and_cache",
-        1200 + T * 2 * max(1, KV_HEADS // W) * HEAD_DIM * 2 / HBM_BYTES_PER_NS, T)
+    _op(
+        rk,
+        "_C_cache_ops::reshape_and_cache_flash",
+        "reshape_and_cache",
+        1200 + T * 2 * max(1, KV_HEADS // W) * HEAD_DIM * 2 / HBM_BYTES_PER_NS,
+        T,
+    )
     kv_heads, heads = max(1, KV_HEADS // W), max(1, HEADS // W)
-    kv_read = ctx_sum * 2 * kv_heads * HEAD_DIM * 2                    # decode reads the whole context
+    kv_read = ctx_sum * 2 * kv_heads * HEAD_DIM * 2  # decode reads the whole context
     flops = 4 * heads * HEAD_DIM * (pre_sq / 2 + (ctx_sum if n_dec else 0))
     key = "flash_prefill" if pre_sq else "flash_splitkv"
     _op(rk, "_vllm_fa2_C::varlen_fwd", key, 4000 + kv_read / HBM_BYTES_PER_NS + flops / FLOP_PER_NS, heads)
@@ -433,14 +528,24 @@ def _mlp_block(rk: Rank, T: int) -> None:
     W = rk.world
     _op(rk, "_C::fused_add_rms_norm", "fused_add_rms_norm", 1800 + 3 * T * HIDDEN * 2 / HBM_BYTES_PER_NS, T)
     if rk.moe:
-        _gemm(rk, T, MOE_EXPERTS, HIDDEN)                               # router
+        _gemm(rk, T, MOE_EXPERTS, HIDDEN)  # router
         _op(rk, "_moe_C::topk_softmax", "topk_softmax", 2000 + T * MOE_EXPERTS * 4 / HBM_BYTES_PER_NS, T)
-        routed = T * MOE_TOPK / W * rk.moe_load                         # token-expert pairs on this rank
+        routed = T * MOE_TOPK / W * rk.moe_load  # token-expert pairs on this rank
         experts = min(MOE_EXPERTS // W, routed)
         before = rk.kernel_dur
         # a hot rank's experts see more tokens and more of them are active: the whole kernel scales
-        _op(rk, "vllm::fused_moe", "fused_moe", (4000 + 2 * routed * HIDDEN * 3 * MOE_INTER / FLOP_PER_NS
-            + experts * 3 * HIDDEN * MOE_INTER * 2 / HBM_BYTES_PER_NS) * rk.moe_load, max(1, int(routed)))
+        _op(
+            rk,
+            "vllm::fused_moe",
+            "fused_moe",
+            (
+                4000
+                + 2 * routed * HIDDEN * 3 * MOE_INTER / FLOP_PER_NS
+                + experts * 3 * HIDDEN * MOE_INTER * 2 / HBM_BYTES_PER_NS
+            )
+            * rk.moe_load,
+            max(1, int(routed)),
+        )
         rk.moe_dur += rk.kernel_dur - before
         return
     _gemm(rk, T, 2 * INTER // W, HIDDEN)
@@ -450,30 +555,66 @@ def _mlp_block(rk: Rank, T: int) -> None:
 
 def _header(rk: Rank) -> str:
     world = rk.world_size
-    pgs = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": world,
-            "ranks": list(range(world))}]
+    pgs = [
+        {
+            "pg_name": "0",
+            "pg_desc": "default_pg",
+            "backend_config": "cuda:nccl",
+            "pg_size": world,
+            "ranks": list(range(world)),
+        }
+    ]
     if rk.world < world:
-        pgs.append({"pg_name": str(rk.group), "pg_desc": "undefined", "backend_config": "cuda:nccl",
-                    "pg_size": rk.world, "ranks": list(range(rk.group * rk.world, (rk.group + 1) * rk.world))})
-    dist = {"backend": "nccl", "rank": rk.r, "world_size": world, "pg_count": len(pgs), "pg_config": pgs,
-            "nccl_version": "2.26.2"}
-    dev = {"id": rk.dev, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045870592, "computeMajor": 9,
-           "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
-           "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
-           "sharedMemPerMultiprocessor": 233472, "numSms": NUM_SMS, "sharedMemPerBlockOptin": 232448}
-    return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [' + json.dumps(dev) + '],\n'
-            '  "cupti_version": 24, "cuda_runtime_version": 12080, "cuda_driver_version": 12080,\n'
-            f'  "distributedInfo": {json.dumps(dist)},\n'
-            '  "record_shapes": 0, "profile_memory": 0, "with_stack": 0,\n'
-            f'  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": {rk.base},\n  "traceEvents": [\n')
+        pgs.append(
+            {
+                "pg_name": str(rk.group),
+                "pg_desc": "undefined",
+                "backend_config": "cuda:nccl",
+                "pg_size": rk.world,
+                "ranks": list(range(rk.group * rk.world, (rk.group + 1) * rk.world)),
+            }
+        )
+    dist = {
+        "backend": "nccl",
+        "rank": rk.r,
+        "world_size": world,
+        "pg_count": len(pgs),
+        "pg_config": pgs,
+        "nccl_version": "2.26.2",
+    }
+    dev = {
+        "id": rk.dev,
+        "name": "NVIDIA H100 80GB HBM3",
+        "totalGlobalMem": 85045870592,
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 233472,
+        "numSms": NUM_SMS,
+        "sharedMemPerBlockOptin": 232448,
+    }
+    return (
+        '{\n  "schemaVersion": 1,\n  "deviceProperties": [' + json.dumps(dev) + "],\n"
+        '  "cupti_version": 24, "cuda_runtime_version": 12080, "cuda_driver_version": 12080,\n'
+        f'  "distributedInfo": {json.dumps(dist)},\n'
+        '  "record_shapes": 0, "profile_memory": 0, "with_stack": 0,\n'
+        f'  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": {rk.base},\n  "traceEvents": [\n'
+    )
 
 
 def _metadata(rk: Rank, first: int, last: int) -> list[str]:
     ts = rk._t(first)
 
     def m(name, pid, tid, key, val):
-        return (f'  {{"name": "{name}", "ph": "M", "ts": {ts}, "pid": {pid}, "tid": {tid}, '
-                f'"args": {{"{key}": {json.dumps(val)}}}}}')
+        return (
+            f'  {{"name": "{name}", "ph": "M", "ts": {ts}, "pid": {pid}, "tid": {tid}, '
+            f'"args": {{"{key}": {json.dumps(val)}}}}}'
+        )
 
     return [
         m("process_name", rk.pid, 0, "name", "python3"),
@@ -484,16 +625,31 @@ def _metadata(rk: Rank, first: int, last: int) -> list[str]:
         m("thread_name", rk.dev, COMPUTE_STREAM, "name", f"stream {COMPUTE_STREAM} "),
         m("thread_name", rk.dev, NCCL_STREAM, "name", f"stream {NCCL_STREAM} "),
         m("thread_name", rk.pid, rk.tid, "name", f"thread {rk.tid} (VllmWorker TP{rk.r % rk.world})"),
-        (f'  {{"ph": "X", "cat": "Trace", "ts": {ts}, "dur": {_ts(last - first)}, "pid": "Spans", '
-         f'"tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {{"Op count": 0}}}}'),
+        (
+            f'  {{"ph": "X", "cat": "Trace", "ts": {ts}, "dur": {_ts(last - first)}, "pid": "Spans", '
+            f'"tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {{"Op count": 0}}}}'
+        ),
     ]
 
 
-def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 32, seed: int = 0,
-             slow_rank: int | None = None, slow_pct: float = 0.0, clock_offset_s: float = 3.0,
-             gz: bool = False, collective_detail: bool = True, tp: int | None = None, vllm_names: bool = False,
-             start_steps: dict[int, int] | None = None, moe: bool = False,
-             moe_hot_rank: int | None = None, moe_hot_pct: float = 0.0) -> dict:
+def generate(
+    out_dir: str,
+    ranks: int = 4,
+    events: int = 100_000,
+    layers: int = 32,
+    seed: int = 0,
+    slow_rank: int | None = None,
+    slow_pct: float = 0.0,
+    clock_offset_s: float = 3.0,
+    gz: bool = False,
+    collective_detail: bool = True,
+    tp: int | None = None,
+    vllm_names: bool = False,
+    start_steps: dict[int, int] | None = None,
+    moe: bool = False,
+    moe_hot_rank: int | None = None,
+    moe_hot_pct: float = 0.0,
+) -> dict:
     t_wall = time.perf_counter()
     if ranks < 2:
         raise ValueError("--ranks must be at least 2")
@@ -508,15 +664,28 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
     os.makedirs(out_dir, exist_ok=True)
     orng = random.Random(seed ^ 0x5EED)
     offsets = [0] + [int(clock_offset_s * 1e9 * orng.uniform(-1.0, 1.0)) for _ in range(ranks - 1)]
-    names = [f"dp{r // tp}_pp0_tp{r % tp}_dcp0_ep0_rank{r}.pt.trace.json" if vllm_names else f"rank-{r}.pt.trace.json"
-             for r in range(ranks)]
+    names = [
+        f"dp{r // tp}_pp0_tp{r % tp}_dcp0_ep0_rank{r}.pt.trace.json" if vllm_names else f"rank-{r}.pt.trace.json"
+        for r in range(ranks)
+    ]
     plain = [os.path.join(out_dir, n + (".tmp" if gz else "")) for n in names]
     cpu_files = [open(p, "w", encoding="ascii", buffering=1 << 20) for p in plain]
     gpu_files = [tempfile.TemporaryFile("w+", encoding="ascii", dir=out_dir, buffering=1 << 20) for _ in names]
     try:
-        rks = [Rank(r, tp, seed, offsets[r], 1.0 + (slow_pct / 100.0 if r == slow_rank else 0.0),
-                    cpu_files[r], gpu_files[r], world_size=ranks, first_step=start_steps.get(r, 0))
-               for r in range(ranks)]
+        rks = [
+            Rank(
+                r,
+                tp,
+                seed,
+                offsets[r],
+                1.0 + (slow_pct / 100.0 if r == slow_rank else 0.0),
+                cpu_files[r],
+                gpu_files[r],
+                world_size=ranks,
+                first_step=start_steps.get(r, 0),
+            )
+            for r in range(ranks)
+        ]
         for rk in rks:
             rk.moe = moe
             rk.moe_load = 1.0 + (moe_hot_pct / 100.0 if rk.r == moe_hot_rank else 0.0)
@@ -535,8 +704,10 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
             rk.events += len(meta)
             rk.by_cat["(none)"] = rk.by_cat.get("(none)", 0) + len(meta) - 1
             rk.by_cat["Trace"] = rk.by_cat.get("Trace", 0) + 1
-            rk.cpu_out.write(f'  {{"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
-                             f'"ts": {rk._t(last + 1000)}}}\n  ],\n  "traceName": "{names[rk.r]}"\n}}\n')
+            rk.cpu_out.write(
+                f'  {{"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
+                f'"ts": {rk._t(last + 1000)}}}\n  ],\n  "traceName": "{names[rk.r]}"\n}}\n'
+            )
             rk.events += 1
             rk.by_cat["(none)"] += 1
     finally:
@@ -546,8 +717,11 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
     files = []
     for p, n in zip(plain, names):
         if gz:
-            with open(p, "rb") as src, open(os.path.join(out_dir, n + ".gz"), "wb") as raw, \
-                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as dst:
+            with (
+                open(p, "rb") as src,
+                open(os.path.join(out_dir, n + ".gz"), "wb") as raw,
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as dst,
+            ):
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.unlink(p)
             files.append(n + ".gz")
@@ -561,25 +735,44 @@ def generate(out_dir: str, ranks: int = 4, events: int = 100_000, layers: int = 
         "collectives": run.seq,
         "slow_rank": slow_rank,
         "slow_pct": slow_pct if slow_rank is not None else 0.0,
-        "ranks": [{
-            "rank": rk.r, "file": files[rk.r], "events": rk.events, "json_bytes": sizes[rk.r],
-            "first_step": rk.first_step, "first_seq": rk.first_seq or 1, "steps": run.steps - rk.first_step,
-            "group": rk.group,
-            "clock_offset_ns": rk.offset, "base_time_ns": rk.base,
-            "kernels": rk.kernels, "kernel_dur_ns": rk.kernel_dur, "compute_kernel_dur_ns": rk.compute_dur,
-            "moe_kernel_dur_ns": rk.moe_dur, "moe_load": rk.moe_load,
-            "nccl_kernels": rk.nccl_kernels, "nccl_kernel_dur_ns": rk.nccl_dur, "nccl_wait_ns": rk.nccl_wait,
-            "events_by_cat": dict(sorted(rk.by_cat.items())),
-        } for rk in rks],
+        "ranks": [
+            {
+                "rank": rk.r,
+                "file": files[rk.r],
+                "events": rk.events,
+                "json_bytes": sizes[rk.r],
+                "first_step": rk.first_step,
+                "first_seq": rk.first_seq or 1,
+                "steps": run.steps - rk.first_step,
+                "group": rk.group,
+                "clock_offset_ns": rk.offset,
+                "base_time_ns": rk.base,
+                "kernels": rk.kernels,
+                "kernel_dur_ns": rk.kernel_dur,
+                "compute_kernel_dur_ns": rk.compute_dur,
+                "moe_kernel_dur_ns": rk.moe_dur,
+                "moe_load": rk.moe_load,
+                "nccl_kernels": rk.nccl_kernels,
+                "nccl_kernel_dur_ns": rk.nccl_dur,
+                "nccl_wait_ns": rk.nccl_wait,
+                "events_by_cat": dict(sorted(rk.by_cat.items())),
+            }
+            for rk in rks
+        ],
         "collective_detail": run.collectives if collective_detail else None,
-        "generator": {"version": GENERATOR_VERSION, "seed": seed, "events_requested_per_rank": events,
-                      "layers": layers, "source_sha256": source_hash()},
+        "generator": {
+            "version": GENERATOR_VERSION,
+            "seed": seed,
+            "events_requested_per_rank": events,
+            "layers": layers,
+            "source_sha256": source_hash(),
+        },
         "notes": "Times are ns on the true clock, relative to base_time_ns of rank 0 (= 1764633600e9); rank r writes an "
-                 "event at true time t as baseTimeNanoseconds + ts = 1764633600e9 + t + clock_offset_ns. A collective's "
-                 "kernel on rank r runs from its arrival_ns[r] to end_ns (= last arrival + transfer); "
-                 "nccl_wait_ns sums last arrival - own arrival over the collectives in the traces of all the ranks of "
-                 "its group. kernel_* include NCCL "
-                 "kernels; compute_kernel_dur_ns excludes them.",
+        "event at true time t as baseTimeNanoseconds + ts = 1764633600e9 + t + clock_offset_ns. A collective's "
+        "kernel on rank r runs from its arrival_ns[r] to end_ns (= last arrival + transfer); "
+        "nccl_wait_ns sums last arrival - own arrival over the collectives in the traces of all the ranks of "
+        "its group. kernel_* include NCCL "
+        "kernels; compute_kernel_dur_ns excludes them.",
     }
     with open(os.path.join(out_dir, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
@@ -604,8 +797,12 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=32, help="decoder layers (default 32)")
     ap.add_argument("--slow-rank", type=int, default=None, help="rank whose compute kernels run longer")
     ap.add_argument("--slow-pct", type=float, default=25.0, help="how much longer, in %% (default 25)")
-    ap.add_argument("--clock-offset", type=float, default=3.0,
-                    help="max |clock offset| of ranks 1.. against rank 0, in seconds (default 3)")
+    ap.add_argument(
+        "--clock-offset",
+        type=float,
+        default=3.0,
+        help="max |clock offset| of ranks 1.. against rank 0, in seconds (default 3)",
+    )
     ap.add_argument("--moe", action="store_true", help="expert-parallel MoE layers instead of dense MLPs")
     ap.add_argument("--moe-hot-rank", type=int, default=None, help="rank whose experts get more tokens (--moe)")
     ap.add_argument("--moe-hot-pct", type=float, default=60.0, help="how many more, in %% (default 60)")
@@ -613,10 +810,16 @@ def main(argv=None) -> int:
     ap.add_argument("--gzip", action="store_true", help="write rank-N.pt.trace.json.gz")
     ap.add_argument("--tp", type=int, default=None, help="tensor-parallel group size (default: all ranks)")
     ap.add_argument("--vllm-names", action="store_true", help="name files dp{d}_pp0_tp{t}_dcp0_ep0_rank{r}")
-    ap.add_argument("--start-step", action="append", default=[], metavar="R:K",
-                    help="rank R's trace begins at engine step K (repeatable)")
-    ap.add_argument("--no-collective-detail", action="store_true",
-                    help="leave the per-collective arrivals out of expected.json")
+    ap.add_argument(
+        "--start-step",
+        action="append",
+        default=[],
+        metavar="R:K",
+        help="rank R's trace begins at engine step K (repeatable)",
+    )
+    ap.add_argument(
+        "--no-collective-detail", action="store_true", help="leave the per-collective arrivals out of expected.json"
+    )
     ap.add_argument("--check", action="store_true", help="read the files back and check them (see check())")
     a = ap.parse_args(argv)
     try:
@@ -626,19 +829,38 @@ def main(argv=None) -> int:
             if not (r.isdigit() and k.isdigit()):
                 raise ValueError(f"--start-step {spec!r}: expected RANK:STEP")
             starts[int(r)] = int(k)
-        exp = generate(a.output, ranks=a.ranks, events=a.events, layers=a.layers, seed=a.seed,
-                       slow_rank=a.slow_rank, slow_pct=a.slow_pct, clock_offset_s=a.clock_offset, gz=a.gzip,
-                       collective_detail=not a.no_collective_detail, tp=a.tp, vllm_names=a.vllm_names,
-                       start_steps=starts, moe=a.moe, moe_hot_rank=a.moe_hot_rank, moe_hot_pct=a.moe_hot_pct)
+        exp = generate(
+            a.output,
+            ranks=a.ranks,
+            events=a.events,
+            layers=a.layers,
+            seed=a.seed,
+            slow_rank=a.slow_rank,
+            slow_pct=a.slow_pct,
+            clock_offset_s=a.clock_offset,
+            gz=a.gzip,
+            collective_detail=not a.no_collective_detail,
+            tp=a.tp,
+            vllm_names=a.vllm_names,
+            start_steps=starts,
+            moe=a.moe,
+            moe_hot_rank=a.moe_hot_rank,
+            moe_hot_pct=a.moe_hot_pct,
+        )
     except ValueError as e:
         print(f"gen_ranks: {e}", file=sys.stderr)
         return 2
     for r in exp["ranks"]:
-        print(f"{os.path.join(a.output, r['file'])}: {r['events']:,} events, {r['json_bytes']:,} bytes, "
-              f"clock offset {r['clock_offset_ns'] / 1e9:+.3f} s, NCCL wait {r['nccl_wait_ns'] / 1e6:.1f} ms",
-              file=sys.stderr)
-    print(f"{exp['steps']} steps {exp['steps_by_phase']}, {exp['collectives']} collectives per rank, "
-          f"generated in {exp['_wall_s']:.1f} s", file=sys.stderr)
+        print(
+            f"{os.path.join(a.output, r['file'])}: {r['events']:,} events, {r['json_bytes']:,} bytes, "
+            f"clock offset {r['clock_offset_ns'] / 1e9:+.3f} s, NCCL wait {r['nccl_wait_ns'] / 1e6:.1f} ms",
+            file=sys.stderr,
+        )
+    print(
+        f"{exp['steps']} steps {exp['steps_by_phase']}, {exp['collectives']} collectives per rank, "
+        f"generated in {exp['_wall_s']:.1f} s",
+        file=sys.stderr,
+    )
     if a.check:
         from check_ranks import check
 

@@ -53,13 +53,13 @@ QKV_N = HIDDEN + 2 * KV_HEADS * HEAD_DIM  # 4608
 VOCAB = 152064
 KV_BYTES_PER_TOKEN_LAYER = 2 * KV_HEADS * HEAD_DIM * 2  # K and V, bf16
 NUM_SMS = 132
-HBM_BYTES_PER_NS = 2600.0   # ~2.6 TB/s achieved
-FLOP_PER_NS = 650_000.0     # ~650 TFLOP/s achieved bf16
+HBM_BYTES_PER_NS = 2600.0  # ~2.6 TB/s achieved
+FLOP_PER_NS = 650_000.0  # ~650 TFLOP/s achieved bf16
 PCIE_BYTES_PER_NS = 25.0
 
-BASE_TIME_NS = 1764633600000000000   # 2025-12-02T00:00:00Z
-T0_NS = 45_296_123_456_789           # first event, relative to the base
-PID = 161803                         # worker process (= main thread id)
+BASE_TIME_NS = 1764633600000000000  # 2025-12-02T00:00:00Z
+T0_NS = 45_296_123_456_789  # first event, relative to the base
+PID = 161803  # worker process (= main thread id)
 TID = 161803
 DEVICE = 0
 STREAM = 7
@@ -70,43 +70,43 @@ EMPTY = '""'
 # Kernel names. The launch templates below refer to them by key.
 KERNELS = {
     "gemm_small": "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"
-                  "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
+    "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
     "gemm_mid": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1_"
-                "execute_segment_k_off_kernel__5x_cublas",
+    "execute_segment_k_off_kernel__5x_cublas",
     "gemm_large": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_"
-                  "execute_segment_k_off_kernel__5x_cublas",
+    "execute_segment_k_off_kernel__5x_cublas",
     "splitk": "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, "
-              "true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, "
-              "__nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, "
-              "void*, long, float*, int*)",
+    "true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, "
+    "__nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, "
+    "void*, long, float*, int*)",
     "rms_norm": "void vllm::rms_norm_kernel<c10::BFloat16, 8, 3>(c10::BFloat16*, c10::BFloat16 const*, long, "
-                "c10::BFloat16 const*, float, int, int)",
+    "c10::BFloat16 const*, float, int, int)",
     "fused_add_rms_norm": "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, "
-                          "c10::BFloat16*, c10::BFloat16 const*, float, int, int)",
+    "c10::BFloat16*, c10::BFloat16 const*, float, int, int)",
     "rotary": "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, "
-              "c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)",
+    "c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)",
     "reshape_and_cache": "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, "
-                         "(vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, "
-                         "__nv_bfloat16*, __nv_bfloat16*, long const*, long, long, long, long, int, int, int, "
-                         "float const*, float const*)",
+    "(vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, "
+    "__nv_bfloat16*, __nv_bfloat16*, long const*, long, long, long, long, int, int, int, "
+    "float const*, float const*)",
     "flash_splitkv": "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
-                     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, "
-                     "false, true, false, false, true, true, false, false>(flash::Flash_fwd_params)",
+    "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, "
+    "false, true, false, false, true, true, false, false>(flash::Flash_fwd_params)",
     "flash_combine": "void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, "
-                     "false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, "
-                     "cutlass::bfloat16_t> >, 4, 2, true>(flash::Flash_fwd_params)",
+    "false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, "
+    "cutlass::bfloat16_t> >, 4, 2, true>(flash::Flash_fwd_params)",
     "flash_prefill": "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
-                     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, "
-                     "true, false, false, false, true, true, false, false>(flash::Flash_fwd_params)",
+    "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, "
+    "true, false, false, false, true, true, false, false>(flash::Flash_fwd_params)",
     "silu_and_mul": "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel"
-                    "<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)",
+    "<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)",
     "embedding": "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned "
-                 "int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, "
-                 "at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, "
-                 "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, "
-                 "long)",
+    "int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, "
+    "at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, "
+    "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, "
+    "long)",
     "topk_softmax": "void vllm::moe::topkGatingSoftmax<8, 64, 4, 16, int>(float const*, bool const*, float*, "
-                    "int, int*, int*, int, int, int)",
+    "int, int*, int*, int, int, int)",
     "triton_softmax": "triton_red_fused__softmax__to_copy_div_0",
     "triton_argmax": "triton_red_fused_argmax_1",
     "triton_gather": "triton_poi_fused_gather_index_put_2",
@@ -155,18 +155,18 @@ class Gen:
         self.host_gap_ns = host_gap_ns
         self.cpu_out = cpu_out
         self.gpu_out = gpu_out
-        self.cpu: list = []          # current step's CPU blocks (parents patched in later)
-        self.gpu: list = []          # current step's runtime/device blocks
-        self.t = T0_NS               # host cursor
-        self.stream_free = T0_NS     # end of the last device activity on the stream
+        self.cpu: list = []  # current step's CPU blocks (parents patched in later)
+        self.gpu: list = []  # current step's runtime/device blocks
+        self.t = T0_NS  # host cursor
+        self.stream_free = T0_NS  # end of the last device activity on the stream
         self.ext = 0
         self.ext_stack = [0]
         self.corr = 1_000_000
         self.evidx = 0
         self.addr = 0x7F3A_0000_0000
-        self.allocated = 14_000_000_000   # weights and KV cache already resident
+        self.allocated = 14_000_000_000  # weights and KV cache already resident
         self.reserved = 16_106_127_360
-        self.live: list = []              # intermediate allocations to free
+        self.live: list = []  # intermediate allocations to free
         self.kargs_cache: dict = {}
         # ground truth
         self.n_events = 0
@@ -183,7 +183,7 @@ class Gen:
         self.memset_dur = 0
         self.kernel_dur_by_phase = {"prefill": 0, "decode": 0, "mixed": 0, "unknown": 0}
         self.kernels_by_phase = {"prefill": 0, "decode": 0, "mixed": 0, "unknown": 0}
-        self.phase = "unknown"       # phase of the step whose range holds the host cursor
+        self.phase = "unknown"  # phase of the step whose range holds the host cursor
         self.step_dev_first = None
         self.step_dev_last = 0
         # decode population: context lengths of running requests
@@ -288,10 +288,12 @@ class Gen:
             bps = nblocks / NUM_SMS
             wps = bps * threads / 32
             occ = min(100, int(wps / 64 * 100))
-            s = (f'"registers per thread": {regs},      "shared memory": {smem},      '
-                 f'"blocks per SM": {bps:.6f},      "warps per SM": {wps:.6f},      '
-                 f'"grid": [{grid[0]}, {grid[1]}, {grid[2]}],      '
-                 f'"block": [{block[0]}, {block[1]}, {block[2]}],      "est. achieved occupancy %": {occ}')
+            s = (
+                f'"registers per thread": {regs},      "shared memory": {smem},      '
+                f'"blocks per SM": {bps:.6f},      "warps per SM": {wps:.6f},      '
+                f'"grid": [{grid[0]}, {grid[1]}, {grid[2]}],      '
+                f'"block": [{block[0]}, {block[1]}, {block[2]}],      "est. achieved occupancy %": {occ}'
+            )
             self.kargs_cache[ck] = s
         return s
 
@@ -303,8 +305,9 @@ class Gen:
         self.step_dev_last = self.stream_free
         return start
 
-    def _runtime(self, name: str, cbid: int, corr: int, start: int, dur: int, cat: str = "cuda_runtime",
-                 flow: bool = True) -> None:
+    def _runtime(
+        self, name: str, cbid: int, corr: int, start: int, dur: int, cat: str = "cuda_runtime", flow: bool = True
+    ) -> None:
         ext = self.ext_stack[-1]
         self.gpu.append(
             f'  {{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": {PID}, "tid": {TID},\n'
@@ -414,22 +417,42 @@ class Gen:
     def gemm(self, T: int, N: int, K: int, bias: bool, splitk_ok: bool = False) -> None:
         """aten::linear > (aten::t > aten::transpose > aten::as_strided), aten::mm|addmm > kernel."""
         b = "[" + str(N) + "]" if bias else "[]"
-        h = self.op_begin("aten::linear", f"[[{T}, {K}], [{N}, {K}], {b}]", f"[{BF16}, {BF16}, {BF16 if bias else EMPTY}]",
-                          f"[[{K}, 1], [{K}, 1], {'[1]' if bias else '[]'}]", '["", "", ""]')
+        h = self.op_begin(
+            "aten::linear",
+            f"[[{T}, {K}], [{N}, {K}], {b}]",
+            f"[{BF16}, {BF16}, {BF16 if bias else EMPTY}]",
+            f"[[{K}, 1], [{K}, 1], {'[1]' if bias else '[]'}]",
+            '["", "", ""]',
+        )
         h2 = self.op_begin("aten::t", f"[[{N}, {K}]]", f"[{BF16}]", f"[[{K}, 1]]", '[""]')
-        h3 = self.op_begin("aten::transpose", f"[[{N}, {K}], [], []]", f'[{BF16}, "Scalar", "Scalar"]',
-                           f"[[{K}, 1], [], []]", '["", "0", "1"]')
-        self.leaf("aten::as_strided", f"[[{N}, {K}], [], [], []]", f'[{BF16}, "", "", ""]',
-                  f"[[{K}, 1], [], [], []]", '["", "", "", ""]')
+        h3 = self.op_begin(
+            "aten::transpose",
+            f"[[{N}, {K}], [], []]",
+            f'[{BF16}, "Scalar", "Scalar"]',
+            f"[[{K}, 1], [], []]",
+            '["", "0", "1"]',
+        )
+        self.leaf(
+            "aten::as_strided",
+            f"[[{N}, {K}], [], [], []]",
+            f'[{BF16}, "", "", ""]',
+            f"[[{K}, 1], [], [], []]",
+            '["", "", "", ""]',
+        )
         self.op_end(h3)
         self.op_end(h2)
         if bias:
-            hm = self.op_begin("aten::addmm", f"[[{N}], [{T}, {K}], [{K}, {N}], [], []]",
-                               f'[{BF16}, {BF16}, {BF16}, "Scalar", "Scalar"]',
-                               f"[[1], [{K}, 1], [1, {K}], [], []]", '["", "", "", "1", "1"]')
+            hm = self.op_begin(
+                "aten::addmm",
+                f"[[{N}], [{T}, {K}], [{K}, {N}], [], []]",
+                f'[{BF16}, {BF16}, {BF16}, "Scalar", "Scalar"]',
+                f"[[1], [{K}, 1], [1, {K}], [], []]",
+                '["", "", "", "1", "1"]',
+            )
         else:
-            hm = self.op_begin("aten::mm", f"[[{T}, {K}], [{K}, {N}]]", f"[{BF16}, {BF16}]",
-                               f"[[{K}, 1], [1, {K}]]", '["", ""]')
+            hm = self.op_begin(
+                "aten::mm", f"[[{T}, {K}], [{K}, {N}]]", f"[{BF16}, {BF16}]", f"[[{K}, 1], [1, {K}]]", '["", ""]'
+            )
         self.mem(T * N * 2)
         flops = 2.0 * T * N * K
         dur = max(N * K * 2 / HBM_BYTES_PER_NS, flops / FLOP_PER_NS) + 2500
@@ -449,8 +472,13 @@ class Gen:
         self.op_end(h)
 
     def simple_op(self, name: str, key: str, dur_ns: float, grid: tuple, dims: str, n_in: int) -> None:
-        h = self.op_begin(name, dims, "[" + ", ".join([BF16] * n_in) + "]",
-                          "[" + ", ".join(["[]"] * n_in) + "]", "[" + ", ".join(['""'] * n_in) + "]")
+        h = self.op_begin(
+            name,
+            dims,
+            "[" + ", ".join([BF16] * n_in) + "]",
+            "[" + ", ".join(["[]"] * n_in) + "]",
+            "[" + ", ".join(['""'] * n_in) + "]",
+        )
         self.launch(key, dur_ns, grid)
         self.op_end(h)
 
@@ -459,32 +487,70 @@ class Gen:
         norm_dur = 1800 + 2 * tok_bytes / HBM_BYTES_PER_NS
         rows = T
         if li == 0:
-            self.simple_op("_C::rms_norm", "rms_norm", norm_dur, (rows, 1, 1),
-                           f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]", 3)
+            self.simple_op(
+                "_C::rms_norm",
+                "rms_norm",
+                norm_dur,
+                (rows, 1, 1),
+                f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]",
+                3,
+            )
         else:
-            self.simple_op("_C::fused_add_rms_norm", "fused_add_rms_norm", norm_dur * 1.5, (rows, 1, 1),
-                           f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]", 3)
+            self.simple_op(
+                "_C::fused_add_rms_norm",
+                "fused_add_rms_norm",
+                norm_dur * 1.5,
+                (rows, 1, 1),
+                f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]",
+                3,
+            )
         self.gemm(T, QKV_N, HIDDEN, bias=True)
-        self.simple_op("_C::rotary_embedding", "rotary", 1500 + T * 6, (T, 1, 1),
-                       f"[[{T}], [{T}, {HIDDEN}], [{T}, {KV_HEADS * HEAD_DIM}], [], [131072, {HEAD_DIM}], []]", 4)
+        self.simple_op(
+            "_C::rotary_embedding",
+            "rotary",
+            1500 + T * 6,
+            (T, 1, 1),
+            f"[[{T}], [{T}, {HIDDEN}], [{T}, {KV_HEADS * HEAD_DIM}], [], [131072, {HEAD_DIM}], []]",
+            4,
+        )
         # attention
-        h = self.op_begin("vllm::unified_attention", f"[[{T}, {HIDDEN}], [{T}, {KV_HEADS * HEAD_DIM}], "
-                          f"[{T}, {KV_HEADS * HEAD_DIM}], [{T}, {HIDDEN}], []]",
-                          f'[{BF16}, {BF16}, {BF16}, {BF16}, "std::string"]', "[[], [], [], [], []]",
-                          f'["", "", "", "", "\'model.layers.{li}.self_attn.attn\'"]')
-        h2 = self.op_begin("_C_cache_ops::reshape_and_cache_flash",
-                           f"[[{T}, {KV_HEADS}, {HEAD_DIM}], [{T}, {KV_HEADS}, {HEAD_DIM}], [], [], [{T}], [], [], []]",
-                           f'[{BF16}, {BF16}, {BF16}, {BF16}, "long int", "std::string", "", ""]',
-                           "[[], [], [], [], [1], [], [], []]", '["", "", "", "", "", "\'auto\'", "", ""]')
+        h = self.op_begin(
+            "vllm::unified_attention",
+            f"[[{T}, {HIDDEN}], [{T}, {KV_HEADS * HEAD_DIM}], [{T}, {KV_HEADS * HEAD_DIM}], [{T}, {HIDDEN}], []]",
+            f'[{BF16}, {BF16}, {BF16}, {BF16}, "std::string"]',
+            "[[], [], [], [], []]",
+            f'["", "", "", "", "\'model.layers.{li}.self_attn.attn\'"]',
+        )
+        h2 = self.op_begin(
+            "_C_cache_ops::reshape_and_cache_flash",
+            f"[[{T}, {KV_HEADS}, {HEAD_DIM}], [{T}, {KV_HEADS}, {HEAD_DIM}], [], [], [{T}], [], [], []]",
+            f'[{BF16}, {BF16}, {BF16}, {BF16}, "long int", "std::string", "", ""]',
+            "[[], [], [], [], [1], [], [], []]",
+            '["", "", "", "", "", "\'auto\'", "", ""]',
+        )
         self.launch("reshape_and_cache", 1500 + T * 4, (T, 1, 1))
         self.op_end(h2)
-        self.leaf("aten::empty", "[[], [], [], [], [], []]", '["", "", "", "", "", ""]',
-                  "[[], [], [], [], [], []]", '["", "", "", "", "", ""]')
+        self.leaf(
+            "aten::empty",
+            "[[], [], [], [], [], []]",
+            '["", "", "", "", "", ""]',
+            "[[], [], [], [], [], []]",
+            '["", "", "", "", "", ""]',
+        )
         self.mem(T * HIDDEN * 2)
-        h3 = self.op_begin("_vllm_fa2_C::varlen_fwd", f"[[{T}, {HEADS}, {HEAD_DIM}], [], [], [{T}, {HEADS}, {HEAD_DIM}]]",
-                           f"[{BF16}, {BF16}, {BF16}, {BF16}]", "[[], [], [], []]", '["", "", "", ""]')
+        h3 = self.op_begin(
+            "_vllm_fa2_C::varlen_fwd",
+            f"[[{T}, {HEADS}, {HEAD_DIM}], [], [], [{T}, {HEADS}, {HEAD_DIM}]]",
+            f"[{BF16}, {BF16}, {BF16}, {BF16}]",
+            "[[], [], [], []]",
+            '["", "", "", ""]',
+        )
         if prefill_sq:
-            dur = 3000 + prefill_sq * HEADS * HEAD_DIM * 4 / FLOP_PER_NS + ctx_sum * KV_BYTES_PER_TOKEN_LAYER / HBM_BYTES_PER_NS
+            dur = (
+                3000
+                + prefill_sq * HEADS * HEAD_DIM * 4 / FLOP_PER_NS
+                + ctx_sum * KV_BYTES_PER_TOKEN_LAYER / HBM_BYTES_PER_NS
+            )
             self.launch("flash_prefill", dur, ((T + 127) // 128, HEADS, 1))
         else:
             dur = 4000 + ctx_sum * KV_BYTES_PER_TOKEN_LAYER / HBM_BYTES_PER_NS
@@ -493,14 +559,31 @@ class Gen:
         self.op_end(h3)
         self.op_end(h)
         self.gemm(T, HIDDEN, HIDDEN, bias=False)
-        self.simple_op("_C::fused_add_rms_norm", "fused_add_rms_norm", norm_dur * 1.5, (rows, 1, 1),
-                       f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]", 3)
+        self.simple_op(
+            "_C::fused_add_rms_norm",
+            "fused_add_rms_norm",
+            norm_dur * 1.5,
+            (rows, 1, 1),
+            f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]",
+            3,
+        )
         if topk:
-            self.simple_op("_moe_C::topk_softmax", "topk_softmax", 2600 + T * 2, ((T + 3) // 4, 1, 1),
-                           f"[[{T}, 8], [{T}, 8], [{T}, 8], [{T}, 64]]", 4)
+            self.simple_op(
+                "_moe_C::topk_softmax",
+                "topk_softmax",
+                2600 + T * 2,
+                ((T + 3) // 4, 1, 1),
+                f"[[{T}, 8], [{T}, 8], [{T}, 8], [{T}, 64]]",
+                4,
+            )
         self.gemm(T, 2 * INTER, HIDDEN, bias=False)
-        h = self.op_begin("_C::silu_and_mul", f"[[{T}, {INTER}], [{T}, {2 * INTER}]]", f"[{BF16}, {BF16}]",
-                          f"[[{INTER}, 1], [{2 * INTER}, 1]]", '["", ""]')
+        h = self.op_begin(
+            "_C::silu_and_mul",
+            f"[[{T}, {INTER}], [{T}, {2 * INTER}]]",
+            f"[{BF16}, {BF16}]",
+            f"[[{INTER}, 1], [{2 * INTER}, 1]]",
+            '["", ""]',
+        )
         self.mem(T * INTER * 2)
         self.launch("silu_and_mul", 1500 + T * INTER * 2 * 3 / HBM_BYTES_PER_NS, (T, 1, 1))
         self.op_end(h)
@@ -540,26 +623,39 @@ class Gen:
         ann = self.annotation_begin(name)
         # prepare inputs: input ids, positions, slot mapping, block table
         for nbytes in (T * 8, T * 8, T * 8, max(1, n_pre + n_dec) * 256 * 4):
-            h = self.op_begin("aten::copy_", f"[[{T}], [{T}], []]", '["long int", "long int", "Scalar"]',
-                              "[[1], [1], []]", '["", "", "True"]')
+            h = self.op_begin(
+                "aten::copy_",
+                f"[[{T}], [{T}], []]",
+                '["long int", "long int", "Scalar"]',
+                "[[1], [1], []]",
+                '["", "", "True"]',
+            )
             self.memcpy_async("HtoD", nbytes)
             self.op_end(h)
-        h = self.op_begin("aten::embedding", f"[[{VOCAB}, {HIDDEN}], [{T}], [], [], []]",
-                          f'[{BF16}, "long int", "Scalar", "Scalar", "Scalar"]', f"[[{HIDDEN}, 1], [1], [], [], []]",
-                          '["", "", "-1", "False", "False"]')
+        h = self.op_begin(
+            "aten::embedding",
+            f"[[{VOCAB}, {HIDDEN}], [{T}], [], [], []]",
+            f'[{BF16}, "long int", "Scalar", "Scalar", "Scalar"]',
+            f"[[{HIDDEN}, 1], [1], [], [], []]",
+            '["", "", "-1", "False", "False"]',
+        )
         self.mem(T * HIDDEN * 2)
         self.launch("embedding", 1500 + T * HIDDEN * 2 / HBM_BYTES_PER_NS, ((T + 3) // 4, 1, 1))
         self.op_end(h)
         for li in range(LAYERS):
             self.layer(li, T, n_dec, ctx_sum, prefill_sq, topk and li == 0)
-        self.simple_op("_C::fused_add_rms_norm", "fused_add_rms_norm",
-                       1800 + 3 * T * HIDDEN * 2 / HBM_BYTES_PER_NS, (T, 1, 1),
-                       f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]", 3)
+        self.simple_op(
+            "_C::fused_add_rms_norm",
+            "fused_add_rms_norm",
+            1800 + 3 * T * HIDDEN * 2 / HBM_BYTES_PER_NS,
+            (T, 1, 1),
+            f"[[{T}, {HIDDEN}], [{T}, {HIDDEN}], [{HIDDEN}], []]",
+            3,
+        )
         n_seq = n_pre + n_dec
         self.gemm(n_seq, VOCAB, HIDDEN, bias=False)  # lm_head on the last token of each sequence
         if self.steps % 50 == 17:
-            self.simple_op("vllm::all_reduce", "nccl_allreduce", 14_000 + n_seq * 20, (2, 1, 1),
-                           f"[[{n_seq}, 8]]", 1)
+            self.simple_op("vllm::all_reduce", "nccl_allreduce", 14_000 + n_seq * 20, (2, 1, 1), f"[[{n_seq}, 8]]", 1)
         ann_ext = self.annotation_end(ann)
         dev_first, dev_last = self.step_dev_first, self.step_dev_last
         self.gpu.append(
@@ -573,23 +669,43 @@ class Gen:
 
         # sampling runs outside the step range (a separate call in vLLM >= 0.12)
         self.phase = "unknown"
-        h = self.op_begin("aten::softmax", f"[[{n_seq}, {VOCAB}], [], []]", f'[{BF16}, "Scalar", ""]',
-                          f"[[{VOCAB}, 1], [], []]", '["", "-1", ""]')
+        h = self.op_begin(
+            "aten::softmax",
+            f"[[{n_seq}, {VOCAB}], [], []]",
+            f'[{BF16}, "Scalar", ""]',
+            f"[[{VOCAB}, 1], [], []]",
+            '["", "-1", ""]',
+        )
         self.launch("triton_softmax", 4000 + n_seq * VOCAB * 6 / HBM_BYTES_PER_NS, (n_seq, 1, 1), driver=True)
         self.op_end(h)
-        h = self.op_begin("aten::argmax", f"[[{n_seq}, {VOCAB}], [], []]", '["float", "Scalar", "Scalar"]',
-                          f"[[{VOCAB}, 1], [], []]", '["", "-1", "False"]')
+        h = self.op_begin(
+            "aten::argmax",
+            f"[[{n_seq}, {VOCAB}], [], []]",
+            '["float", "Scalar", "Scalar"]',
+            f"[[{VOCAB}, 1], [], []]",
+            '["", "-1", "False"]',
+        )
         self.launch("triton_argmax", 3500 + n_seq * VOCAB * 4 / HBM_BYTES_PER_NS, (n_seq, 1, 1), driver=True)
         self.op_end(h)
         h = self.op_begin("aten::zero_", f"[[{n_seq}, 64]]", '["int"]', "[[64, 1]]", '[""]')
         self.memset_async(n_seq * 64 * 4)
         self.op_end(h)
-        h = self.op_begin("aten::index_put_", f"[[{n_seq}, 64], [], [{n_seq}], []]", '["int", "", "int", "Scalar"]',
-                          "[[64, 1], [], [1], []]", '["", "", "", "False"]')
+        h = self.op_begin(
+            "aten::index_put_",
+            f"[[{n_seq}, 64], [], [{n_seq}], []]",
+            '["int", "", "int", "Scalar"]',
+            "[[64, 1], [], [1], []]",
+            '["", "", "", "False"]',
+        )
         self.launch("triton_gather", 2500 + n_seq * 3, ((n_seq + 255) // 256, 1, 1), driver=True)
         self.op_end(h)
-        h = self.op_begin("aten::to", f"[[{n_seq}], [], [], [], [], [], []]", '["long int", "", "", "", "", "", ""]',
-                          "[[1], [], [], [], [], [], []]", '["", "", "", "", "False", "False", ""]')
+        h = self.op_begin(
+            "aten::to",
+            f"[[{n_seq}], [], [], [], [], [], []]",
+            '["long int", "", "", "", "", "", ""]',
+            "[[1], [], [], [], [], [], []]",
+            '["", "", "", "", "False", "False", ""]',
+        )
         self.memcpy_async("DtoH", n_seq * 8)
         self.stream_sync()
         self.op_end(h)
@@ -615,6 +731,7 @@ class Gen:
     def _batch_target(self) -> int:
         # slow oscillation between 1 and 128 running requests
         import math
+
         x = 0.5 + 0.5 * math.sin(self.steps / 23.0) * math.cos(self.steps / 61.0)
         return max(1, min(128, int(1 + 127 * x * x)))
 
@@ -659,8 +776,10 @@ def metadata_blocks(t_first: int, t_last: int) -> list:
     ts = _ts(t_first)
 
     def m(name, pid, tid, key, val):
-        return (f'  {{\n    "name": "{name}", "ph": "M", "ts": {ts}, "pid": {pid}, "tid": {tid},\n'
-                f'    "args": {{\n      "{key}": {val}\n    }}\n  }}')
+        return (
+            f'  {{\n    "name": "{name}", "ph": "M", "ts": {ts}, "pid": {pid}, "tid": {tid},\n'
+            f'    "args": {{\n      "{key}": {val}\n    }}\n  }}'
+        )
 
     return [
         m("process_name", PID, 0, "name", '"python3"'),
@@ -673,13 +792,19 @@ def metadata_blocks(t_first: int, t_last: int) -> list:
         m("thread_sort_index", DEVICE, STREAM, "sort_index", STREAM),
         m("thread_name", PID, TID, "name", f'"thread {TID} (VllmWorker TP0)"'),
         m("thread_sort_index", PID, TID, "sort_index", TID),
-        (f'  {{\n    "ph": "X", "cat": "Trace", "ts": {ts}, "dur": {_ts(t_last - t_first)},\n'
-         f'    "pid": "Spans", "tid": "PyTorch Profiler",\n    "name": "PyTorch Profiler (0)",\n'
-         f'    "args": {{\n      "Op count": 0\n    }}\n  }}'),
-        (f'  {{\n    "name": "process_sort_index", "ph": "M", "ts": {ts},\n    "pid": "Spans", "tid": 0,\n'
-         f'    "args": {{\n      "sort_index": 536870912\n    }}\n  }}'),
-        (f'  {{\n    "name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",\n'
-         f'    "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": {ts}\n  }}'),
+        (
+            f'  {{\n    "ph": "X", "cat": "Trace", "ts": {ts}, "dur": {_ts(t_last - t_first)},\n'
+            f'    "pid": "Spans", "tid": "PyTorch Profiler",\n    "name": "PyTorch Profiler (0)",\n'
+            f'    "args": {{\n      "Op count": 0\n    }}\n  }}'
+        ),
+        (
+            f'  {{\n    "name": "process_sort_index", "ph": "M", "ts": {ts},\n    "pid": "Spans", "tid": 0,\n'
+            f'    "args": {{\n      "sort_index": 536870912\n    }}\n  }}'
+        ),
+        (
+            f'  {{\n    "name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",\n'
+            f'    "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": {ts}\n  }}'
+        ),
     ]
 
 
@@ -688,8 +813,10 @@ def generate(events: int, out_path: str, seed: int = 0, gzip_copy: bool = False,
     out_dir = os.path.dirname(os.path.abspath(out_path)) or "."
     compress_only = out_path.endswith(".gz")
     plain_path = out_path[:-3] + ".tmp-plain" if compress_only else out_path
-    with open(plain_path, "w", encoding="ascii", buffering=1 << 20) as cpu_out, \
-            tempfile.TemporaryFile("w+", encoding="ascii", dir=out_dir, buffering=1 << 20) as gpu_out:
+    with (
+        open(plain_path, "w", encoding="ascii", buffering=1 << 20) as cpu_out,
+        tempfile.TemporaryFile("w+", encoding="ascii", dir=out_dir, buffering=1 << 20) as gpu_out,
+    ):
         g = Gen(seed, cpu_out, gpu_out, host_gap_ns)
         cpu_out.write(HEADER.format(base=BASE_TIME_NS))
         while g.n_events + 13 + 1 < events:
@@ -710,12 +837,15 @@ def generate(events: int, out_path: str, seed: int = 0, gzip_copy: bool = False,
         )
         g.n_events += 1
         g.by_cat["(none)"] += 1
-        cpu_out.write('  ],\n  "traceName": "%s"\n}' % os.path.basename(out_path))
+        cpu_out.write(f'  ],\n  "traceName": "{os.path.basename(out_path)}"\n}}')
 
     if compress_only or gzip_copy:
         gz_path = out_path if compress_only else out_path + ".gz"
-        with open(plain_path, "rb") as src, open(gz_path, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as dst:
+        with (
+            open(plain_path, "rb") as src,
+            open(gz_path, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as dst,
+        ):
             shutil.copyfileobj(src, dst, 1 << 20)
         if compress_only:
             size_plain = os.path.getsize(plain_path)
@@ -743,11 +873,15 @@ def generate(events: int, out_path: str, seed: int = 0, gzip_copy: bool = False,
         "events_by_cat": dict(sorted(g.by_cat.items())),
         "json_bytes": size_plain,
         "base_time_ns": BASE_TIME_NS,
-        "generator": {"version": GENERATOR_VERSION, "seed": seed, "events_requested": events,
-                      "source_sha256": source_hash()},
+        "generator": {
+            "version": GENERATOR_VERSION,
+            "seed": seed,
+            "events_requested": events,
+            "source_sha256": source_hash(),
+        },
         "notes": "kernel_* counts cover cat 'kernel' (NCCL kernels included; memcpy/memset not). "
-                 "*_by_phase assign a kernel to the step whose user_annotation range holds its launch; "
-                 "'unknown' = launched outside every step (sampling).",
+        "*_by_phase assign a kernel to the step whose user_annotation range holds its launch; "
+        "'unknown' = launched outside every step (sampling).",
     }
     exp_path = (out_path[:-3] if compress_only else out_path) + ".expected.json"
     with open(exp_path, "w") as f:
@@ -768,15 +902,21 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output", required=True, help="output file (.json, or .json.gz to compress only)")
     ap.add_argument("--gzip", action="store_true", help="also write FILE.gz")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--host-gap-ns", type=int, default=600,
-                    help="host time between one kernel launch and the next (default 600): a slow host, e.g. "
-                         "20000, leaves the device idle between short decode kernels")
+    ap.add_argument(
+        "--host-gap-ns",
+        type=int,
+        default=600,
+        help="host time between one kernel launch and the next (default 600): a slow host, e.g. "
+        "20000, leaves the device idle between short decode kernels",
+    )
     a = ap.parse_args(argv)
     exp = generate(a.events, a.output, seed=a.seed, gzip_copy=a.gzip, host_gap_ns=a.host_gap_ns)
-    print(f"{a.output}: {exp['events']:,} events, {exp['steps']} steps {exp['steps_by_phase']}, "
-          f"{exp['json_bytes']:,} bytes ({exp['json_bytes'] / exp['events']:.0f} B/event), "
-          f"kernel time {exp['kernel_dur_ns'] / 1e9:.3f} s, generated in {exp['_wall_s']:.1f} s",
-          file=sys.stderr)
+    print(
+        f"{a.output}: {exp['events']:,} events, {exp['steps']} steps {exp['steps_by_phase']}, "
+        f"{exp['json_bytes']:,} bytes ({exp['json_bytes'] / exp['events']:.0f} B/event), "
+        f"kernel time {exp['kernel_dur_ns'] / 1e9:.3f} s, generated in {exp['_wall_s']:.1f} s",
+        file=sys.stderr,
+    )
     return 0
 
 

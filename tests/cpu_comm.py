@@ -13,8 +13,12 @@ import pytest
 # the communication ops vLLM's CPU communicator records: its shared-memory all-reduce where
 # the CPU's kernels have one (AVX-512), else torch.distributed over gloo, whose op only
 # enqueues the work that one of gloo's threads then runs while the caller waits
-COMM_OPS = {"_C::shm_allreduce": "all_reduce", "_C::shm_all_gather": "all_gather",
-            "c10d::allreduce_": "all_reduce", "c10d::_allgather_base_": "all_gather"}
+COMM_OPS = {
+    "_C::shm_allreduce": "all_reduce",
+    "_C::shm_all_gather": "all_gather",
+    "c10d::allreduce_": "all_reduce",
+    "c10d::_allgather_base_": "all_gather",
+}
 GLOO_WORK = {"gloo:all_reduce": "all_reduce", "gloo:all_gather": "all_gather"}
 
 
@@ -33,8 +37,13 @@ def raw(path) -> dict:
         before = [c for c in comm if COMM_OPS[c["name"]] == GLOO_WORK[w["name"]] and c["ts"] <= w["ts"]]
         if before:
             before[-1]["end"] = max(before[-1]["end"], w["ts"] + w["dur"])
-    return {"rank": doc["distributedInfo"]["rank"], "steps": steps, "comm": comm, "base": doc["baseTimeNanoseconds"],
-            "gloo": any(e["name"] in GLOO_WORK for e in ev)}
+    return {
+        "rank": doc["distributedInfo"]["rank"],
+        "steps": steps,
+        "comm": comm,
+        "base": doc["baseTimeNanoseconds"],
+        "gloo": any(e["name"] in GLOO_WORK for e in ev),
+    }
 
 
 def union_us(spans) -> float:
@@ -89,8 +98,9 @@ def check_against_raw(s, trace_files) -> None:
         assert mine[r].arrived_last_share + mine[r].arrived_first_share == pytest.approx(1.0)
     # each rank's communication: the union of its ops, each until its gloo work ended
     for rk in ranks:
-        assert mine[rk["rank"]].comm_ns == pytest.approx(union_us((c["ts"], c["end"]) for c in rk["comm"]) * 1000,
-                                                         abs=2 * len(rk["comm"]))
+        assert mine[rk["rank"]].comm_ns == pytest.approx(
+            union_us((c["ts"], c["end"]) for c in rk["comm"]) * 1000, abs=2 * len(rk["comm"])
+        )
     comm = next(f for f in s.fused_ops if f.fused_op == "communication")
     if any(rk["gloo"] for rk in ranks):  # the op time is the enqueueing ops'; the wait for the work is not in it
         assert sum(mine[r].comm_ns for r in (0, 1)) > 2 * comm.time_ns

@@ -23,9 +23,17 @@ import sys
 import time
 from pathlib import Path
 
-NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 8, 64, 192  # long enough that starting and stopping torch.profiler is a small share
-WINDOWS = (("cold", "basic", None), ("warm", "basic", None), ("comprehensive", "comprehensive", None),
-           ("short", "standard", 4))
+NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = (
+    8,
+    64,
+    192,
+)  # long enough that starting and stopping torch.profiler is a small share
+WINDOWS = (
+    ("cold", "basic", None),
+    ("warm", "basic", None),
+    ("comprehensive", "comprehensive", None),
+    ("short", "standard", 4),
+)
 
 
 def prompts(seed: int):
@@ -44,9 +52,16 @@ def main(out: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=resolve_model("tiny-llama")[0], load_format="dummy", enforce_eager=True,
-              gpu_memory_utilization=0.2, max_model_len=512, max_num_seqs=NUM_PROMPTS,
-              max_num_batched_tokens=1024, seed=0)
+    llm = LLM(
+        model=resolve_model("tiny-llama")[0],
+        load_format="dummy",
+        enforce_eager=True,
+        gpu_memory_utilization=0.2,
+        max_model_len=512,
+        max_num_seqs=NUM_PROMPTS,
+        max_num_batched_tokens=1024,
+        seed=0,
+    )
     plain = SamplingParams(max_tokens=OUTPUT_LEN, ignore_eos=True, temperature=0.0)
     with_logprobs = SamplingParams(max_tokens=OUTPUT_LEN, ignore_eos=True, temperature=0.0, logprobs=1)
     llm.generate(prompts(0), plain, use_tqdm=False)  # warm-up of every batch shape, without logprobs
@@ -55,10 +70,20 @@ def main(out: str) -> int:
         if name == "warm":  # compile the logprob kernel for every batch size outside the windows
             for n in (1, 3, NUM_PROMPTS):
                 llm.generate(prompts(100 + n)[:n], with_logprobs, use_tqdm=False)
-        with xpu_profiler.profile(llm, detail_level=level, profile_steps=steps,
-                                  run_info={"model": "tiny-llama", "workload": {
-                                      "num_prompts": NUM_PROMPTS, "input_len": INPUT_LEN,
-                                      "output_len": OUTPUT_LEN, "logprobs": 1}}) as prof:
+        with xpu_profiler.profile(
+            llm,
+            detail_level=level,
+            profile_steps=steps,
+            run_info={
+                "model": "tiny-llama",
+                "workload": {
+                    "num_prompts": NUM_PROMPTS,
+                    "input_len": INPUT_LEN,
+                    "output_len": OUTPUT_LEN,
+                    "logprobs": 1,
+                },
+            },
+        ) as prof:
             t0 = time.time_ns()
             llm.generate(prompts(i), with_logprobs, use_tqdm=False)
             t1 = time.time_ns()

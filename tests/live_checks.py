@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpu_profiler.core.records import STEP_RANGE
 from xpu_profiler.core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, P_UNKNOWN, Profile
+from xpu_profiler.core.records import STEP_RANGE
 
 
 def _worker_step_ranges(prof: Profile):

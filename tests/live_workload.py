@@ -48,15 +48,29 @@ def main(out: str, model_name: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=resolve_model(model_name)[0], load_format="dummy", enforce_eager=True,
-              gpu_memory_utilization=0.2, max_model_len=256, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
-              max_num_seqs=8, seed=0,
-              profiler_config={"profiler": "torch", "torch_profiler_dir": str(out_dir / "vllm_trace"),
-                               "torch_profiler_with_stack": False})
+    llm = LLM(
+        model=resolve_model(model_name)[0],
+        load_format="dummy",
+        enforce_eager=True,
+        gpu_memory_utilization=0.2,
+        max_model_len=256,
+        max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+        max_num_seqs=8,
+        seed=0,
+        profiler_config={
+            "profiler": "torch",
+            "torch_profiler_dir": str(out_dir / "vllm_trace"),
+            "torch_profiler_with_stack": False,
+        },
+    )
     params = SamplingParams(max_tokens=OUTPUT_LEN, ignore_eos=True, temperature=0.0)
     llm.generate(prompts(1)[:2], params, use_tqdm=False)  # warm-up
-    truth = {"model": model_name, "prompt_lens": PROMPT_LENS, "output_len": OUTPUT_LEN,
-             "multiprocessing": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"}
+    truth = {
+        "model": model_name,
+        "prompt_lens": PROMPT_LENS,
+        "output_len": OUTPUT_LEN,
+        "multiprocessing": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0",
+    }
 
     # window 1: basic hooks + vLLM's own profiler as the independent step count
     llm.start_profile()
@@ -76,8 +90,9 @@ def main(out: str, model_name: str) -> int:
     prof2.profile.save(out_dir / "standard.npz")
     from xpu_profiler.readers.records.assemble import build_profile
 
-    build_profile(prof2.records, t_start=prof2.t_start, t_end=prof2.t_end, metrics=prof2.metrics,
-                  trim_to_steps=False).save(out_dir / "standard_untrimmed.npz")
+    build_profile(
+        prof2.records, t_start=prof2.t_start, t_end=prof2.t_end, metrics=prof2.metrics, trim_to_steps=False
+    ).save(out_dir / "standard_untrimmed.npz")
     shutil.rmtree(prof2.trace_dir, ignore_errors=True)
     (out_dir / "standard.summary.json").write_text(summary_codec.encode(prof2.summary()).decode())
     truth["standard"] = {"output_tokens": [len(o.outputs[0].token_ids) for o in outs], "t0": t0, "t1": t1}

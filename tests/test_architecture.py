@@ -15,15 +15,20 @@ PKG = Path(__file__).resolve().parents[1] / "xpu_profiler"
 #: part → floor (higher floors build on lower ones); parts of one floor do not import each other
 FLOORS = {
     "core": 0,
-    "knowledge": 1, "summary": 1,
+    "knowledge": 1,
+    "summary": 1,
     "readers": 2,
     "aggregate": 3,
-    "findings": 4, "exporters": 4, "terminal": 4,
-    "analysis": 5, "notebook": 5,
+    "findings": 4,
+    "exporters": 4,
+    "terminal": 4,
+    "analysis": 5,
+    "notebook": 5,
     "diff": 6,
     "live": 7,
     "cli": 8,
-    "__init__": 9, "__main__": 9,
+    "__init__": 9,
+    "__main__": 9,
 }
 #: imports allowed across parts of one floor (none today)
 SAME_FLOOR_OK: set[tuple[str, str]] = set()
@@ -48,7 +53,7 @@ def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
-                base = here[:len(here) - node.level + 1] if node.level else []
+                base = here[: len(here) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
                 for alias in node.names:
                     full = f"{target}.{alias.name}"
@@ -143,8 +148,9 @@ def test_the_checks_can_fail() -> None:
 
 def test_module_sizes() -> None:
     """One concern per module: none over ~400 lines, the median well under."""
-    sizes = sorted((len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(PKG)))
-                   for p in PKG.rglob("*.py"))
+    sizes = sorted(
+        (len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(PKG))) for p in PKG.rglob("*.py")
+    )
     big = [f"{name} ({n} lines)" for n, name in sizes if n > 420]
     assert not big, "modules over ~400 lines: " + ", ".join(big)
     assert sizes[len(sizes) // 2][0] <= 130

@@ -18,14 +18,17 @@ def X(name, cat, ts, dur, pid=1, tid=1, **args):
 
 
 def launch(t0: float, corr: int, k_start: float, k_dur: float, name: str = "gemm_kernel") -> list[dict]:
-    return [X("cudaLaunchKernel", "cuda_runtime", t0, 10, correlation=corr),
-            X(name, "kernel", k_start, k_dur, pid=0, tid=7, correlation=corr, device=0)]
+    return [
+        X("cudaLaunchKernel", "cuda_runtime", t0, 10, correlation=corr),
+        X(name, "kernel", k_start, k_dur, pid=0, tid=7, correlation=corr, device=0),
+    ]
 
 
 def step_trace(rank: int | None = None) -> dict:
     ev = []
-    for i, (name, t0) in enumerate((("execute_context_1(100)_generation_0(0)", 0),
-                                     ("execute_context_0(0)_generation_4(4)", 1000))):
+    for i, (name, t0) in enumerate(
+        (("execute_context_1(100)_generation_0(0)", 0), ("execute_context_0(0)_generation_4(4)", 1000))
+    ):
         ev += [X(name, "user_annotation", t0, 1000)] + launch(t0 + 20, i + 1, t0 + 40, 400)
     doc = {"schemaVersion": 1, "traceEvents": ev}
     if rank is not None:
@@ -55,8 +58,10 @@ def test_tensor_parallel_ranks_do_not_multiply_tokens(tmp_path: Path) -> None:
 def test_token_rates_run_until_the_device_finishes_the_last_step(tmp_path: Path) -> None:
     # two decode steps of 4 tokens, host ranges 0–1000 and 1000–2000 µs; the second
     # step's kernel is queued behind the first and runs 1900–3000 µs, past its host range
-    ev = [X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
-          X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000)]
+    ev = [
+        X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
+        X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000),
+    ]
     ev += launch(100, 1, 150, 1700) + launch(1100, 2, 1900, 1100)
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     assert s.throughput.duration_ns == 3_000_000  # first host start to the last device end
@@ -64,9 +69,11 @@ def test_token_rates_run_until_the_device_finishes_the_last_step(tmp_path: Path)
 
 
 def test_device_work_running_after_the_host_range_counts_for_its_step(tmp_path: Path) -> None:
-    ev = [X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
-          X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000)]
-    ev += launch(900, 1, 950, 450)    # launched in step 0, runs 950–1400 (past its host range)
+    ev = [
+        X("execute_context_0(0)_generation_4(4)", "user_annotation", 0, 1000),
+        X("execute_context_0(0)_generation_4(4)", "user_annotation", 1000, 1000),
+    ]
+    ev += launch(900, 1, 950, 450)  # launched in step 0, runs 950–1400 (past its host range)
     ev += launch(1500, 2, 1500, 100)  # step 1's own kernel, launched after the device drained
     profile, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     # busy is the step's own device work, wherever it ran; idle is inside its device span
@@ -84,8 +91,10 @@ def test_device_work_running_after_the_host_range_counts_for_its_step(tmp_path: 
 
 
 def test_nested_steps_outer_catches_what_inner_misses(tmp_path: Path) -> None:
-    ev = [X("execute_context_1(10)_generation_0(0)", "user_annotation", 0, 2000),
-          X("execute_context_0(0)_generation_2(2)", "user_annotation", 500, 500)]
+    ev = [
+        X("execute_context_1(10)_generation_0(0)", "user_annotation", 0, 2000),
+        X("execute_context_0(0)_generation_2(2)", "user_annotation", 500, 500),
+    ]
     ev += launch(100, 1, 150, 100) + launch(600, 2, 650, 100) + launch(1500, 3, 1550, 100)
     profile, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     assert s.totals.unstepped_share == 0
@@ -93,25 +102,31 @@ def test_nested_steps_outer_catches_what_inner_misses(tmp_path: Path) -> None:
 
 
 def test_device_busy_is_a_union_over_streams(tmp_path: Path) -> None:
-    ev = [X("gemm_a", "kernel", 0, 500, pid=0, tid=7), X("gemm_b", "kernel", 0, 500, pid=0, tid=8),
-          X("gemm_c", "kernel", 999, 1, pid=0, tid=7)]
+    ev = [
+        X("gemm_a", "kernel", 0, 500, pid=0, tid=7),
+        X("gemm_b", "kernel", 0, 500, pid=0, tid=8),
+        X("gemm_c", "kernel", 999, 1, pid=0, tid=7),
+    ]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     assert s.totals.device_busy_ns == 501_000
     assert s.totals.device_kernel_ns == 1_001_000
     assert s.ranks[0].busy_share == pytest.approx(0.501)
 
 
-@pytest.mark.parametrize("name, phase, tokens", [
-    ("execute_context_3(63)_generation_1(1)", "mixed", (63, 1)),
-    # detailed_trace_annotation, with the total in front (as vLLM 0.32 writes it)
-    ("execute_61_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq3sk40sqsq3sqsk40)", "mixed", (58, 3)),
-    # speculative decoding: 2 generation requests scheduling 4 tokens each
-    ("execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq8sk90sqsq32sqsk360)", "decode", (0, 8)),
-    # the detailed form without the leading total
-    ("execute_context_1(sq15sk15sqsq225sqsk225)_generation_0(sq0sk0sqsq0sqsk0)", "prefill", (15, 0)),
-    # older vLLM: request counts only
-    ("execute_new_2_cached_5", "mixed", (0, 0)),
-])
+@pytest.mark.parametrize(
+    "name, phase, tokens",
+    [
+        ("execute_context_3(63)_generation_1(1)", "mixed", (63, 1)),
+        # detailed_trace_annotation, with the total in front (as vLLM 0.32 writes it)
+        ("execute_61_context_2(sq58sk58sqsq3364sqsk3364)_generation_3(sq3sk40sqsq3sqsk40)", "mixed", (58, 3)),
+        # speculative decoding: 2 generation requests scheduling 4 tokens each
+        ("execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq8sk90sqsq32sqsk360)", "decode", (0, 8)),
+        # the detailed form without the leading total
+        ("execute_context_1(sq15sk15sqsq225sqsk225)_generation_0(sq0sk0sqsq0sqsk0)", "prefill", (15, 0)),
+        # older vLLM: request counts only
+        ("execute_new_2_cached_5", "mixed", (0, 0)),
+    ],
+)
 def test_every_step_annotation_form(tmp_path: Path, name, phase, tokens) -> None:
     ev = [X(name, "user_annotation", 0, 100), X("aten::mm", "cpu_op", 1, 50)]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
@@ -121,8 +136,11 @@ def test_every_step_annotation_form(tmp_path: Path, name, phase, tokens) -> None
 
 
 def test_steps_that_schedule_nothing_are_counted_not_kept(tmp_path: Path) -> None:
-    ev = [X("execute_context_0(0)_generation_0(0)", "user_annotation", 0, 100),
-          X("execute_context_0(0)_generation_2(2)", "user_annotation", 200, 100), X("aten::mm", "cpu_op", 210, 50)]
+    ev = [
+        X("execute_context_0(0)_generation_0(0)", "user_annotation", 0, 100),
+        X("execute_context_0(0)_generation_2(2)", "user_annotation", 200, 100),
+        X("aten::mm", "cpu_op", 210, 50),
+    ]
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     assert s.steps.phase == ["decode"] and s.steps.step_id == [0]
     assert s.run.extra["empty_steps"] == 1

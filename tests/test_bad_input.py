@@ -29,23 +29,29 @@ CASES = {
     "cut.json.gz": (gz(trace(GOOD_EVENT) * 1)[:-12], "gzip"),
     "notatrace.json": (json.dumps({"hello": "world", "ph": 1}).encode(), "not"),
     "list_of_numbers.json": (b'[{"ph": 1}]', "not a valid trace"),
-    "missing_ts.json": (trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "dur": 3}),
-                        "no 'ts' field"),
-    "missing_dur.json": (trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3}),
-                         "no 'dur' field"),
-    "missing_ph.json": (trace({"cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 1}),
-                        "no 'ph' field"),
+    "missing_ts.json": (
+        trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "dur": 3}),
+        "no 'ts' field",
+    ),
+    "missing_dur.json": (
+        trace({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3}),
+        "no 'dur' field",
+    ),
+    "missing_ph.json": (trace({"cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 1}), "no 'ph' field"),
     "wrong_type.json": (trace({**GOOD_EVENT, "dur": "long"}), "1 event with a non-numeric 'dur' (first: #0 'k')"),
     "wrong_type_pid.json": (trace({**GOOD_EVENT, "pid": [1]}), "pid"),
     "absurd_ts.json": (trace({**GOOD_EVENT, "ts": 1e300}), "time out of range"),
     "deep.json": (b'{"traceEvents": [' + b"[" * 100000 + b"]" * 100000 + b"]}", "nested too deeply"),
     "wrong_type_name.json": (trace({**GOOD_EVENT, "name": 12}), "name"),
-    "nan.json": (trace({**GOOD_EVENT, "dur": 1})[:-2] + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, '
-                                                        b'"dur": NaN}]}'[:-1], "truncated JSON"),
+    "nan.json": (
+        trace({**GOOD_EVENT, "dur": 1})[:-2]
+        + b', {"ph": "X", "name": "n", "pid": 0, "tid": 7, "ts": 1, "dur": NaN}]}'[:-1],
+        "truncated JSON",
+    ),
     "garbage_json.json": (trace(GOOD_EVENT)[:-3] + b"@@@}]}", "malformed JSON"),
     "negative.json": (trace({**GOOD_EVENT, "dur": -5.0}), "negative duration"),
     "binary.bin": (bytes(range(256)) * 4, "not a supported"),
-    "text.log": ("just some log line\nanother one\n".encode(), "not a supported"),
+    "text.log": (b"just some log line\nanother one\n", "not a supported"),
 }
 
 
@@ -54,8 +60,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, whatever the cwd
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -76,8 +83,9 @@ def test_bad_input_one_line_exit_2(name: str, tmp_path: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     res = run_cli("analyze", str(tmp_path / "nope.json"), cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines() == [f"xpu_profiler: error: {tmp_path / 'nope.json'}: "
-                                               "no such file or directory"]
+    assert res.stderr.strip().splitlines() == [
+        f"xpu_profiler: error: {tmp_path / 'nope.json'}: no such file or directory"
+    ]
 
 
 def test_directory_without_traces(tmp_path: Path) -> None:
@@ -91,12 +99,17 @@ def test_directory_without_traces(tmp_path: Path) -> None:
 def test_odd_events_are_skipped_and_counted(tmp_path: Path) -> None:
     """A [memory] instant without a usable ts is odd, not fatal: skipped and reported."""
     path = tmp_path / "odd.json"
-    path.write_bytes(trace(GOOD_EVENT, {"ph": "i", "name": "[memory]", "pid": 0, "tid": 1, "s": "t",
-                                        "args": {"Total Allocated": 10}}))
+    path.write_bytes(
+        trace(
+            GOOD_EVENT, {"ph": "i", "name": "[memory]", "pid": 0, "tid": 1, "s": "t", "args": {"Total Allocated": 10}}
+        )
+    )
     res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "warning: odd.json: skipped 1 event with odd [memory] args (no usable time) (first: #1 '[memory]')" \
+    assert (
+        "warning: odd.json: skipped 1 event with odd [memory] args (no usable time) (first: #1 '[memory]')"
         in res.stderr.splitlines()
+    )
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["totals"]["device_kernel_ns"] == 2000
 
@@ -110,8 +123,10 @@ def test_nan_and_negative_events_are_skipped_by_kind(tmp_path: Path) -> None:
     res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     warnings = [x for x in res.stderr.splitlines() if x.startswith("warning:")]
-    assert warnings == ["warning: nan.json: skipped 1 event with a non-finite time (NaN or Infinity) (first: #1 'n')",
-                        "warning: nan.json: skipped 2 events with a negative duration (first: #2 'odd_kernel')"]
+    assert warnings == [
+        "warning: nan.json: skipped 1 event with a non-finite time (NaN or Infinity) (first: #1 'n')",
+        "warning: nan.json: skipped 2 events with a negative duration (first: #2 'odd_kernel')",
+    ]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["totals"]["device_kernel_ns"] == 2000
 
@@ -119,8 +134,12 @@ def test_nan_and_negative_events_are_skipped_by_kind(tmp_path: Path) -> None:
 def test_lenient_where_perfetto_is(tmp_path: Path) -> None:
     """Numeric strings for times, doubles for pid/tid, string ids: Perfetto reads them, so do we."""
     path = tmp_path / "loose.json"
-    path.write_bytes(trace({**GOOD_EVENT, "ts": "10", "dur": "2.5", "tid": 7.0, "args": {"correlation": "12"}},
-                           {**GOOD_EVENT, "ts": 20, "pid": 2**64 + 5, "args": {"correlation": "n/a"}}))
+    path.write_bytes(
+        trace(
+            {**GOOD_EVENT, "ts": "10", "dur": "2.5", "tid": 7.0, "args": {"correlation": "12"}},
+            {**GOOD_EVENT, "ts": 20, "pid": 2**64 + 5, "args": {"correlation": "n/a"}},
+        )
+    )
     res = run_cli("analyze", str(path), "-o", str(tmp_path / "out"), "--format", "json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -134,7 +153,8 @@ def test_output_path_is_an_existing_file(tmp_path: Path) -> None:
     res = run_cli("analyze", str(path), "-o", str(tmp_path / "afile"), cwd=tmp_path)
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        f"xpu_profiler: error: {tmp_path / 'afile'}: exists and is not a directory"]
+        f"xpu_profiler: error: {tmp_path / 'afile'}: exists and is not a directory"
+    ]
 
 
 def test_validate_corrupt_gzip(tmp_path: Path) -> None:
@@ -177,4 +197,5 @@ def test_a_rank_named_text_file_beside_the_traces_is_no_dropped_rank(tmp_path):
     _, s = analysis.analyze([tmp_path])
     assert [d.path for d in s.dropped_inputs] == [str(tmp_path / "rank1.pt.trace.json.gz")]
     assert [w for w in s.warnings if "dropped" in w] == [
-        f"{tmp_path / 'rank1.pt.trace.json.gz'}: dropped (empty file); rank 1 is missing from the analysis"]
+        f"{tmp_path / 'rank1.pt.trace.json.gz'}: dropped (empty file); rank 1 is missing from the analysis"
+    ]

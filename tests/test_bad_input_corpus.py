@@ -88,8 +88,14 @@ def test_case_in_process(name: str, tmp_path: Path) -> None:
     check(case, path, out, res.exit_code, res.stderr)
 
 
-SUBPROCESS_SAMPLE = ("truncated_0.5", "kineto_three_kinds", "ranks_one_gzip_truncated", "bundle_events_kind_99",
-                     "xprofiler_dur_nan", "xpurt_number_thousand_digits")
+SUBPROCESS_SAMPLE = (
+    "truncated_0.5",
+    "kineto_three_kinds",
+    "ranks_one_gzip_truncated",
+    "bundle_events_kind_99",
+    "xprofiler_dur_nan",
+    "xpurt_number_thousand_digits",
+)
 
 
 @pytest.mark.parametrize("name", SUBPROCESS_SAMPLE)
@@ -100,8 +106,13 @@ def test_case_in_subprocess(name: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(tmp_path / "stderr", "w+b") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "xpu_profiler", "analyze", str(path), "-o", str(out)],
-                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xpu_profiler", "analyze", str(path), "-o", str(out)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak memory, not the suite's
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler.core import atomic_write
 from xpu_profiler.cli.main import main
+from xpu_profiler.core import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -41,7 +41,8 @@ LONG = "n" * 300  # longer than any file system's name limit (255)
 # helpers
 # ---------------------------------------------------------------------------------------
 
-def cli(*args) -> "CliRunner.Result":
+
+def cli(*args) -> CliRunner.Result:
     """The real CLI in this process; a Python exception that escaped it (a traceback) fails."""
     res = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
     if res.exception is not None and not isinstance(res.exception, SystemExit):
@@ -49,13 +50,21 @@ def cli(*args) -> "CliRunner.Result":
     return res
 
 
-def child(*args, cwd: Path, driver: str | None = None, preexec=None, env: dict | None = None,
-          timeout: float = 60) -> subprocess.CompletedProcess:
+def child(
+    *args, cwd: Path, driver: str | None = None, preexec=None, env: dict | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """The CLI in a child process (``driver``: Python run first, in that process)."""
     code = (driver or "") + "\nfrom xpu_profiler.cli.main import main\nmain(sys.argv[1:], prog_name='xpu_profiler')\n"
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-c", "import sys\n" + code, *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, preexec_fn=preexec, env=e)
+    return subprocess.run(
+        [sys.executable, "-c", "import sys\n" + code, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec,
+        env=e,
+    )
 
 
 def one_error_line(stderr: str, *needles: str) -> str:
@@ -81,7 +90,7 @@ def wrote(stdout: str) -> dict[str, str]:
     out = {}
     for ln in stdout.splitlines():
         if ln.startswith("wrote "):
-            kind, path = ln[len("wrote "):].split(None, 1)
+            kind, path = ln[len("wrote ") :].split(None, 1)
             out[kind] = path
     return out
 
@@ -89,6 +98,7 @@ def wrote(stdout: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------
 # fixtures: a real trace, and real outputs of it
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
@@ -113,6 +123,7 @@ def summary_file(work, trace) -> Path:
 # ---------------------------------------------------------------------------------------
 # 1. OS errors on the output side: one line with the path and the OS's reason, exit 2
 # ---------------------------------------------------------------------------------------
+
 
 def _parent_is_file(tmp: Path) -> tuple[str, str]:
     (tmp / "afile").write_text("x")
@@ -214,8 +225,10 @@ def test_analyze_output_os_error(case: str, trace: Path, tmp_path: Path) -> None
     _no_output_written(tmp_path)
 
 
-@pytest.mark.parametrize("case", ["parent_is_file", "report_html_is_directory", "under_proc",
-                                  "file_name_too_long", "summary_links_to_dev_full"])
+@pytest.mark.parametrize(
+    "case",
+    ["parent_is_file", "report_html_is_directory", "under_proc", "file_name_too_long", "summary_links_to_dev_full"],
+)
 def test_diff_output_os_error(case: str, summary_file: Path, tmp_path: Path) -> None:
     output, reason = _os_case(case, tmp_path)
     if case == "report_html_is_directory":  # diff writes diff.html
@@ -252,6 +265,7 @@ def test_live_output_refused_before_the_engine_starts(case: str, tmp_path: Path,
 # ---------------------------------------------------------------------------------------
 # 2. a full disk after the first outputs: those stay, the older report survives
 # ---------------------------------------------------------------------------------------
+
 
 def _small_file_limit():
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails (EFBIG) instead of killing us
@@ -301,6 +315,7 @@ def test_no_space_left_late_keeps_earlier_outputs_and_old_report(trace: Path, sm
 # 3. never overwrite an input
 # ---------------------------------------------------------------------------------------
 
+
 def test_output_naming_the_input_trace_is_refused(trace: Path, tmp_path: Path) -> None:
     inp = tmp_path / "mine.json"
     inp.write_bytes(trace.read_bytes())
@@ -338,7 +353,9 @@ def test_a_directory_analysed_into_itself_again(trace: Path, tmp_path: Path) -> 
     s2 = json.loads((d / "summary.json").read_text())
     assert s1["totals"]["ranks"] == s2["totals"]["ranks"] == 1
     assert s2["totals"]["events"] == s1["totals"]["events"]
-    assert s2["warnings"] == [f"{d / 'trace.json.gz'}: skipped (an earlier xpu_profiler output: its summary.json is beside it)"]
+    assert s2["warnings"] == [
+        f"{d / 'trace.json.gz'}: skipped (an earlier xpu_profiler output: its summary.json is beside it)"
+    ]
     assert (d / "rank0.json").read_bytes() == trace.read_bytes()
 
 
@@ -415,8 +432,13 @@ def test_live_output_on_an_input_is_refused(tmp_path: Path, monkeypatch) -> None
 # 4. atomic outputs: a write that fails or is interrupted leaves the older file and no litter
 # ---------------------------------------------------------------------------------------
 
-FORMAT_FILES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused_ops.csv",
-                "html": "report.html", "bundle": "profile.npz"}
+FORMAT_FILES = {
+    "perfetto": "trace.json.gz",
+    "json": "summary.json",
+    "csv": "fused_ops.csv",
+    "html": "report.html",
+    "bundle": "profile.npz",
+}
 
 
 class _Failing:
@@ -478,8 +500,7 @@ def test_ctrl_c_mid_write_keeps_the_older_file(fmt: str, trace: Path, tmp_path: 
     assert litter(tmp_path) == []
 
 
-def test_diff_html_failing_keeps_diff_json_and_the_older_page(summary_file: Path, tmp_path: Path,
-                                                              monkeypatch) -> None:
+def test_diff_html_failing_keeps_diff_json_and_the_older_page(summary_file: Path, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "diff.html").write_text("older page")
     _fail_writes_to(monkeypatch, "diff.html", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
     res = cli("diff", summary_file, summary_file, "-o", tmp_path, "-q")
@@ -510,8 +531,15 @@ def test_signal_once_written_but_before_rename(sig: str, code: int, trace: Path,
     out = tmp_path / "out"
     out.mkdir()
     (out / "trace.json.gz").write_bytes(b"older trace")
-    res = child("analyze", trace, "-o", out, "-q", cwd=tmp_path,
-                driver=_SIGNAL_BEFORE_RENAME.format(name="trace.json.gz", sig=sig))
+    res = child(
+        "analyze",
+        trace,
+        "-o",
+        out,
+        "-q",
+        cwd=tmp_path,
+        driver=_SIGNAL_BEFORE_RENAME.format(name="trace.json.gz", sig=sig),
+    )
     assert res.returncode == code, (res.stdout, res.stderr)
     assert "Traceback" not in res.stderr
     assert (out / "trace.json.gz").read_bytes() == b"older trace"
@@ -525,9 +553,14 @@ def test_sigint_while_the_report_is_written(trace: Path, tmp_path: Path) -> None
     out = tmp_path / "out"
     out.mkdir()
     (out / "report.html").write_text("older report")
-    proc = subprocess.Popen([sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out), "-q",
-                             "--format", "html"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out), "-q", "--format", "html"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     caught = False
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
@@ -571,8 +604,19 @@ def test_success_replaces_the_older_file_keeping_its_mode(trace: Path, tmp_path:
 # ---------------------------------------------------------------------------------------
 
 #: kernel of the generated trace → the control character its renamed copy carries
-CONTROL_CHARS = {"NUL": "\x00", "BEL": "\x07", "CR": "\r", "LF": "\n", "ESC": "\x1b", "DEL": "\x7f",
-                 "C1_NEL": "\x85", "C1_CSI": "\x9b", "RLO": "\u202e", "LRI": "\u2066", "LINE_SEP": "\u2028"}
+CONTROL_CHARS = {
+    "NUL": "\x00",
+    "BEL": "\x07",
+    "CR": "\r",
+    "LF": "\n",
+    "ESC": "\x1b",
+    "DEL": "\x7f",
+    "C1_NEL": "\x85",
+    "C1_CSI": "\x9b",
+    "RLO": "\u202e",
+    "LRI": "\u2066",
+    "LINE_SEP": "\u2028",
+}
 SCRIPT = "<script>alert(1)</script>"
 
 
@@ -611,12 +655,12 @@ def test_kernel_name_control_char_escaped_in_terminal_table(label: str, evil_run
     assert row.startswith(f"k_{label}{_escaped(ch)}<script>")
     header = next(ln for ln in stdout.splitlines() if ln.startswith("name") and "fused op" in ln)
     # the columns line up: the fused-op column starts where its header does
-    assert row[header.index("fused op") - 2: header.index("fused op")] == "  "
+    assert row[header.index("fused op") - 2 : header.index("fused op")] == "  "
 
 
 def test_no_raw_control_character_anywhere_in_the_terminal(evil_run) -> None:
     stdout = evil_run[0]
-    raw = {c for c in stdout if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) <= 0x9f or c in "\u202e\u2066\u2028"}
+    raw = {c for c in stdout if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F or c in "\u202e\u2066\u2028"}
     assert raw == set()
 
 
@@ -646,8 +690,10 @@ def test_wrote_lines_escape_the_output_path(trace: Path, tmp_path: Path) -> None
     out = tmp_path / "o\u202eut\rdir"
     res = cli("analyze", trace, "-o", out, "--format", "json,csv", "-q")
     assert res.exit_code == 0, res.stderr
-    assert wrote(res.stdout) == {"json": f"{tmp_path}/o\\u202eut\\rdir/summary.json",
-                                 "csv": f"{tmp_path}/o\\u202eut\\rdir/fused_ops.csv"}
+    assert wrote(res.stdout) == {
+        "json": f"{tmp_path}/o\\u202eut\\rdir/summary.json",
+        "csv": f"{tmp_path}/o\\u202eut\\rdir/fused_ops.csv",
+    }
     assert (out / "summary.json").is_file()
 
 
@@ -677,9 +723,14 @@ def test_view_echoes_the_trace_path_escaped(trace: Path, tmp_path: Path) -> None
     assert res.exit_code == 0
     odd = tmp_path / "run\x1b]0;pwned\x07.json.gz"
     os.rename(tmp_path / "trace.json.gz", odd)
-    proc = subprocess.Popen([sys.executable, "-m", "xpu_profiler", "view", str(odd), "--no-browser", "--port", "0"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xpu_profiler", "view", str(odd), "--no-browser", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     try:
         first = proc.stdout.readline()
     finally:

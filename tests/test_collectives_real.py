@@ -10,8 +10,8 @@ import statistics
 from collections import defaultdict
 
 import pytest
-
 from conftest import ROOT
+
 from xpu_profiler import analysis
 
 TWO_RANKS = ROOT.parent / "shared" / "data" / "real-traces" / "two-ranks"
@@ -33,13 +33,28 @@ def raw_collectives(rank: int) -> list[dict]:
         rt = launch[k["args"]["correlation"]]
 
         def holding(prefix, same_thread):
-            return [r for r in ranges if r["name"].startswith(prefix) and (r["tid"] == rt["tid"] or not same_thread)
-                    and r["ts"] <= rt["ts"] and rt["ts"] + rt["dur"] <= r["ts"] + r["dur"]]
+            return [
+                r
+                for r in ranges
+                if r["name"].startswith(prefix)
+                and (r["tid"] == rt["tid"] or not same_thread)
+                and r["ts"] <= rt["ts"]
+                and rt["ts"] + rt["dur"] <= r["ts"] + r["dur"]
+            ]
+
         (ann,) = holding("nccl:", True)
         (step,) = holding("ProfilerStep#", False)  # a step holds the launches of every thread
         start = round(k["ts"] * 1000)
-        out.append({"kind": KIND[ann["name"]], "stream": k["args"]["stream"], "step": step["name"],
-                    "start": start, "end": start + round(k["dur"] * 1000), "dur": round(k["dur"] * 1000)})
+        out.append(
+            {
+                "kind": KIND[ann["name"]],
+                "stream": k["args"]["stream"],
+                "step": step["name"],
+                "start": start,
+                "end": start + round(k["dur"] * 1000),
+                "dur": round(k["dur"] * 1000),
+            }
+        )
     return out
 
 

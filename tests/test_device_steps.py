@@ -19,10 +19,10 @@ from xpu_profiler.analysis import analyze, export
 from xpu_profiler.exporters.validate import validate_bytes
 
 STEP = "execute_context_0(0)_generation_4(4)"
-LAUNCHES = 6          # per step, alternating streams 7 and 8
-LAUNCH_EVERY = 2      # µs between launch calls
-LAUNCH_DUR = 1.5      # µs, the call itself
-LATENCY = 15          # µs from a launch call to the earliest start of its kernel
+LAUNCHES = 6  # per step, alternating streams 7 and 8
+LAUNCH_EVERY = 2  # µs between launch calls
+LAUNCH_DUR = 1.5  # µs, the call itself
+LATENCY = 15  # µs from a launch call to the earliest start of its kernel
 
 
 def build(steps: int, step_every: int, kernel_us: int) -> tuple[list[dict], list[dict]]:
@@ -40,19 +40,59 @@ def build(steps: int, step_every: int, kernel_us: int) -> tuple[list[dict], list
             stream = 7 + j % 2
             start = max(launch + LATENCY, free[stream])
             free[stream] = start + kernel_us
-            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
-                       "ts": launch, "dur": LAUNCH_DUR, "args": {"correlation": corr, "cbid": 211}})
-            ev.append({"ph": "X", "cat": "kernel", "name": f"gemm_kernel_{j}", "pid": 0, "tid": stream, "ts": start,
-                       "dur": kernel_us, "args": {"correlation": corr, "device": 0, "stream": stream}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 100,
+                    "tid": 1,
+                    "ts": launch,
+                    "dur": LAUNCH_DUR,
+                    "args": {"correlation": corr, "cbid": 211},
+                }
+            )
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"gemm_kernel_{j}",
+                    "pid": 0,
+                    "tid": stream,
+                    "ts": start,
+                    "dur": kernel_us,
+                    "args": {"correlation": corr, "device": 0, "stream": stream},
+                }
+            )
             kernels.append((start * 1000, (start + kernel_us) * 1000, launch * 1000))
             corr += 1
         end = h0 + 1 + LAUNCH_EVERY * (LAUNCHES - 1) + LAUNCH_DUR + 0.5
-        ev.append({"ph": "X", "cat": "user_annotation", "name": STEP, "pid": 100, "tid": 1, "ts": h0,
-                   "dur": end - h0, "args": {}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": STEP,
+                "pid": 100,
+                "tid": 1,
+                "ts": h0,
+                "dur": end - h0,
+                "args": {},
+            }
+        )
         # Kineto's device-side twin: from the first to the last of the step's kernels
         first, last = min(s for s, _, _ in kernels), max(e for _, e, _ in kernels)
-        ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": STEP, "pid": 0, "tid": 7, "ts": first / 1000,
-                   "dur": (last - first) / 1000, "args": {}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": STEP,
+                "pid": 0,
+                "tid": 7,
+                "ts": first / 1000,
+                "dur": (last - first) / 1000,
+                "args": {},
+            }
+        )
         truth.append({"kernels": kernels, "host": (h0 * 1000, round(end * 1000))})
     return ev, truth
 
@@ -95,17 +135,22 @@ def expected(truth: list[dict]) -> dict[str, list[int]]:
 def analysed(tmp_path: Path, name: str, steps: int, step_every: int, kernel_us: int):
     ev, truth = build(steps, step_every, kernel_us)
     path = tmp_path / f"{name}.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev, "baseTimeNanoseconds": 1_700_000_000_000_000_000}))
+    path.write_text(
+        json.dumps({"schemaVersion": 1, "traceEvents": ev, "baseTimeNanoseconds": 1_700_000_000_000_000_000})
+    )
     profile, summary = analyze([path])
     return profile, summary, truth
 
 
-@pytest.mark.parametrize("name, step_every, kernel_us, bound", [
-    # the host spends 2 ms between steps (sampling, scheduling) while the device waits
-    ("host-starved", 2000, 30, "host"),
-    # the host launches the next step long before the device has finished this one
-    ("device-saturated", 150, 100, "device"),
-])
+@pytest.mark.parametrize(
+    "name, step_every, kernel_us, bound",
+    [
+        # the host spends 2 ms between steps (sampling, scheduling) while the device waits
+        ("host-starved", 2000, 30, "host"),
+        # the host launches the next step long before the device has finished this one
+        ("device-saturated", 150, 100, "device"),
+    ],
+)
 def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel_us, bound) -> None:
     profile, s, truth = analysed(tmp_path, name, 6, step_every, kernel_us)
     # every kernel starts after its step's host range has ended
@@ -113,7 +158,7 @@ def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel
     want = expected(truth)
     d = s.device_steps
     assert d.device_start_ns == want["start"] and d.device_end_ns == want["end"]
-    assert d.device_busy_ns == want["busy"]        # the union of the step's own kernels, exactly
+    assert d.device_busy_ns == want["busy"]  # the union of the step's own kernels, exactly
     assert s.steps.busy_ns == want["busy"] and s.steps.idle_ns == want["idle"]
     assert d.device_idle_ns == want["idle"] and d.starved_ns == want["starved"]
     assert d.host_wait_ns == want["host_wait"]
@@ -121,7 +166,7 @@ def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel
     period = [st + e - b for st, b, e in zip(d.starved_ns, d.device_start_ns, d.device_end_ns)]
     by_rule = ["host" if w >= HOST_BOUND_SHARE * p else "device" for w, p in zip(d.waiting_on_host_ns, period)]
     assert d.bound == by_rule
-    assert d.bound[1:] == [bound] * 5              # the first step has no gap before it
+    assert d.bound[1:] == [bound] * 5  # the first step has no gap before it
     (phase,) = s.phases
     assert phase.bound == bound and phase.bound_evidence.startswith(f"decode is {bound}-bound")
     assert phase.device.busy_ns == sum(want["busy"]) and phase.device.starved_ns == sum(want["starved"])
@@ -181,11 +226,15 @@ def test_perfetto_flows_and_device_step_track(tmp_path: Path) -> None:
 
 
 def flow_doc(events: list[dict]) -> bytes:
-    meta = [{"ph": "M", "pid": 1, "tid": 1, "name": "process_name", "args": {"name": "p"}},
-            {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "host"}},
-            {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "stream"}}]
-    slices = [{"ph": "X", "name": "launch", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
-              {"ph": "X", "name": "kernel", "pid": 1, "tid": 2, "ts": 10, "dur": 5}]
+    meta = [
+        {"ph": "M", "pid": 1, "tid": 1, "name": "process_name", "args": {"name": "p"}},
+        {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "host"}},
+        {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "stream"}},
+    ]
+    slices = [
+        {"ph": "X", "name": "launch", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+        {"ph": "X", "name": "kernel", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
+    ]
     return json.dumps({"traceEvents": meta + slices + events}).encode()
 
 
@@ -197,16 +246,19 @@ def F(i, ts=10, **kw):
     return {"ph": "f", "id": i, "pid": 1, "tid": 2, "ts": ts, "cat": "ac2g", "name": "ac2g", "bp": "e", **kw}
 
 
-@pytest.mark.parametrize("events, problem", [
-    ([S(1), F(1)], None),
-    ([S(1), S(1), F(1)], "2 starts"),                       # Perfetto: flow_duplicate_id
-    ([S(1), F(1), F(1)], "2 ends"),
-    ([S(1), {**F(1), "bp": "x"}], 'without "bp"'),
-    ([S(1, ts=7), F(1)], "inside no slice"),                # the launch slice ends at 5
-    ([S(1), F(1, ts=15)], "inside no slice"),               # [ts, ts + dur): the end is out
-    ([S(1, ts=4), {**F(1, ts=3), "tid": 1}], "ends before it starts"),
-    ([S("1"), F("1")], "is not an integer"),                # a string id is read as hex
-])
+@pytest.mark.parametrize(
+    "events, problem",
+    [
+        ([S(1), F(1)], None),
+        ([S(1), S(1), F(1)], "2 starts"),  # Perfetto: flow_duplicate_id
+        ([S(1), F(1), F(1)], "2 ends"),
+        ([S(1), {**F(1), "bp": "x"}], 'without "bp"'),
+        ([S(1, ts=7), F(1)], "inside no slice"),  # the launch slice ends at 5
+        ([S(1), F(1, ts=15)], "inside no slice"),  # [ts, ts + dur): the end is out
+        ([S(1, ts=4), {**F(1, ts=3), "tid": 1}], "ends before it starts"),
+        ([S("1"), F("1")], "is not an integer"),  # a string id is read as hex
+    ],
+)
 def test_validator_flow_rules(events, problem) -> None:
     problems = validate_bytes(flow_doc(events))
     if problem is None:

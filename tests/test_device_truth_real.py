@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from test_device_steps import union
+
 from xpu_profiler.analysis import analyze
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 
@@ -37,14 +37,21 @@ def raw_step(path: Path) -> dict:
     (step,) = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("execute_")]
     a, b = step["ts"], step["ts"] + step["dur"]
     corr = {e["args"]["correlation"] for e in ev if e.get("cat") == "cuda_runtime" and a <= e["ts"] <= b}
-    dev = [(round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000), e["args"].get("correlation"))
-           for e in ev if e.get("cat") in DEVICE_CATS]
+    dev = [
+        (round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000), e["args"].get("correlation"))
+        for e in ev
+        if e.get("cat") in DEVICE_CATS
+    ]
     own = [(s, t) for s, t, c in dev if c in corr]
     s0, s1 = min(s for s, _ in own), max(t for _, t in own)
     every = union([(s, t) for s, t, _ in dev])
     covered = sum(max(0, min(t, s1) - max(s, s0)) for s, t in every)
-    return {"offset": s0 - round(step["ts"] * 1000), "span": s1 - s0,
-            "busy": sum(t - s for s, t in union(own)), "idle": (s1 - s0) - covered}
+    return {
+        "offset": s0 - round(step["ts"] * 1000),
+        "span": s1 - s0,
+        "busy": sum(t - s for s, t in union(own)),
+        "idle": (s1 - s0) - covered,
+    }
 
 
 def shares(summary) -> dict[str, float]:
@@ -126,8 +133,18 @@ def moe_checks(profile, s) -> None:
     for i in dev.tolist():
         fused.setdefault(strings[int(ev["name"][i])], set()).add(FUSED_OPS[int(ev["fused"][i])])
     experts = [n for n in fused if n.startswith("_matmul_ogs")]
-    routing = [n for n in fused if n in ("_topk_forward", "_combined_routing_compute", "_combined_routing_memset",
-                                         "_sum_bitmatrix_rows", "_finalize_matmul_scatter_bf16")]
+    routing = [
+        n
+        for n in fused
+        if n
+        in (
+            "_topk_forward",
+            "_combined_routing_compute",
+            "_combined_routing_memset",
+            "_sum_bitmatrix_rows",
+            "_finalize_matmul_scatter_bf16",
+        )
+    ]
     assert len(experts) == 2 and len(routing) == 5
     for n in experts + routing:
         assert fused[n] == {"moe"}, n

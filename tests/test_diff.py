@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 from report_helpers import HOSTILE_NAMES, Browser, chromium_missing, write_kineto_trace
 
@@ -17,8 +16,9 @@ import gen_trace  # noqa: E402
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +74,14 @@ def res_text(br: Browser, path) -> str:
     return br.open(path).text
 
 
-@pytest.mark.parametrize("case, needle", [
-    ("missing", "no such file"),
-    ("not_a_trace", "not a supported trace"),
-    ("bad_summary", "not a valid summary"),
-])
+@pytest.mark.parametrize(
+    "case, needle",
+    [
+        ("missing", "no such file"),
+        ("not_a_trace", "not a supported trace"),
+        ("bad_summary", "not a valid summary"),
+    ],
+)
 def test_bad_inputs_are_one_line(pair, tmp_path, case, needle):
     base = pair[0]
     new = tmp_path / {"missing": "nope.json", "not_a_trace": "x.txt", "bad_summary": "s.json"}[case]

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from xpu_profiler import analysis, findings
 from xpu_profiler.core.errors import XpuProfilerError
 from xpu_profiler.findings import RULES, load_config
@@ -32,7 +32,7 @@ def test_the_rule_table_is_complete_and_documented():
     ids = [r.id for r in RULES]
     assert len(ids) == len(set(ids)) == 16
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Findings"):]
+    section = readme[readme.index("## Findings") :]
     for r in RULES:
         assert r.fix and r.why and r.detects and callable(r.check)
         text = r.trigger_text(r.thresholds)
@@ -68,30 +68,52 @@ def test_thresholds_from_a_toml_file(host_bound_trace, tmp_path):
     f = {f.rule: f for f in findings.evaluate(s, load_config(cfg))}["small_kernel_storm"]
     assert f.evidence["small_share"] == 1.0 and "under 1000 us" in f.trigger
     # the same file through analyze
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(host_bound_trace), "--findings-config",
-                        str(cfg), "-o", str(tmp_path / "out"), "--format", "json"], cwd=ROOT, capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "analyze",
+            str(host_bound_trace),
+            "--findings-config",
+            str(cfg),
+            "-o",
+            str(tmp_path / "out"),
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = load_summary(tmp_path / "out" / "summary.json")
     assert next(f for f in doc.findings if f.rule == "small_kernel_storm").trigger == f.trigger
     assert r.stdout.index("Findings (") < r.stdout.index("Time by fused op")
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("[no_such_rule]\nx = 1\n", "unknown rule 'no_such_rule'"),
-    ("[kv_cache_pressure]\nusage_pct = 1\n", "has no threshold 'usage_pct'"),
-    ("[kv_cache_pressure]\nusage = 'high'\n", "must be a number"),
-    ("[kv_cache_pressure]\nenabled = 1\n", "enabled must be true or false"),
-    ("[kv_cache_pressure\n", "not valid TOML"),
-    ("min_at_stake = true\n", "must be a number"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[no_such_rule]\nx = 1\n", "unknown rule 'no_such_rule'"),
+        ("[kv_cache_pressure]\nusage_pct = 1\n", "has no threshold 'usage_pct'"),
+        ("[kv_cache_pressure]\nusage = 'high'\n", "must be a number"),
+        ("[kv_cache_pressure]\nenabled = 1\n", "enabled must be true or false"),
+        ("[kv_cache_pressure\n", "not valid TOML"),
+        ("min_at_stake = true\n", "must be a number"),
+    ],
+)
 def test_a_bad_findings_file_is_one_line(tmp_path, text, problem):
     cfg = tmp_path / "f.toml"
     cfg.write_text(text)
     with pytest.raises(XpuProfilerError, match=re.escape(problem)):
         load_config(cfg)
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(V1), "--findings-config", str(cfg)],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(V1), "--findings-config", str(cfg)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and problem in r.stderr
 
 
@@ -110,18 +132,46 @@ def test_a_device_spec_given_at_analysis_wins_over_the_saved_one(host_bound_trac
     from xpu_profiler.readers import load
 
     prof = load([host_bound_trace])
-    prof.run.update(device="cpu", device_info={"kind": "cpu", "spec_key": "cpu"}, device_spec=SPECS["cpu"].to_json(),
-                    engine={"dtype": "bfloat16"}, model_config={
-                        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-                        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                        "head_dim": 128, "vocab_size": 128256})
+    prof.run.update(
+        device="cpu",
+        device_info={"kind": "cpu", "spec_key": "cpu"},
+        device_spec=SPECS["cpu"].to_json(),
+        engine={"dtype": "bfloat16"},
+        model_config={
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "vocab_size": 128256,
+        },
+    )
     saved = prof.save(tmp_path / "run.npz")
     plain = analysis.summarize(load([saved]))
     assert plain.roofline and all(r.flops_share is None and "unknown peak" in r.note for r in plain.roofline)
     spec = tmp_path / "spec.toml"
     spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e12}\nmem_bw_bytes_s = 5.0e10\nsource = "measured"\n')
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(saved), "--device-spec", str(spec),
-                        "-o", str(tmp_path / "out"), "--format", "json", "-q"], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "analyze",
+            str(saved),
+            "--device-spec",
+            str(spec),
+            "-o",
+            str(tmp_path / "out"),
+            "--format",
+            "json",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     s = load_summary(tmp_path / "out" / "summary.json")
     pre = next(x for x in s.roofline if x.phase == "prefill" and x.component == "step")

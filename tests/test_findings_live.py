@@ -26,41 +26,91 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
+
 from xpu_profiler import analysis, findings
 from xpu_profiler.aggregate.model_cost import model_config, model_shape, step_costs
 from xpu_profiler.aggregate.steps import token_steps
+from xpu_profiler.core.profile import P_PREFILL, Profile
+from xpu_profiler.exporters.validate import validate_file
 from xpu_profiler.findings import load_config
 from xpu_profiler.findings.config import MIN_AT_STAKE
 from xpu_profiler.findings.inputs import all_wall
-from xpu_profiler.core.profile import P_PREFILL, Profile
 from xpu_profiler.summary import load_summary
-from xpu_profiler.exporters.validate import validate_file
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 
-WORKLOAD = ["--model", "tiny-llama", "--device", "cpu", "--num-prompts", "8", "--input-len", "512",
-            "--output-len", "32", "--engine-arg", "max_num_seqs=8"]
+WORKLOAD = [
+    "--model",
+    "tiny-llama",
+    "--device",
+    "cpu",
+    "--num-prompts",
+    "8",
+    "--input-len",
+    "512",
+    "--output-len",
+    "32",
+    "--engine-arg",
+    "max_num_seqs=8",
+]
 RUNS = {
     "small": WORKLOAD + ["--max-num-batched-tokens", "64"],
     "big": WORKLOAD + ["--max-num-batched-tokens", "1024"],
     "compiled": WORKLOAD + ["--max-num-batched-tokens", "64", "--no-enforce-eager"],
-    "kv": ["--model", "tiny-llama", "--device", "cpu", "--num-prompts", "12", "--input-len", "48",
-           "--output-len", "48", "--max-model-len", "128", "--engine-arg", "num_gpu_blocks_override=8",
-           "--engine-arg", "block_size=32"],
-    "moe": ["--load-format", "dummy", "--device", "cpu", "--num-prompts", "32", "--input-len", "32",
-            "--output-len", "16", "--engine-arg", "max_num_seqs=16"],
-    "vocab": ["--load-format", "dummy", "--device", "cpu", "--num-prompts", "8", "--input-len", "32",
-              "--output-len", "16"],
+    "kv": [
+        "--model",
+        "tiny-llama",
+        "--device",
+        "cpu",
+        "--num-prompts",
+        "12",
+        "--input-len",
+        "48",
+        "--output-len",
+        "48",
+        "--max-model-len",
+        "128",
+        "--engine-arg",
+        "num_gpu_blocks_override=8",
+        "--engine-arg",
+        "block_size=32",
+    ],
+    "moe": [
+        "--load-format",
+        "dummy",
+        "--device",
+        "cpu",
+        "--num-prompts",
+        "32",
+        "--input-len",
+        "32",
+        "--output-len",
+        "16",
+        "--engine-arg",
+        "max_num_seqs=16",
+    ],
+    "vocab": [
+        "--load-format",
+        "dummy",
+        "--device",
+        "cpu",
+        "--num-prompts",
+        "8",
+        "--input-len",
+        "32",
+        "--output-len",
+        "16",
+    ],
     "demo": ["--model", "tiny-llama", "--device", "cpu"],
 }
 MOE_CONFIG = "[graphs_off_decode]\nenabled = false\n"
 
 
 def cli(*args, env=None, **kw):
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, env=env, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True, text=True, env=env, **kw
+    )
 
 
 class Runs:
@@ -121,8 +171,13 @@ def windows(tmp_path_factory):
     out = tmp_path_factory.mktemp("windows")
     # compile caches of its own: the cold window compiles vLLM's logprob kernel however often this ran
     env = vllm_env(TORCHINDUCTOR_CACHE_DIR=str(out / "inductor_cache"), VLLM_CACHE_ROOT=str(out / "vllm_cache"))
-    r = subprocess.run([sys.executable, str(TESTS / "findings_workload.py"), str(out)], env=env,
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, str(TESTS / "findings_workload.py"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     return out
 
@@ -136,6 +191,7 @@ def phase(s, name):
 
 
 # -- each rule, both directions ----------------------------------------------------------
+
 
 def test_graphs_off_when_eager_and_silent_when_compiled(runs):
     s = runs.summary("small")
@@ -188,8 +244,11 @@ def test_batch_capped_at_max_num_seqs(runs):
 
 def _budget_rows(s, budget: int) -> list[int]:
     """The mixed steps whose tokens fill the budget."""
-    return [i for i, p in enumerate(s.steps.phase) if p == "mixed"
-            and s.steps.prefill_tokens[i] + s.steps.decode_tokens[i] >= 0.98 * budget]
+    return [
+        i
+        for i, p in enumerate(s.steps.phase)
+        if p == "mixed" and s.steps.prefill_tokens[i] + s.steps.decode_tokens[i] >= 0.98 * budget
+    ]
 
 
 def _budget_ratio(s, budget: int) -> float:
@@ -220,7 +279,7 @@ def test_chunked_prefill_budget(runs, tmp_path):
     # (exactly) and its time (16x fewer tokens; under half the time even on a loaded machine)
     small_mixed, big_mixed = phase(small, "mixed"), phase(s, "mixed")
     assert small_mixed.tokens <= 64 * small_mixed.steps  # no mixed step over its budget
-    assert big_mixed.tokens > 64 * big_mixed.steps      # the 1024-token budget's mixed steps are larger
+    assert big_mixed.tokens > 64 * big_mixed.steps  # the 1024-token budget's mixed steps are larger
     assert small_mixed.step_p50_ns < 0.5 * big_mixed.step_p50_ns
 
 
@@ -299,14 +358,24 @@ def test_profiler_overhead_against_a_basic_window(windows):
     assert g is None or g.evidence["drop"] == pytest.approx(short_drop)
     assert "profiler_overhead" not in rules(findings.attach(warm, reference=warm))  # basic itself
     # the same through the command line: analyze --baseline
-    r = cli("analyze", windows / "comprehensive.npz", "--baseline", windows / "warm.summary.json",
-            "--format", "json", "-o", windows / "out-overhead", "-q")
+    r = cli(
+        "analyze",
+        windows / "comprehensive.npz",
+        "--baseline",
+        windows / "warm.summary.json",
+        "--format",
+        "json",
+        "-o",
+        windows / "out-overhead",
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     s = load_summary(windows / "out-overhead" / "summary.json")
     assert rules(s)["profiler_overhead"].evidence["basic_tok_s"] == warm.throughput.window_output_tok_s
 
 
 # -- MFU and bandwidth --------------------------------------------------------------------
+
 
 def test_traced_flops_agree_with_the_analytic_estimate(windows):
     comp = load_summary(windows / "comprehensive.summary.json")
@@ -318,8 +387,13 @@ def test_traced_flops_agree_with_the_analytic_estimate(windows):
     prof = Profile.load(windows / "comprehensive.npz")
     steps = token_steps(prof)
     shape = model_shape(model_config(prof.run), prof.run["engine"].get("dtype"))
-    f, _ = step_costs(shape, prof.steps["prefill_tokens"][steps], prof.steps["decode_tokens"][steps],
-                      prof.steps["prefill_reqs"][steps], None)["gemm"]
+    f, _ = step_costs(
+        shape,
+        prof.steps["prefill_tokens"][steps],
+        prof.steps["decode_tokens"][steps],
+        prof.steps["prefill_reqs"][steps],
+        None,
+    )["gemm"]
     analytic = float(f[prof.steps["phase"][steps] == P_PREFILL].sum())
     assert rows[("prefill", "gemm")].flops == pytest.approx(analytic, rel=0.01)
     # every prompt token prefilled once (in prefill or mixed steps, as the requests arrived)
@@ -331,8 +405,13 @@ def test_traced_flops_agree_with_the_analytic_estimate(windows):
     # (the windows split the prompts differently between prefill and mixed steps)
     wprof = Profile.load(windows / "warm.npz")
     ws = token_steps(wprof)
-    wf, _ = step_costs(shape, wprof.steps["prefill_tokens"][ws], wprof.steps["decode_tokens"][ws],
-                       wprof.steps["prefill_reqs"][ws], None)["gemm"]
+    wf, _ = step_costs(
+        shape,
+        wprof.steps["prefill_tokens"][ws],
+        wprof.steps["decode_tokens"][ws],
+        wprof.steps["prefill_reqs"][ws],
+        None,
+    )["gemm"]
     warm_gemm = float(wf[wprof.steps["phase"][ws] == P_PREFILL].sum())
     assert est[("prefill", "step")].flops > warm_gemm > 0
     # the CPU has no sourced peak: no share is made up
@@ -343,8 +422,9 @@ def test_traced_flops_agree_with_the_analytic_estimate(windows):
 def test_peaks_from_a_device_spec_file(windows, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e12}\nmem_bw_bytes_s = 5.0e10\nsource = "measured"\n')
-    r = cli("analyze", windows / "comprehensive.npz", "--device-spec", spec, "-o", tmp_path / "out",
-            "--format", "json,html")
+    r = cli(
+        "analyze", windows / "comprehensive.npz", "--device-spec", spec, "-o", tmp_path / "out", "--format", "json,html"
+    )
     assert r.returncode == 0, r.stderr
     assert "of peak FLOP/s" in r.stdout
     s = load_summary(tmp_path / "out" / "summary.json")
@@ -357,6 +437,7 @@ def test_peaks_from_a_device_spec_file(windows, tmp_path):
 
 
 # -- the Perfetto trace ----------------------------------------------------------------------
+
 
 def test_findings_are_marked_on_the_trace_at_their_steps(runs):
     import gzip
@@ -377,6 +458,7 @@ def test_findings_are_marked_on_the_trace_at_their_steps(runs):
 
 # -- diff --------------------------------------------------------------------------------
 
+
 def test_diff_of_two_budgets_names_the_change(runs, tmp_path):
     r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "d")
     assert r.returncode == 0, r.stderr
@@ -386,24 +468,30 @@ def test_diff_of_two_budgets_names_the_change(runs, tmp_path):
     # the headline names the phase whose per-token change moves the most op time at BASE's
     # tokens: the budget shapes both mixed steps (prefill chunks) and decode (how many requests
     # decode together once their prompts are in); which of the two weighs more is the run's own
-    impact = {m["phase"]: m["impact_ns"] for m in d["metrics"]
-              if m["name"] == "per_token_ns" and m.get("impact_ns") is not None}
+    impact = {
+        m["phase"]: m["impact_ns"]
+        for m in d["metrics"]
+        if m["name"] == "per_token_ns" and m.get("impact_ns") is not None
+    }
     top = max(impact, key=lambda ph: abs(impact[ph]))
     assert top in ("mixed", "decode") and d["headline_phase"] == top and d["headline"].startswith(f"{top}:")
     small, big = runs.summary("small"), runs.summary("big")
     for ph in impact:
-        assert impact[ph] == pytest.approx((phase(big, ph).per_token_ns - phase(small, ph).per_token_ns)
-                                           * phase(small, ph).tokens)
+        assert impact[ph] == pytest.approx(
+            (phase(big, ph).per_token_ns - phase(small, ph).per_token_ns) * phase(small, ph).tokens
+        )
     # decode is cheaper per token with the larger budget: more requests decode together
     assert impact["decode"] < 0
     mixed = {m["name"]: m for m in d["metrics"] if m["phase"] == "mixed"}
-    assert mixed["step_p50_ns"]["change"] == pytest.approx(phase(big, "mixed").step_p50_ns
-                                                           / phase(small, "mixed").step_p50_ns - 1)
+    assert mixed["step_p50_ns"]["change"] == pytest.approx(
+        phase(big, "mixed").step_p50_ns / phase(small, "mixed").step_p50_ns - 1
+    )
     # per-token deltas of the fused ops add up to the phase's change
     rows = [x for x in d["fused_ops"] if x["phase"] == "mixed"]
     assert sum(x["share_of_change"] for x in rows) == pytest.approx(1.0)
     assert sum(x["delta_per_token_ns"] for x in rows) == pytest.approx(
-        phase(big, "mixed").per_token_ns - phase(small, "mixed").per_token_ns)
+        phase(big, "mixed").per_token_ns - phase(small, "mixed").per_token_ns
+    )
     # the 1024-token chunks' finding: new with the larger budget, or (on a CPU where 64-token
     # mixed steps already cost over 3 decode steps) kept, with more at stake than before
     fd = next(f for f in d["findings"] if f["rule"] == "chunked_prefill_budget")
@@ -436,15 +524,29 @@ def test_fail_on_exit_codes(runs, tmp_path):
     assert d["gate"]["metric"] == "per_token_ns" and d["gate"]["phase"] == "decode"
     assert d["gate"]["regression"] > 0.05 and r.returncode == 1, r.stderr
     assert cli("diff", runs["small"], runs["big"], "-o", tmp_path / "b", "--fail-on", "5", "-q").returncode == 0
-    r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "c", "--fail-on", "50", "--fail-on-phase",
-            "mixed", "--fail-on-metric", "step_p50_ns", "-q")
+    r = cli(
+        "diff",
+        runs["small"],
+        runs["big"],
+        "-o",
+        tmp_path / "c",
+        "--fail-on",
+        "50",
+        "--fail-on-phase",
+        "mixed",
+        "--fail-on-metric",
+        "step_p50_ns",
+        "-q",
+    )
     assert r.returncode == 1  # mixed steps grew with the larger budget
-    r = cli("diff", runs["small"], runs["big"], "-o", tmp_path / "e", "--fail-on", "5", "--fail-on-metric",
-            "no_such_metric")
+    r = cli(
+        "diff", runs["small"], runs["big"], "-o", tmp_path / "e", "--fail-on", "5", "--fail-on-metric", "no_such_metric"
+    )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no_such_metric" in r.stderr
 
 
 # -- the demo's report opens with its findings ------------------------------------------------
+
 
 def _timeline(report: dict) -> dict[float, dict]:
     """The step timeline figure's data per step (keyed by its x): phase, tokens, requests, idle."""
@@ -475,10 +577,15 @@ DEMO_CHECKS = {
     "client_limited": {
         "max_num_seqs": lambda rp: int(_engine(rp)["max_num_seqs"]),
         "batch_p50": lambda rp: statistics.median(
-            s["decode"] for s in _timeline(rp).values()
-            if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0),
-        "steps": lambda rp: sum(1 for s in _timeline(rp).values()
-                                if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0),
+            s["decode"]
+            for s in _timeline(rp).values()
+            if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0
+        ),
+        "steps": lambda rp: sum(
+            1
+            for s in _timeline(rp).values()
+            if s["phase"] in ("decode", "mixed") and s.get("decode") and s.get("waiting", 0) == 0
+        ),
     },
     "graphs_off_decode": {
         "enforce_eager": lambda rp: _engine(rp)["enforce_eager"] == "True",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from xpu_profiler import analysis
 from xpu_profiler.core.profile import K_KERNEL
 from xpu_profiler.readers import load
@@ -41,8 +41,12 @@ def traces(tmp_path_factory):
         p = out / f"{name}.json.gz"
         gen_trace.generate(60_000, str(p), seed=1, host_gap_ns=gap)
         t[name] = p
-    for name, kw in (("even", {}), ("slow", {"slow_rank": 1, "slow_pct": 60.0}),
-                     ("moe", {"moe": True}), ("moe_hot", {"moe": True, "moe_hot_rank": 2, "moe_hot_pct": 60.0})):
+    for name, kw in (
+        ("even", {}),
+        ("slow", {"slow_rank": 1, "slow_pct": 60.0}),
+        ("moe", {"moe": True}),
+        ("moe_hot", {"moe": True, "moe_hot_rank": 2, "moe_hot_pct": 60.0}),
+    ):
         d = out / name
         t[name + "_expected"] = gen_ranks.generate(str(d), ranks=4, events=15_000, layers=4, seed=2, gz=True, **kw)
         t[name] = d
@@ -55,6 +59,7 @@ def summaries(traces):
 
 
 # -- rules whose inputs the aggregator has today ------------------------------------------
+
 
 def test_graphs_off_on_an_eager_trace_and_silent_on_graph_replays(summaries):
     s = summaries["eager"]
@@ -145,6 +150,7 @@ def test_every_real_trace_gets_its_findings(tmp_path):
 
 
 # -- rules that read the device-side step timeline and the collectives (other work) ---------
+
 
 def test_host_bound_decode_and_its_device_bound_twin(summaries):
     f = rules(summaries["host_bound"])["host_bound"]

@@ -8,19 +8,22 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from xpu_profiler.core import fmt
 from xpu_profiler.cli.main import main
+from xpu_profiler.core import fmt
 
 
-@pytest.mark.parametrize("ns, terminal, report", [
-    (1_234_567, "1.23 ms", "1.23 ms"),
-    (1_500, "1.50 us", "1.5 µs"),
-    (999, "999 ns", "999 ns"),
-    (123_456_789, "123.46 ms", "123 ms"),
-    (1_234e9, "1234.00 s", "1,234 s"),
-    (None, "-", "–"),
-    (float("nan"), "-", "–"),
-])
+@pytest.mark.parametrize(
+    "ns, terminal, report",
+    [
+        (1_234_567, "1.23 ms", "1.23 ms"),
+        (1_500, "1.50 us", "1.5 µs"),
+        (999, "999 ns", "999 ns"),
+        (123_456_789, "123.46 ms", "123 ms"),
+        (1_234e9, "1234.00 s", "1,234 s"),
+        (None, "-", "–"),
+        (float("nan"), "-", "–"),
+    ],
+)
 def test_times_in_both_styles(ns, terminal, report):
     assert fmt.ns(ns, fmt.TERMINAL) == terminal
     assert fmt.ns(ns, fmt.REPORT) == report

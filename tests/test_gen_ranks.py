@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -21,8 +20,17 @@ RANKS, SLOW, PCT = 3, 1, 40
 @pytest.fixture(scope="module")
 def ranks_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("ranks")
-    exp = gen_ranks.generate(str(out), ranks=RANKS, events=12_000, layers=8, seed=3, slow_rank=SLOW,
-                             slow_pct=PCT, clock_offset_s=4.0, gz=True)
+    exp = gen_ranks.generate(
+        str(out),
+        ranks=RANKS,
+        events=12_000,
+        layers=8,
+        seed=3,
+        slow_rank=SLOW,
+        slow_pct=PCT,
+        clock_offset_s=4.0,
+        gz=True,
+    )
     return out, exp
 
 
@@ -30,7 +38,8 @@ def test_files_are_sane(ranks_dir):
     out, exp = ranks_dir
     assert check_ranks.check(str(out)) == []
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"rank-{r}.pt.trace.json.gz" for r in range(RANKS)] + ["expected.json"])
+        [f"rank-{r}.pt.trace.json.gz" for r in range(RANKS)] + ["expected.json"]
+    )
     assert all(r["events"] >= 12_000 for r in exp["ranks"])
 
 
@@ -52,8 +61,24 @@ def test_clock_offsets_and_the_slow_rank(ranks_dir):
 
 def test_analyze_reads_the_directory(ranks_dir, tmp_path):
     out, exp = ranks_dir
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(out), "--output", str(tmp_path),
-                        "--format", "json", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "analyze",
+            str(out),
+            "--output",
+            str(tmp_path),
+            "--format",
+            "json",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["totals"]["ranks"] == RANKS

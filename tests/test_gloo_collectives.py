@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import TESTS
 from cpu_comm import check_against_raw, check_no_overlap, raw
+
 from xpu_profiler import analysis
 from xpu_profiler.aggregate.attribution import basis_mask
 from xpu_profiler.aggregate.backend_work import inside_work
@@ -49,8 +49,9 @@ def test_gloo_threads_ops_are_the_collectives_not_compute(gloo):
     assert {names[i] for i in ev["name"][c.work]} == {"gloo:all_reduce", "gloo:all_gather"}
     work_threads = set(zip(ev["rank"][c.work].tolist(), ev["track"][c.work].tolist()))
     basis = basis_mask(profile)
-    on_work_threads = np.flatnonzero(basis & np.array([(r, t) in work_threads for r, t in
-                                                       zip(ev["rank"].tolist(), ev["track"].tolist())]))
+    on_work_threads = np.flatnonzero(
+        basis & np.array([(r, t) in work_threads for r, t in zip(ev["rank"].tolist(), ev["track"].tolist())])
+    )
     assert len(on_work_threads) and inside_work(profile, on_work_threads, c.work).all()
     compute = compute_events(profile, basis, c.idx, host=True, work=c.work)
     assert not np.isin(on_work_threads, compute).any()

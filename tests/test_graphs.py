@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.core.sources import KEYS, AttributionSource, share_by_source
 from xpu_profiler.aggregate.captures import read_captures
-from xpu_profiler.knowledge.kernel_names import kernel_key
-from xpu_profiler.knowledge.runtime_api import LAUNCH_API
-from xpu_profiler.knowledge.runtime_api import GRAPH_LAUNCH
 from xpu_profiler.aggregate.graphs import find_replays, match_replays, replay_share
 from xpu_profiler.core.profile import DEVICE_KINDS
+from xpu_profiler.core.sources import KEYS, AttributionSource, share_by_source
+from xpu_profiler.knowledge.fused_ops import FUSED_OPS, OTHER
+from xpu_profiler.knowledge.kernel_names import kernel_key
+from xpu_profiler.knowledge.runtime_api import GRAPH_LAUNCH, LAUNCH_API
+from xpu_profiler.knowledge.taxonomy import Taxonomy
 from xpu_profiler.readers import load
-from xpu_profiler.knowledge.taxonomy import FUSED_OPS, OTHER, Taxonomy
 
 TL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
 DECODE, CAPTURE = TL / "sglang-qwen3-8b-decode.json.gz", TL / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
@@ -64,14 +64,17 @@ def test_sglang_decode_replay_through_its_capture(capsys) -> None:
     # attribution sources over all device time of the trace (eager kernels keep NONE here:
     # their op chain is the aggregator's business)
     dev = np.flatnonzero(np.isin(ev["kind"], DEVICE_KINDS))
-    src = np.where(att.source[dev] == AttributionSource.CAPTURE, AttributionSource.CAPTURE,
-                   AttributionSource.NAME).astype(np.int8)
+    src = np.where(
+        att.source[dev] == AttributionSource.CAPTURE, AttributionSource.CAPTURE, AttributionSource.NAME
+    ).astype(np.int8)
     table = share_by_source(src, ev["dur"][dev])
     assert table["capture"] > 0.95
     with capsys.disabled():
-        print(f"\nSGLang decode: {share['replays']} replay, {st['replayed_events']} replayed kernels, "
-              f"{st['matched_events']} matched ({st['matched_share']:.1%}), {st['attributed_events']} "
-              f"attributed through the capture; graph-replay share of device time {share['share']:.1%}")
+        print(
+            f"\nSGLang decode: {share['replays']} replay, {st['replayed_events']} replayed kernels, "
+            f"{st['matched_events']} matched ({st['matched_share']:.1%}), {st['attributed_events']} "
+            f"attributed through the capture; graph-replay share of device time {share['share']:.1%}"
+        )
         print("  fused op   name-only  capture")
         for op in sorted(s_cap, key=lambda o: -s_cap[o]):
             print(f"  {op:12s} {s_name.get(op, 0):7.1%}  {s_cap[op]:7.1%}")
@@ -79,6 +82,7 @@ def test_sglang_decode_replay_through_its_capture(capsys) -> None:
 
 
 # ---- synthetic traces, as CUDA and ROCm profilers write them -----------------------------------
+
 
 def X(name, cat, ts, dur, pid=100, tid=1, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
@@ -104,8 +108,16 @@ LAYER = [
 WANT = ["norm", "gemm", "attention", "gemm", "activation"]
 
 
-def capture_events(size: int, t0: int, corr0: int, layers: list = LAYER, names: bool = False,
-                   launch="cudaLaunchKernel", pieces: int = 1, mode: str = "FULL") -> list:
+def capture_events(
+    size: int,
+    t0: int,
+    corr0: int,
+    layers: list = LAYER,
+    names: bool = False,
+    launch="cudaLaunchKernel",
+    pieces: int = 1,
+    mode: str = "FULL",
+) -> list:
     """A capture range: per piece a stream capture holding the layer's launches, each inside
     its custom op or module range (CUDA: runtime calls carry no kernel name)."""
     ev = [X(f"capture_{size}_{mode}", "user_annotation", t0, 1000 * pieces)]
@@ -125,8 +137,14 @@ def capture_events(size: int, t0: int, corr0: int, layers: list = LAYER, names: 
     return ev
 
 
-def replay_events(t0: int, corr: int, kernels: list, step: str | None = "execute_context_0(0)_generation_6(6)",
-                  launch: bool = True, name="cudaGraphLaunch") -> list:
+def replay_events(
+    t0: int,
+    corr: int,
+    kernels: list,
+    step: str | None = "execute_context_0(0)_generation_6(6)",
+    launch: bool = True,
+    name="cudaGraphLaunch",
+) -> list:
     ev = []
     if step:
         ev.append(X(step, "user_annotation", t0, 100))
@@ -145,7 +163,7 @@ def analyse(tmp_path: Path, replay: list, capture: list):
     att = match_replays(rp, replays, read_captures(cp, tax), tax)
     got = []
     for i in range(len(replays)):
-        rows = replays.rows[replays.offsets[i]:replays.offsets[i + 1]]
+        rows = replays.rows[replays.offsets[i] : replays.offsets[i + 1]]
         got.append([FUSED_OPS[f] if f >= 0 else None for f in att.fused[rows].tolist()])
     return rp, replays, att, got
 
@@ -159,7 +177,7 @@ def test_cuda_capture_without_kernel_names_matches_by_position(tmp_path: Path) -
     replay = []
     for s in range(3):
         replay += replay_events(10_000 * (s + 1), 100 + s, kern)
-    replay += replay_events(50_000, 200, kern[:3])                      # cut at the end
+    replay += replay_events(50_000, 200, kern[:3])  # cut at the end
     replay += [K(k, 5 + 10 * j, 8, 90) for j, k in enumerate(kern[3:])]  # began before the window
     rp, replays, att, got = analyse(tmp_path, replay, capture)
     assert len(replays) == 5 and list(replays.launch >= 0) == [False, True, True, True, True]
@@ -178,8 +196,9 @@ def test_rocm_names_pick_the_graph_and_survive_spelling(tmp_path: Path) -> None:
     otherwise. The graph whose kernels match wins over the step's token count."""
     small = [(h, k) for h, k in LAYER]
     big = [(h, k.replace("sm90_xmma_gemm", "Cijk_Alik_Bljk_BBS_MT256")) for h, k in LAYER]
-    capture = capture_events(8, 0, 10, small, names=True, launch="hipLaunchKernel") + \
-        capture_events(64, 5000, 40, big, names=True, launch="hipExtModuleLaunchKernel")
+    capture = capture_events(8, 0, 10, small, names=True, launch="hipLaunchKernel") + capture_events(
+        64, 5000, 40, big, names=True, launch="hipExtModuleLaunchKernel"
+    )
     kern = [k.replace("c10::BFloat16", "__hip_bfloat16") for _, k in big]
     rp, replays, att, got = analyse(tmp_path, replay_events(10_000, 100, kern, name="hipGraphLaunch"), capture)
     assert got == [WANT] and att.stats["by_name"] == 1
@@ -192,11 +211,13 @@ def test_piecewise_graphs_and_eager_attention(tmp_path: Path) -> None:
     piece = [LAYER[0], LAYER[1]]
     capture = capture_events(8, 0, 10, piece, names=True, pieces=2, mode="PIECEWISE")
     kern = [k for _, k in piece]
-    replay = [X("execute_context_0(0)_generation_8(8)", "user_annotation", 0, 5000),
-              X("cudaGraphLaunch", "cuda_runtime", 10, 5, correlation=100),
-              X("vllm::unified_attention_with_output", "cpu_op", 20, 10),
-              X("cudaLaunchKernel", "cuda_runtime", 22, 3, correlation=101),
-              X("cudaGraphLaunch", "cuda_runtime", 40, 5, correlation=102)]
+    replay = [
+        X("execute_context_0(0)_generation_8(8)", "user_annotation", 0, 5000),
+        X("cudaGraphLaunch", "cuda_runtime", 10, 5, correlation=100),
+        X("vllm::unified_attention_with_output", "cpu_op", 20, 10),
+        X("cudaLaunchKernel", "cuda_runtime", 22, 3, correlation=101),
+        X("cudaGraphLaunch", "cuda_runtime", 40, 5, correlation=102),
+    ]
     replay += [K(k, 100 + 10 * j, 5, 100) for j, k in enumerate(kern)]
     replay.append(K("void flash::flash_fwd_splitkv_kernel<>()", 130, 5, 101))
     replay += [K(k, 140 + 10 * j, 5, 102) for j, k in enumerate(kern)]
@@ -210,16 +231,20 @@ def test_piecewise_graphs_and_eager_attention(tmp_path: Path) -> None:
 
 
 def test_no_capture_no_match_and_unknown_names_stay_open(tmp_path: Path) -> None:
-    rp, replays, att, got = analyse(tmp_path, replay_events(0, 7, ["a_kernel", "b_kernel"]),
-                                    capture_events(8, 0, 10, names=True)[:1])
+    rp, replays, att, got = analyse(
+        tmp_path, replay_events(0, 7, ["a_kernel", "b_kernel"]), capture_events(8, 0, 10, names=True)[:1]
+    )
     assert len(replays) == 1 and att.stats["matched_events"] == 0 and got == [[None, None]]
 
 
 def test_names_and_keys() -> None:
-    assert kernel_key("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>>(int)") == \
-        "at::native::vectorized_elementwise_kernel"
-    assert kernel_key("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256EEEvPT0_") == \
-        "aiter::add_rmsnorm_quant_kernel"
+    assert (
+        kernel_key("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>>(int)")
+        == "at::native::vectorized_elementwise_kernel"
+    )
+    assert (
+        kernel_key("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256EEEvPT0_") == "aiter::add_rmsnorm_quant_kernel"
+    )
     assert kernel_key("_Z24kl3_all_reduce_butterflyI7float16EvPT_i") == "kl3_all_reduce_butterfly"
     assert kernel_key("Memcpy DtoD (Device -> Device)") == kernel_key("hipMemcpyAsync") == "memcpy"
     assert kernel_key("fused_moe_kernel") == "fused_moe_kernel"
@@ -227,8 +252,17 @@ def test_names_and_keys() -> None:
         assert GRAPH_LAUNCH.search(n), n
     for n in ("cudaGraphInstantiate", "hipGraphLaunchAsyncish", "cudaLaunchKernel"):
         assert not GRAPH_LAUNCH.search(n), n
-    for n in ("cudaLaunchKernel", "cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "hipExtModuleLaunchKernel",
-              "hipModuleLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync", "hipMemsetAsync", "xpu_launch_async"):
+    for n in (
+        "cudaLaunchKernel",
+        "cudaLaunchKernel_v7000",
+        "cudaLaunchKernelExC_v11060",
+        "hipExtModuleLaunchKernel",
+        "hipModuleLaunchKernel",
+        "cuLaunchKernel",
+        "cudaMemcpyAsync",
+        "hipMemsetAsync",
+        "xpu_launch_async",
+    ):
         assert LAUNCH_API.search(n), n
     for n in ("cudaGraphLaunch", "hipStreamGetCaptureInfo", "cudaStreamBeginCapture", "hipGetDevicePropertiesR0600"):
         assert not LAUNCH_API.search(n), n
@@ -237,7 +271,12 @@ def test_names_and_keys() -> None:
 
 
 def test_capture_files_are_told_apart(tmp_path: Path) -> None:
-    from xpu_profiler.readers.capture_files import (capture_details, is_capture_file, is_capture_profile, split_capture_files)
+    from xpu_profiler.readers.capture_files import (
+        capture_details,
+        is_capture_file,
+        is_capture_profile,
+        split_capture_files,
+    )
 
     run = tmp_path / "prof"
     (run / "capture_traces").mkdir(parents=True)
@@ -246,8 +285,9 @@ def test_capture_files_are_told_apart(tmp_path: Path) -> None:
     sg = tmp_path / "sglang"
     sg.mkdir()
     write(sg / "bs_32_rank0.json", capture_events(32, 0, 10, mode="DECODE"))
-    (sg / "capture-details.json").write_text(json.dumps([{"file": "bs_32_rank0.json", "batch_size": 32,
-                                                          "mode": "FULL"}]))
+    (sg / "capture-details.json").write_text(
+        json.dumps([{"file": "bs_32_rank0.json", "batch_size": 32, "mode": "FULL"}])
+    )
     assert split_capture_files([trace, cap]) == ([trace], [cap])
     assert is_capture_file(sg / "bs_32_rank0.json") and not is_capture_file(trace)
     assert capture_details(sg / "capture-details.json") == {"bs_32_rank0.json": (32, "FULL")}
@@ -263,8 +303,10 @@ def test_rocm_capture_names_come_from_the_runtime_calls() -> None:
     named = np.flatnonzero(ev["launch"] >= 0)
     assert len(named) == 546  # 401 hipLaunchKernel + 145 hipExtModuleLaunchKernel
     assert set(cp.strings.lookup(ev["name"][named])) == {"hipLaunchKernel", "hipExtModuleLaunchKernel"}
-    assert all(n.startswith(("void ", "_Z")) or n.endswith("_triton") or "_" in n
-               for n in cp.strings.lookup(ev["launch"][named]))
+    assert all(
+        n.startswith(("void ", "_Z")) or n.endswith("_triton") or "_" in n
+        for n in cp.strings.lookup(ev["launch"][named])
+    )
 
 
 def test_named_partial_window_aligns(tmp_path: Path) -> None:
@@ -276,8 +318,14 @@ def test_named_partial_window_aligns(tmp_path: Path) -> None:
 
 
 def test_replays_without_any_capture(tmp_path: Path) -> None:
-    rp = load([write(tmp_path / "r.json", replay_events(0, 7, ["a_kernel", "b_kernel"]) +
-                     replay_events(1000, 8, ["a_kernel"], step=None))])
+    rp = load(
+        [
+            write(
+                tmp_path / "r.json",
+                replay_events(0, 7, ["a_kernel", "b_kernel"]) + replay_events(1000, 8, ["a_kernel"], step=None),
+            )
+        ]
+    )
     replays = find_replays(rp)
     empty = read_captures(rp)  # a trace with no capture ranges and no stream capture
     att = match_replays(rp, replays, empty)

@@ -13,15 +13,42 @@ import statistics
 
 import numpy as np
 import pytest
+from report_helpers import (
+    DECODE_STEPS,
+    DECODE_TOKENS,
+    DECODE_WALL,
+    HOSTILE_NAMES,
+    KERNELS,
+    KERNELS_AT,
+    LAUNCH_AT,
+    PREFILL_STEPS,
+    PREFILL_TOKENS,
+    PREFILL_WALL,
+    RANK_SCALE,
+    REPO,
+    hostile_summary,
+    kernel_ns,
+    live_cpu_profile,
+    sample_profile,
+    sample_summary,
+    step_plan,
+    summarize,
+)
 
-from report_helpers import (KERNELS_AT, LAUNCH_AT, DECODE_STEPS, DECODE_TOKENS, DECODE_WALL, HOSTILE_NAMES, KERNELS, PREFILL_STEPS,
-                            PREFILL_TOKENS, PREFILL_WALL, RANK_SCALE, REPO, hostile_summary, kernel_ns,
-                            live_cpu_profile, sample_profile, sample_summary, step_plan, summarize)
 from xpu_profiler import analysis
-from xpu_profiler.knowledge import kernel_names
+from xpu_profiler.core.profile import (
+    EVENT_SCHEMA,
+    K_CPU_OP,
+    K_KERNEL,
+    K_RUNTIME,
+    P_UNKNOWN,
+    STEP_SCHEMA,
+    Profile,
+    Table,
+)
 from xpu_profiler.exporters import by_suffix, html
 from xpu_profiler.exporters.html import breakdown, counters, figures, header, headline, page, style, tables, timeline
-from xpu_profiler.core.profile import (EVENT_SCHEMA, K_CPU_OP, K_KERNEL, K_RUNTIME, P_UNKNOWN, STEP_SCHEMA, Profile, Table)
+from xpu_profiler.knowledge import kernel_names
 from xpu_profiler.summary import Summary
 
 REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
@@ -61,6 +88,7 @@ def profile_of(events: dict, steps: dict | None = None) -> Profile:
 
 
 # -- sections ---------------------------------------------------------------------
+
 
 def test_fused_ops_section_is_sorted_and_shares_add_up():
     # GIVEN a summary whose fused ops arrive out of order
@@ -105,8 +133,9 @@ def test_fused_ops_without_phases_colour_bars_by_op():
     sec, figs = breakdown.build_fused_ops(s, style.fused_colors(f.fused_op for f in s.fused_ops))
     (trace,) = figs["fused_ops"]["data"]
     assert sec["phases"] == []  # no per-phase columns that would repeat the time
-    assert trace["x"] == pytest.approx([expected_total(f) / 1e6 for f in ("gemm", "attention", "norm", "memcpy",
-                                                                           "other")])
+    assert trace["x"] == pytest.approx(
+        [expected_total(f) / 1e6 for f in ("gemm", "attention", "norm", "memcpy", "other")]
+    )
     assert trace["marker"]["color"] == [r["color"] for r in sec["rows"]]
 
 
@@ -182,14 +211,25 @@ def test_headline_cards():
     assert cards["other_share"]["value"] == pytest.approx(100 * s.totals.other_share)
     # no FLOPs known (no model config, no traced FLOPs): no MFU or bandwidth card
     assert not [k for k in cards if k.startswith(("mfu", "bw_"))] and s.roofline == []
-    assert [r["label"] for r in head["latency"]] == ["Time to first token", "Time per output token",
-                                                     "End-to-end latency"]
+    assert [r["label"] for r in head["latency"]] == [
+        "Time to first token",
+        "Time per output token",
+        "End-to-end latency",
+    ]
 
 
 def test_headline_leaves_out_what_is_unknown():
     # GIVEN a host-only trace without token counts, requests or device spec
-    prof = profile_of({"names": ["aten::mm", "cudaDeviceSynchronize"], "name": ["aten::mm", "cudaDeviceSynchronize"],
-                       "kind": [K_CPU_OP, K_RUNTIME], "start": [0, 190], "dur": [50, 10], "track": [1, 1]})
+    prof = profile_of(
+        {
+            "names": ["aten::mm", "cudaDeviceSynchronize"],
+            "name": ["aten::mm", "cudaDeviceSynchronize"],
+            "kind": [K_CPU_OP, K_RUNTIME],
+            "start": [0, 190],
+            "dur": [50, 10],
+            "track": [1, 1],
+        }
+    )
     s = summarize(prof)
     cards = {c["key"]: c for c in headline.build_headline(s)["cards"]}
     # THEN no "0 tok/s" and no MFU; busy comes from host-op time
@@ -197,8 +237,7 @@ def test_headline_leaves_out_what_is_unknown():
     assert cards["busy"]["value"] == pytest.approx(25.0)  # 50 of 200 ns
     assert headline.build_headline(summarize(Profile())) is None
     # events but no op time at all (runtime calls only): no busy or "other" card
-    prof = profile_of({"names": ["cudaMalloc"], "name": ["cudaMalloc"], "kind": [K_RUNTIME], "start": [0],
-                       "dur": [10]})
+    prof = profile_of({"names": ["cudaMalloc"], "name": ["cudaMalloc"], "kind": [K_RUNTIME], "start": [0], "dur": [10]})
     assert headline.build_headline(summarize(prof)) is None
 
 
@@ -215,8 +254,11 @@ def test_live_cpu_run_shapes():
     assert cards["busy"]["label"] == "Host op busy"
     # memory: bytes and KV usage, never the token rates
     mem, figs = counters.build_memory(s)
-    assert {p["name"] for p in mem["peaks"]} == {"host_rss_bytes.worker", "host_rss_bytes.engine_core",
-                                                  "kv_cache_usage"}
+    assert {p["name"] for p in mem["peaks"]} == {
+        "host_rss_bytes.worker",
+        "host_rss_bytes.engine_core",
+        "kv_cache_usage",
+    }
     lines = {t["name"]: t for t in figs["memory"]["data"]}
     assert set(lines) == {"host RSS (worker)", "host RSS (engine_core)", "KV-cache usage"}
     assert lines["host RSS (worker)"]["y"] == [1.0, 2.0]
@@ -234,8 +276,9 @@ def test_steps_section_shows_first_rank_by_phase():
     assert sec["steps"] == n and sec["total_steps"] == 2 * n and sec["ranks"] == [0, 1]
     assert sec["x"] == "time" and sec["binned"] == 1
     # each step's kernels run back to back on the device: no idle row to draw
-    assert sec["caption"] == ("Step wall time coloured by phase; prefill and decode tokens per step; running and "
-                              "waiting requests.")
+    assert sec["caption"] == (
+        "Step wall time coloured by phase; prefill and decode tokens per step; running and waiting requests."
+    )
     data = figs["steps"]["data"]
     walls = {t["name"]: t for t in data if t.get("mode") == "markers"}
     assert walls["prefill"]["y"] == [w / 1e6 for w in PREFILL_WALL]
@@ -296,9 +339,17 @@ def test_steps_unknown_counts_are_not_plotted():
 def test_long_step_series_are_averaged_not_dropped():
     n = 10 * figures.MAX_POINTS + 7
     prof = Profile()
-    prof.steps = Table(STEP_SCHEMA, {"rank": np.zeros(n), "step_id": np.arange(n), "start": np.arange(n) * 2_000_000,
-                                     "dur": 1_000_000 + np.arange(n) % 10, "phase": np.full(n, 2),
-                                     "decode_tokens": np.ones(n)})
+    prof.steps = Table(
+        STEP_SCHEMA,
+        {
+            "rank": np.zeros(n),
+            "step_id": np.arange(n),
+            "start": np.arange(n) * 2_000_000,
+            "dur": 1_000_000 + np.arange(n) % 10,
+            "phase": np.full(n, 2),
+            "decode_tokens": np.ones(n),
+        },
+    )
     sec, figs = timeline.build_steps(summarize(prof))
     (trace,) = [t for t in figs["steps"]["data"] if t.get("mode") == "markers"]
     assert sec["binned"] == 11
@@ -309,12 +360,15 @@ def test_long_step_series_are_averaged_not_dropped():
 def test_memory_section_units_and_peaks():
     sec, figs = counters.build_memory(sample_summary())
     assert {p["name"]: p["value"] for p in sec["peaks"]} == {
-        "device_allocated_bytes": 3.5 * 2**30, "device_reserved_bytes": 4 * 2**30, "kv_cache_usage": 0.6}
+        "device_allocated_bytes": 3.5 * 2**30,
+        "device_reserved_bytes": 4 * 2**30,
+        "kv_cache_usage": 0.6,
+    }
     data = {t["name"]: t for t in figs["memory"]["data"]}
     end = step_plan()[-1][1] + step_plan()[-1][2]
-    assert data["device allocated"]["y"] == [1.0, 3.0, 3.5, 3.25]                      # GiB
-    assert data["device allocated"]["x"] == [0.0, 0.005, 0.01, end / 1e9]              # s
-    assert data["KV-cache usage"]["y"] == pytest.approx([0.0, 30.0, 60.0])             # %
+    assert data["device allocated"]["y"] == [1.0, 3.0, 3.5, 3.25]  # GiB
+    assert data["device allocated"]["x"] == [0.0, 0.005, 0.01, end / 1e9]  # s
+    assert data["KV-cache usage"]["y"] == pytest.approx([0.0, 30.0, 60.0])  # %
     assert data["KV-cache usage"]["yaxis"] == "y2"
     prof = sample_profile()
     prof.counters = Table(prof.counters.schema)
@@ -330,24 +384,40 @@ def test_kernels_section_sorted_shortened_and_capped():
     assert sec["fused_ops"] == ["attention", "gemm", "memcpy", "norm", "other"]
     n = tables.MAX_KERNEL_ROWS + 5
     names = [f"k{i}" for i in range(n)]
-    prof = profile_of({"names": names, "name": names, "kind": [K_KERNEL] * n, "start": np.arange(n) * 1000,
-                       "dur": np.arange(n) + 1, "device": [0] * n, "track": [7] * n})
+    prof = profile_of(
+        {
+            "names": names,
+            "name": names,
+            "kind": [K_KERNEL] * n,
+            "start": np.arange(n) * 1000,
+            "dur": np.arange(n) + 1,
+            "device": [0] * n,
+            "track": [7] * n,
+        }
+    )
     sec = tables.build_kernels(analysis.summarize(prof, top=n), {})
     assert (sec["shown"], sec["total"]) == (tables.MAX_KERNEL_ROWS, n)
     assert sec["rows"][0]["name"] == f"k{n - 1}"
 
 
-@pytest.mark.parametrize("name, short", [
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-     "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
-     "at::native::vectorized_elementwise_kernel<…>"),
-    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
-     "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"),  # fits: kept whole
-    ("void f<a<b>, c<d<e>>>(int)", "f<a<b>, c<d<e>>>"),
-    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
-    ("aten::mm", "aten::mm"),
-    ("</script><b>x</b>", "</script><b>x</b>"),
-])
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+            "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
+            "at::native::vectorized_elementwise_kernel<…>",
+        ),
+        (
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
+            "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+        ),  # fits: kept whole
+        ("void f<a<b>, c<d<e>>>(int)", "f<a<b>, c<d<e>>>"),
+        ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
+        ("aten::mm", "aten::mm"),
+        ("</script><b>x</b>", "</script><b>x</b>"),
+    ],
+)
 def test_short_name(name, short):
     assert kernel_names.short_name(name) == short
 
@@ -385,12 +455,26 @@ def test_header():
 
 # -- the whole report ------------------------------------------------------------------
 
+
 def test_report_sections_and_figures_agree():
     r = html.build_report(sample_summary())
-    assert [n["id"] for n in r["nav"]] == ["findings", "headline", "fused_ops", "phases", "device", "steps", "memory",
-                                           "kernels", "ranks", "rank_steps"]
-    listed = [f for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps")
-              for f in r[key]["figures"]]
+    assert [n["id"] for n in r["nav"]] == [
+        "findings",
+        "headline",
+        "fused_ops",
+        "phases",
+        "device",
+        "steps",
+        "memory",
+        "kernels",
+        "ranks",
+        "rank_steps",
+    ]
+    listed = [
+        f
+        for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps")
+        for f in r[key]["figures"]
+    ]
     assert sorted(listed) == sorted(r["figures"])
     assert r["warnings"] == ["rank 1: 3 odd events skipped"]
     json.dumps(r, allow_nan=False)  # strictly JSON: no NaN, no numpy
@@ -431,6 +515,7 @@ def test_plotly_option_is_checked():
 
 
 # -- the file --------------------------------------------------------------------------
+
 
 def test_write_is_self_contained(tmp_path):
     s = sample_summary()
@@ -475,6 +560,7 @@ def test_registry_picks_the_html_exporter():
 
 # -- real traces, through the real reader and aggregator ---------------------------------
 
+
 def _real_traces():
     if not REAL_TRACES.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_TRACES} is not there"))]
@@ -491,8 +577,12 @@ def test_real_trace_sections(trace):
     assert [row["time_ns"] for row in fo["rows"]] == sorted((row["time_ns"] for row in fo["rows"]), reverse=True)
     assert math.isclose(fo["total_ns"], summary.totals.op_time_ns)
     assert r["kernels"]["rows"]
-    listed = [f for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps") if r[key]
-              for f in r[key]["figures"]]
+    listed = [
+        f
+        for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps")
+        if r[key]
+        for f in r[key]["figures"]
+    ]
     assert sorted(listed) == sorted(r["figures"])
 
 

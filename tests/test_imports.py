@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import importlib, pkgutil, sys, traceback
 import xpu_profiler
 names = sorted(m.name for m in pkgutil.walk_packages(xpu_profiler.__path__, "xpu_profiler."))
@@ -23,7 +23,7 @@ for name in names:
         failed.append(name + ": " + traceback.format_exc().strip().splitlines()[-1])
 print(len(names))
 print("\n".join(failed))
-'''
+"""
 
 
 def test_every_module_imports_first() -> None:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpu_profiler.core.intervals import (containing, covered_in_windows, distinct_rows, group_ids, lanes, merged_intervals, top_level, union_length, within_union)
+from xpu_profiler.core.intervals import (
+    containing,
+    covered_in_windows,
+    distinct_rows,
+    group_ids,
+    lanes,
+    merged_intervals,
+    top_level,
+    union_length,
+    within_union,
+)
 
 
 def a(*v):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import same_columns
 
 from xpu_profiler.readers import ReadOptions, kineto, read_bytes
@@ -43,11 +42,29 @@ def test_cut_inside_nested_args_falls_back(tmp_path: Path, monkeypatch) -> None:
     """`}, {` inside an event's args is no event boundary: the chunk fails, the whole decode runs."""
     events = []
     for i in range(400):
-        events.append({"ph": "X", "cat": "cpu_op", "name": f"op{i % 7}", "pid": 1, "tid": 2,
-                       "ts": i * 10.0, "dur": 5.0,
-                       "args": {"External id": i, "Input Dims": [{"a": 1}, {"b": 2}, {"c": [{"d": 4}, {}]}]}})
-    events.append({"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 7.0,
-                   "args": {"Total Allocated": 5, "Total Reserved": 9, "Device Type": 1}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"op{i % 7}",
+                "pid": 1,
+                "tid": 2,
+                "ts": i * 10.0,
+                "dur": 5.0,
+                "args": {"External id": i, "Input Dims": [{"a": 1}, {"b": 2}, {"c": [{"d": 4}, {}]}]},
+            }
+        )
+    events.append(
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 7.0,
+            "args": {"Total Allocated": 5, "Total Reserved": 9, "Device Type": 1},
+        }
+    )
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1))
     expect = whole(path, monkeypatch)
@@ -77,17 +94,20 @@ def test_tagged_schema_equals_plain_schema() -> None:
 
 
 def test_unusual_phase_falls_back_to_plain_schema(tmp_path: Path) -> None:
-    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0},
-              {"ph": "Q", "name": "from some other writer", "pid": 0, "tid": 7, "ts": 1.0},
-              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": 2.0}]
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0},
+        {"ph": "Q", "name": "from some other writer", "pid": 0, "tid": 7, "ts": 1.0},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": 2.0},
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     prof = kineto.read(path, ReadOptions())
     assert prof.events["dur"].tolist() == [2000, 2000]
 
 
-@pytest.mark.parametrize("trace", sorted((ROOT.parent / "shared" / "data" / "real-traces").rglob("*.json.gz")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "trace", sorted((ROOT.parent / "shared" / "data" / "real-traces").rglob("*.json.gz")), ids=lambda p: p.name
+)
 def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     """The quick byte search lands on the same array a full parse finds (INFO arrays after it)."""
     data = read_bytes(trace)
@@ -108,7 +128,7 @@ def test_only_the_chunk_with_an_odd_event_is_decoded_tolerantly(workers: str, tm
     bad = kernels[len(kernels) // 2]
     good_path, odd_path = tmp_path / "good.json", tmp_path / "odd.json"
     name = doc["traceEvents"][bad]["name"]
-    without = {**doc, "traceEvents": doc["traceEvents"][:bad] + doc["traceEvents"][bad + 1:]}
+    without = {**doc, "traceEvents": doc["traceEvents"][:bad] + doc["traceEvents"][bad + 1 :]}
     good_path.write_text(json.dumps(without))
     doc["traceEvents"][bad]["dur"] = -4.0
     odd_path.write_text(json.dumps(doc))
@@ -134,14 +154,29 @@ def test_flops_from_recorded_shapes_per_event() -> None:
     """Each GEMM's FLOPs come from its own Input Dims: repeated shapes (worked out once),
     the same shapes written with other spacing, other shapes, malformed ones, and a
     with_flops value that wins over the shapes."""
-    def op(name, dims, **args):
-        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0,
-                "args": {"Input Dims": dims, **args}}
 
-    evs = [op("aten::mm", [[4, 8], [8, 16]]), op("aten::mm", [[4, 8], [8, 16]]),
-           op("aten::mm", [[2, 8], [8, 16]]), op("aten::addmm", [[16], [4, 8], [8, 16]]),
-           op("aten::mm", [[4, 8], [9, 16]]), op("aten::mm", "not shapes"),
-           op("aten::relu", [[4, 8], [8, 16]]), op("aten::mm", [[4, 8], [8, 16]], flops=7)]
+    def op(name, dims, **args):
+        return {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": 1,
+            "tid": 1,
+            "ts": 1.0,
+            "dur": 1.0,
+            "args": {"Input Dims": dims, **args},
+        }
+
+    evs = [
+        op("aten::mm", [[4, 8], [8, 16]]),
+        op("aten::mm", [[4, 8], [8, 16]]),
+        op("aten::mm", [[2, 8], [8, 16]]),
+        op("aten::addmm", [[16], [4, 8], [8, 16]]),
+        op("aten::mm", [[4, 8], [9, 16]]),
+        op("aten::mm", "not shapes"),
+        op("aten::relu", [[4, 8], [8, 16]]),
+        op("aten::mm", [[4, 8], [8, 16]], flops=7),
+    ]
     raw = json.dumps(evs).encode()
     spaced = raw.replace(b"[[4, 8], [8, 16]]", b"[[4,8],\n [8,16]]", 1)
     expected = [2 * 4 * 8 * 16, 2 * 4 * 8 * 16, 2 * 2 * 8 * 16, 2 * 4 * 8 * 16, -1, -1, -1, 7]

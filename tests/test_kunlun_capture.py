@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.readers.records.device_logs import read_captured
 from xpu_profiler.live.vllm import log_capture
 from xpu_profiler.live.vllm.log_capture import CAPTURE_ENV, log_path
+from xpu_profiler.readers.records.device_logs import read_captured
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_KEYS = [*CAPTURE_ENV, "XPU_CUPTI_ENABLE_DEVICE"]
@@ -69,8 +69,13 @@ def _run_worker(tmp_path: Path, run_dir: Path, rank: int, local_rank: int) -> su
     script.write_text(WORKER.format(root=str(ROOT), keys=ENV_KEYS))
     # without PYTHONUNBUFFERED, C stdio buffers output to a file, as in a normal worker
     env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS and k != "PYTHONUNBUFFERED"}
-    return subprocess.run([sys.executable, str(script), str(run_dir), str(rank), str(local_rank)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(script), str(run_dir), str(rank), str(local_rank)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_worker_output_lands_in_its_rank_file_and_parses(tmp_path):
@@ -83,9 +88,12 @@ def test_worker_output_lands_in_its_rank_file_and_parses(tmp_path):
         assert "[XPURT_PROF]" not in res.stdout and "[XPURT_PROF]" not in res.stderr
         info = json.loads(res.stdout.split("worker done ", 1)[1].splitlines()[0])
         assert info["path"] == str(log_path(run_dir, rank))
-        assert info["during"] == {"XPUAPI_DEBUG": "0x1", "XPURT_DISPATCH_MODE": "PROFILING",
-                                  "XPU_ENABLE_PROFILER_TRACING": "1",
-                                  "XPU_CUPTI_ENABLE_DEVICE": str(rank % 2)}
+        assert info["during"] == {
+            "XPUAPI_DEBUG": "0x1",
+            "XPURT_DISPATCH_MODE": "PROFILING",
+            "XPU_ENABLE_PROFILER_TRACING": "1",
+            "XPU_CUPTI_ENABLE_DEVICE": str(rank % 2),
+        }
         assert info["after"] == {k: None for k in ENV_KEYS}
         text = log_path(run_dir, rank).read_text(encoding="utf-8")
         assert text.count("[XPURT_PROF]") == 7
@@ -115,7 +123,10 @@ def test_a_failed_start_changes_nothing(tmp_path, monkeypatch):
 
 
 def test_capture_env_is_per_local_rank():
-    assert log_capture.capture_env(5) == {"XPUAPI_DEBUG": "0x1", "XPURT_DISPATCH_MODE": "PROFILING",
-                                          "XPU_ENABLE_PROFILER_TRACING": "1",
-                                          "XPU_CUPTI_ENABLE_DEVICE": "5"}
+    assert log_capture.capture_env(5) == {
+        "XPUAPI_DEBUG": "0x1",
+        "XPURT_DISPATCH_MODE": "PROFILING",
+        "XPU_ENABLE_PROFILER_TRACING": "1",
+        "XPU_CUPTI_ENABLE_DEVICE": "5",
+    }
     assert log_path("/r", 7) == Path("/r/xpu_logs/rank_7.log")

@@ -33,11 +33,22 @@ def test_p800_entry_states_the_source_of_each_figure(specs):
 def test_device_spec_file_fills_in_the_unverified_figures(tmp_path, specs, suffix):
     f = tmp_path / f"p800{suffix}"
     if suffix == ".json":
-        f.write_text(json.dumps({"kunlun_p800": {"peak_flops": {"bf16": 3.0e14, "int8": 6.0e14},
-                                                 "mem_bw_bytes_s": 2.5e12, "source": "my lab's measurement"}}))
+        f.write_text(
+            json.dumps(
+                {
+                    "kunlun_p800": {
+                        "peak_flops": {"bf16": 3.0e14, "int8": 6.0e14},
+                        "mem_bw_bytes_s": 2.5e12,
+                        "source": "my lab's measurement",
+                    }
+                }
+            )
+        )
     else:
-        f.write_text('[kunlun_p800]\nmem_bw_bytes_s = 2.5e12\nsource = "my lab\'s measurement"\n'
-                     '[kunlun_p800.peak_flops]\nbf16 = 3.0e14\nint8 = 6.0e14\n')
+        f.write_text(
+            '[kunlun_p800]\nmem_bw_bytes_s = 2.5e12\nsource = "my lab\'s measurement"\n'
+            "[kunlun_p800.peak_flops]\nbf16 = 3.0e14\nint8 = 6.0e14\n"
+        )
     out = devices.load_spec_overrides(f)["kunlun_p800"]
     assert out.peak_flops == {"bf16": 3.0e14, "int8": 6.0e14}
     assert out.mem_bw_bytes_s == 2.5e12
@@ -47,9 +58,23 @@ def test_device_spec_file_fills_in_the_unverified_figures(tmp_path, specs, suffi
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm_kunlun") is not None, reason="a Kunlun plugin is installed")
 def test_requesting_kunlun_without_an_xpu_fails_with_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device",
-                          "kunlun_p800", "-o", str(tmp_path / "out")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "tiny-llama",
+            "--device",
+            "kunlun_p800",
+            "-o",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert res.returncode == 2
     lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
     assert len(lines) == 1, lines

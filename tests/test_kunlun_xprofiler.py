@@ -19,12 +19,18 @@ import pytest
 
 from xpu_profiler.core.errors import TraceError
 from xpu_profiler.core.profile import K_KERNEL, K_MEMCPY, K_RUNTIME, K_UNKNOWN
-from xpu_profiler.readers import ReadOptions, expand, find_reader, load
-from xpu_profiler.readers import xprofiler
+from xpu_profiler.readers import ReadOptions, expand, find_reader, load, xprofiler
 
 FC = "_ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i"
-SETTINGS = {"profiler_api_trace": True, "sse_trace": True, "cluster_trace": False, "sdnn_trace": False,
-            "resolution_ns": 500, "buffer_size_mb": 256, "xpu": [0]}
+SETTINGS = {
+    "profiler_api_trace": True,
+    "sse_trace": True,
+    "cluster_trace": False,
+    "sdnn_trace": False,
+    "resolution_ns": 500,
+    "buffer_size_mb": 256,
+    "xpu": [0],
+}
 
 
 def trace_doc(t0: float = 1000.0) -> dict:
@@ -34,28 +40,74 @@ def trace_doc(t0: float = 1000.0) -> dict:
         {"ph": "M", "name": "process_name", "pid": 9000, "args": {"name": "XPU 1"}},
         {"ph": "M", "name": "thread_name", "pid": 9000, "tid": 3, "args": {"name": "stream 3"}},
         # API → KERNEL, linked by the XPTI token
-        {"ph": "X", "cat": "API", "name": "xpu_launch_async", "pid": 4242, "tid": 4243,
-         "ts": t0, "dur": 4.5, "args": {"token": 17}},
-        {"ph": "X", "cat": "KERNEL", "name": FC, "pid": 9000, "tid": 3,
-         "ts": t0 + 6.0, "dur": 120.25, "args": {"stream_id": 3, "token": 17}},
-        {"ph": "X", "cat": "API", "name": "xpu_launch_async", "pid": 4242, "tid": 4243,
-         "ts": t0 + 10.0, "dur": 3.0, "args": {"token": 18}},
-        {"ph": "X", "cat": "KERNEL", "name": "_Z14kl3_all_reduceI7float16EvPT_i", "pid": 9000, "tid": 3,
-         "ts": t0 + 130.0, "dur": 40.0, "args": {"device_id": 1, "stream_id": 3, "token": 18}},
+        {
+            "ph": "X",
+            "cat": "API",
+            "name": "xpu_launch_async",
+            "pid": 4242,
+            "tid": 4243,
+            "ts": t0,
+            "dur": 4.5,
+            "args": {"token": 17},
+        },
+        {
+            "ph": "X",
+            "cat": "KERNEL",
+            "name": FC,
+            "pid": 9000,
+            "tid": 3,
+            "ts": t0 + 6.0,
+            "dur": 120.25,
+            "args": {"stream_id": 3, "token": 17},
+        },
+        {
+            "ph": "X",
+            "cat": "API",
+            "name": "xpu_launch_async",
+            "pid": 4242,
+            "tid": 4243,
+            "ts": t0 + 10.0,
+            "dur": 3.0,
+            "args": {"token": 18},
+        },
+        {
+            "ph": "X",
+            "cat": "KERNEL",
+            "name": "_Z14kl3_all_reduceI7float16EvPT_i",
+            "pid": 9000,
+            "tid": 3,
+            "ts": t0 + 130.0,
+            "dur": 40.0,
+            "args": {"device_id": 1, "stream_id": 3, "token": 18},
+        },
         # a device copy (has a stream) and the host side of one (pid/tid only)
-        {"ph": "X", "cat": "MEMCPY", "name": "memcpy_h2d", "pid": 9000, "tid": 1,
-         "ts": t0 + 200.0, "dur": "8.5", "args": {"stream": "1", "bytes": 4096}},
-        {"ph": "X", "cat": "MEMCPY", "name": "xpu_memcpy", "pid": 4242, "tid": 4243,
-         "ts": t0 + 199.0, "dur": 10.0},
+        {
+            "ph": "X",
+            "cat": "MEMCPY",
+            "name": "memcpy_h2d",
+            "pid": 9000,
+            "tid": 1,
+            "ts": t0 + 200.0,
+            "dur": "8.5",
+            "args": {"stream": "1", "bytes": 4096},
+        },
+        {"ph": "X", "cat": "MEMCPY", "name": "xpu_memcpy", "pid": 4242, "tid": 4243, "ts": t0 + 199.0, "dur": 10.0},
         # host waits for the device
-        {"ph": "X", "cat": "WAIT", "name": "xpu_wait", "pid": 4242, "tid": 4243,
-         "ts": t0 + 211.0, "dur": 30.0},
+        {"ph": "X", "cat": "WAIT", "name": "xpu_wait", "pid": 4242, "tid": 4243, "ts": t0 + 211.0, "dur": 30.0},
         # B/E pair without a category: an xpu_* API name
         {"ph": "B", "name": "xpu_malloc", "pid": 4242, "tid": 4243, "ts": t0 + 250.0},
         {"ph": "E", "pid": 4242, "tid": 4243, "ts": t0 + 252.0},
         # things we do not know: kept as unknown
-        {"ph": "X", "cat": "SDNN", "name": "sdnn_cluster_busy", "pid": 9000, "tid": 7,
-         "ts": t0 + 6.0, "dur": 100.0, "args": {"cluster": 2}},
+        {
+            "ph": "X",
+            "cat": "SDNN",
+            "name": "sdnn_cluster_busy",
+            "pid": 9000,
+            "tid": 7,
+            "ts": t0 + 6.0,
+            "dur": 100.0,
+            "args": {"cluster": 2},
+        },
         {"ph": "X", "cat": "SSE", "name": "sse_event", "pid": 9000, "tid": 8, "ts": t0 + 7.0, "dur": 1.0},
         # counters, instants, flows, junk
         {"ph": "C", "name": "hbm_bandwidth", "pid": 9000, "ts": t0 + 100.0, "args": {"read": 1.5e11, "write": 7e10}},
@@ -98,8 +150,8 @@ def test_events_are_mapped_by_kind_device_stream_and_correlation(tmp_path):
     k2 = idx["void kl3_all_reduce<float16>"][0]
     assert ev["kind"][k1] == K_KERNEL and ev["kind"][k2] == K_KERNEL
     assert (ev["dur"][k1], ev["start"][k1]) == (120250, 1006000)
-    assert ev["device"][k1] == 1            # from the process name "XPU 1"
-    assert ev["device"][k2] == 1            # from args.device_id
+    assert ev["device"][k1] == 1  # from the process name "XPU 1"
+    assert ev["device"][k2] == 1  # from args.device_id
     assert ev["track"][k1] == 3 and ev["track"][k2] == 3
     launches = idx["xpu_launch_async"]
     assert [int(ev["kind"][i]) for i in launches] == [K_RUNTIME, K_RUNTIME]
@@ -124,8 +176,7 @@ def test_events_are_mapped_by_kind_device_stream_and_correlation(tmp_path):
     assert got == {"hbm_bandwidth.read": (1100000, 1.5e11), "hbm_bandwidth.write": (1100000, 7e10)}
 
     src = prof.run["sources"][0]
-    assert src["by_kind"] == {"kernel": 2, "runtime": 5, "memcpy": 1, "memset": 0, "communication": 0,
-                              "unknown": 2}
+    assert src["by_kind"] == {"kernel": 2, "runtime": 5, "memcpy": 1, "memset": 0, "communication": 0, "unknown": 2}
     assert (src["instant"], src["flow"], src["begin_end"]) == (1, 2, 1)
     assert src["skipped"] == 3 and src["unmatched_begin_end"] == 1
     assert prof.run["xprofiler_settings"] == SETTINGS
@@ -137,9 +188,12 @@ def test_events_are_mapped_by_kind_device_stream_and_correlation(tmp_path):
 def test_kinds_add_up(tmp_path):
     prof = xprofiler.read(write_run(tmp_path), ReadOptions())
     kinds = prof.events["kind"]
-    assert {"kernel": int((kinds == K_KERNEL).sum()), "runtime": int((kinds == K_RUNTIME).sum()),
-            "memcpy": int((kinds == K_MEMCPY).sum()), "unknown": int((kinds == K_UNKNOWN).sum())} \
-        == {"kernel": 2, "runtime": 5, "memcpy": 1, "unknown": 2}
+    assert {
+        "kernel": int((kinds == K_KERNEL).sum()),
+        "runtime": int((kinds == K_RUNTIME).sum()),
+        "memcpy": int((kinds == K_MEMCPY).sum()),
+        "unknown": int((kinds == K_UNKNOWN).sum()),
+    } == {"kernel": 2, "runtime": 5, "memcpy": 1, "unknown": 2}
     # device-busy time: the two kernels and the device copy, in ns
     busy = prof.events["dur"][np.isin(kinds, [K_KERNEL, K_MEMCPY])].sum()
     assert int(busy) == 120250 + 40000 + 8500
@@ -163,9 +217,14 @@ def test_sniff_tells_xprofiler_from_kineto(tmp_path):
     assert find_reader(run / "xprofiler.settings.json").NAME == "xprofiler"
 
     # a Kineto trace is never claimed, even under XProfiler's file name next to a settings file
-    kineto = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0},
-        {"ph": "X", "cat": "kernel", "name": "xpu_launch_async", "pid": 0, "tid": 7, "ts": 2.0, "dur": 1.0}]}
+    kineto = {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0},
+            {"ph": "X", "cat": "kernel", "name": "xpu_launch_async", "pid": 0, "tid": 7, "ts": 2.0, "dur": 1.0},
+        ],
+    }
     k = run / "trace_rank0.json"
     k.write_text(json.dumps(kineto))
     assert find_reader(k).NAME == "kineto"
@@ -188,8 +247,10 @@ def test_directory_load_attaches_settings_and_keeps_events(tmp_path):
     run = tmp_path / "run"
     write_run(run)
     files = expand([run])
-    assert sorted((f.name, m.NAME) for f, m in files) == [("xprofiler.settings.json", "xprofiler"),
-                                                         ("xprofiler.trace.json", "xprofiler")]
+    assert sorted((f.name, m.NAME) for f, m in files) == [
+        ("xprofiler.settings.json", "xprofiler"),
+        ("xprofiler.trace.json", "xprofiler"),
+    ]
     prof = load([run])
     assert len(prof.events) == 10
     assert prof.run["xprofiler_settings"] == SETTINGS
@@ -240,23 +301,43 @@ def test_cli_analyze_xprofiler_run(tmp_path):
     run = tmp_path / "run"
     write_run(run)
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(run), "-o", str(out)],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(run), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["has_timeline"] is True
     assert summary["totals"]["device_kernel_ns"] == 120250 + 40000
     names = {k["name"] for k in summary["top_kernels"]}
     assert "void kl3_all_reduce<float16>" in names
-    assert subprocess.run([sys.executable, "-m", "xpu_profiler", "validate", str(out / "trace.json.gz")],
-                          capture_output=True, text=True, timeout=120).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "xpu_profiler", "validate", str(out / "trace.json.gz")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).returncode
+        == 0
+    )
 
 
 def test_events_of_odd_shapes_never_fail_the_read(tmp_path):
     odd = [
         {"ph": "M", "name": "process_name", "pid": [1, 2], "args": ["not", "a", "dict"]},
-        {"ph": "X", "cat": ["KERNEL"], "name": {"n": 1}, "pid": {"a": 1}, "tid": [3], "ts": "12.5", "dur": 1,
-         "args": {"stream_id": {"x": 1}, "device_id": "0x2", "token": "abc"}},
+        {
+            "ph": "X",
+            "cat": ["KERNEL"],
+            "name": {"n": 1},
+            "pid": {"a": 1},
+            "tid": [3],
+            "ts": "12.5",
+            "dur": 1,
+            "args": {"stream_id": {"x": 1}, "device_id": "0x2", "token": "abc"},
+        },
         {"ph": "X", "name": "nan_time", "ts": "NaN", "dur": 1},
         {"ph": "X", "name": "inf_dur", "ts": 1, "dur": "inf"},
         {"ph": "X", "name": "bool_ts", "ts": True, "dur": 1},
@@ -264,7 +345,9 @@ def test_events_of_odd_shapes_never_fail_the_read(tmp_path):
         {"ph": "E", "pid": [1], "tid": None, "ts": 4},
         {"ph": "C", "name": 5, "ts": 2, "args": {"v": "7", "w": [1]}},
         {"ph": ["X"], "ts": 1},
-        None, 3, [],
+        None,
+        3,
+        [],
     ]
     p = tmp_path / "xprofiler.trace.json"
     p.write_text(json.dumps({"traceEvents": odd}))

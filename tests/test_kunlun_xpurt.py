@@ -19,28 +19,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.knowledge import kernel_names
 from xpu_profiler.core.errors import TraceError
 from xpu_profiler.core.profile import K_KERNEL, NO_TIME
-from xpu_profiler.readers import ReadOptions, expand, load
-from xpu_profiler.readers import xpurt_log
+from xpu_profiler.knowledge import kernel_names
+from xpu_profiler.readers import ReadOptions, expand, load, xpurt_log
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # expected names below are demangled; libstdc++ or c++filt does that
-pytestmark = pytest.mark.skipif(kernel_names._DEMANGLE is None and shutil.which("c++filt") is None,
-                                reason="no C++ demangler on this machine")
+pytestmark = pytest.mark.skipif(
+    kernel_names._DEMANGLE is None and shutil.which("c++filt") is None, reason="no C++ demangler on this machine"
+)
 
 # mangled symbol → (name after demangling, fused op it belongs to)
 KERNELS = {
-    "_ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i":
-        ("void xblas_xpu3::fc_cdnn_infer<float16, float16, float16, float16, float, float, float, float, 1>",
-         "gemm"),
+    "_ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i": (
+        "void xblas_xpu3::fc_cdnn_infer<float16, float16, float16, float16, float, float, float, float, 1>",
+        "gemm",
+    ),
     "_Z14kl3_all_reduceI7float16EvPT_i": ("void kl3_all_reduce<float16>", "communication"),
     "_Z24kl3_all_reduce_butterflyI7float16EvPT_i": ("void kl3_all_reduce_butterfly<float16>", "communication"),
     "_ZN14xpukernel_xpu38constantIfEEvPclT_": ("void xpukernel_xpu3::constant<float>", "memset"),
     "_ZN14xpukernel_xpu322transpose_0213_clusterI7float16EEvPKT_PS2_": (
-        "void xpukernel_xpu3::transpose_0213_cluster<float16>", "elementwise"),
+        "void xpukernel_xpu3::transpose_0213_cluster<float16>",
+        "elementwise",
+    ),
     # op-style names as vllm-kunlun's kernels are called (no mangling)
     "moe_fc": ("moe_fc", "moe"),
     "moe_pre_sorted": ("moe_pre_sorted", "moe"),
@@ -67,8 +70,9 @@ VLLM_NOISE = [
 class Log:
     """A generated rank log and what it must add up to."""
 
-    def __init__(self, rank: int, gen: int = 3, n: int = 400, seed: int = 0, noise: bool = True,
-                 layout: str | None = None):
+    def __init__(
+        self, rank: int, gen: int = 3, n: int = 400, seed: int = 0, noise: bool = True, layout: str | None = None
+    ):
         self.rank, self.gen = rank, gen
         rng = random.Random(seed * 1000 + rank)
         self.per_kernel: Counter = Counter()
@@ -253,16 +257,21 @@ def test_rank_comes_from_the_name_else_the_option_else_zero(tmp_path):
 
 
 def test_gtest_scopes_become_the_group_level(tmp_path):
-    text = "\n".join([
-        "[XPURT_PROF] silu_and_mul 290 200 ns",                 # before any scope: no group
-        "gtest_fc_fusion<float16, float, float16, int16_t>(api::kXPU, 128, 4096)",
-        "[XPURT_PROF] _ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i 1450 1000 ns",
-        "    gtest_cast<float, float16>(api::kXPU, 128)",
-        "[XPURT_PROF] _ZN14xpukernel_xpu38constantIfEEvPclT_ 145 100 ns",
-        "gtest_add_rmsnorm<float16>(api::kXPU, 128)",
-        "[XPURT_PROF] add_rmsnorm 580 400 ns",
-        "[XPURT_PROF] add_rmsnorm 580 400 ns",
-    ]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "[XPURT_PROF] silu_and_mul 290 200 ns",  # before any scope: no group
+                "gtest_fc_fusion<float16, float, float16, int16_t>(api::kXPU, 128, 4096)",
+                "[XPURT_PROF] _ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i 1450 1000 ns",
+                "    gtest_cast<float, float16>(api::kXPU, 128)",
+                "[XPURT_PROF] _ZN14xpukernel_xpu38constantIfEEvPclT_ 145 100 ns",
+                "gtest_add_rmsnorm<float16>(api::kXPU, 128)",
+                "[XPURT_PROF] add_rmsnorm 580 400 ns",
+                "[XPURT_PROF] add_rmsnorm 580 400 ns",
+            ]
+        )
+        + "\n"
+    )
     p = tmp_path / "rank_0.log"
     p.write_text(text)
     outer = xpurt_log.read(p, ReadOptions())
@@ -277,18 +286,20 @@ def test_unicode_and_bytes_that_are_not_utf8_survive(tmp_path):
     log = Log(0, n=80)
     p = tmp_path / "rank_0.log"
     raw = log.text().encode("utf-8")
-    p.write_bytes(b"\xff\xfe garbage \x80\x81\n" + raw + "末尾 ✓\n".encode("utf-8"))
+    p.write_bytes(b"\xff\xfe garbage \x80\x81\n" + raw + "末尾 ✓\n".encode())
     prof = xpurt_log.read(p, ReadOptions())
     assert _totals(prof) == dict(log.per_kernel)
 
 
 def test_windows_line_ends_and_decimal_numbers(tmp_path):
     p = tmp_path / "rank_0.log"
-    p.write_bytes(b"INFO start\r\n"
-                  b"[XPURT_PROF] moe_fc 1450.5 1000.3 ns\r\n"
-                  b"[XPURT_PROF] moe_fc 2900 2000 ns\r\n"
-                  b"gtest_fc_fusion<float16>(api::kXPU)\r\n"
-                  b"[XPURT_PROF] silu_and_mul 14.5 10 ns\r\n")
+    p.write_bytes(
+        b"INFO start\r\n"
+        b"[XPURT_PROF] moe_fc 1450.5 1000.3 ns\r\n"
+        b"[XPURT_PROF] moe_fc 2900 2000 ns\r\n"
+        b"gtest_fc_fusion<float16>(api::kXPU)\r\n"
+        b"[XPURT_PROF] silu_and_mul 14.5 10 ns\r\n"
+    )
     prof = xpurt_log.read(p, ReadOptions())
     assert prof.run["xpu_gen"] == 3
     assert _totals(prof) == {"moe_fc": round(1450.5 / 1.45) + 2000, "silu_and_mul": 10}
@@ -353,8 +364,13 @@ def test_sniff_finds_the_tag_far_into_a_console_log(tmp_path):
 def test_cli_analyze_xpu_logs_writes_outputs_and_states_the_missing_timeline(xpu_logs, tmp_path):
     d, logs = xpu_logs
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(d), "-o", str(out)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(d), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["has_timeline"] is False

@@ -8,25 +8,28 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, vllm_env
 
 NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 4, 24, 6
 
 
 def _cli(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", *args], env=env, cwd=ROOT, capture_output=True, text=True, **kw
+    )
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--model", "tiny-llama", "--device", "kunlun_p800"], "kunlun_p800"),
-    (["--model", "tiny-llama", "--device", "cuda"], "cuda"),
-    (["--model", "tiny-nope", "--device", "cpu"], "tiny-nope"),
-    (["--model", "/no/such/model/dir", "--device", "cpu"], "/no/such/model/dir"),
-    (["--model", "tiny-llama", "--device", "cpu", "--metrics", "latency"], "latency"),
-    (["--model", "tiny-llama", "--device", "cpu", "--engine-arg", "novalue"], "KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--model", "tiny-llama", "--device", "kunlun_p800"], "kunlun_p800"),
+        (["--model", "tiny-llama", "--device", "cuda"], "cuda"),
+        (["--model", "tiny-nope", "--device", "cpu"], "tiny-nope"),
+        (["--model", "/no/such/model/dir", "--device", "cpu"], "/no/such/model/dir"),
+        (["--model", "tiny-llama", "--device", "cpu", "--metrics", "latency"], "latency"),
+        (["--model", "tiny-llama", "--device", "cpu", "--engine-arg", "novalue"], "KEY=VALUE"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
     r = _cli([*args, "--output", str(tmp_path / "r.html")], vllm_env(tmp_path / "cache"), timeout=120)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -42,9 +45,28 @@ def test_cli_demo_on_cpu(tmp_path):
     from xpu_profiler.exporters.validate import validate_file
 
     out = tmp_path / "report.html"
-    r = _cli(["--model", "tiny-llama", "--device", "cpu", "--output", str(out), "--num-prompts", str(NUM_PROMPTS),
-              "--input-len", str(INPUT_LEN), "--output-len", str(OUTPUT_LEN), "--max-num-batched-tokens", "32",
-              "--detail-level", "standard"], vllm_env(tmp_path / "cache"), timeout=600)
+    r = _cli(
+        [
+            "--model",
+            "tiny-llama",
+            "--device",
+            "cpu",
+            "--output",
+            str(out),
+            "--num-prompts",
+            str(NUM_PROMPTS),
+            "--input-len",
+            str(INPUT_LEN),
+            "--output-len",
+            str(OUTPUT_LEN),
+            "--max-num-batched-tokens",
+            "32",
+            "--detail-level",
+            "standard",
+        ],
+        vllm_env(tmp_path / "cache"),
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     trace = tmp_path / "report.trace.json.gz"
     summary_path = tmp_path / "report.summary.json"

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
+
 from xpu_profiler.live import control
 from xpu_profiler.live.vllm import compat
 
@@ -24,10 +24,23 @@ COMPAT_MODULES = ("compat", "compat_llm")
 # Words vLLM uses for its attributes that our own code also uses for its own things
 # (the Profile's tables, a record's fields, parameter names): the check cannot tell
 # those uses apart, so these are reviewed by hand.
-OUR_WORDS = {"outputs", "requests", "running", "waiting", "usage", "worker", "rank", "local_rank", "model",
-             "scheduler", "__version__", "vllm", "profile",
-             "tensor_parallel_size",  # the live command's own -tp option
-             "world_size"}  # a profile window's answer: the workers that will answer for it
+OUR_WORDS = {
+    "outputs",
+    "requests",
+    "running",
+    "waiting",
+    "usage",
+    "worker",
+    "rank",
+    "local_rank",
+    "model",
+    "scheduler",
+    "__version__",
+    "vllm",
+    "profile",
+    "tensor_parallel_size",  # the live command's own -tp option
+    "world_size",
+}  # a profile window's answer: the workers that will answer for it
 
 
 def _vllm_names() -> set[str]:
@@ -102,9 +115,22 @@ def _named(path: Path, forbidden: set[str]) -> list[str]:
 def test_no_live_module_but_compat_names_a_vllm_symbol():
     forbidden = _vllm_names()
     # the table covers what the hooks patch and read
-    for name in ("Scheduler", "update_from_output", "execute_model", "sample_tokens", "init_device",
-                 "EngineCore", "WorkerWrapperBase", "call_utility", "collective_rpc", "engine_core",
-                 "kv_cache_manager", "num_scheduled_tokens", "vllm.v1.core.sched.scheduler", "RMSNorm"):
+    for name in (
+        "Scheduler",
+        "update_from_output",
+        "execute_model",
+        "sample_tokens",
+        "init_device",
+        "EngineCore",
+        "WorkerWrapperBase",
+        "call_utility",
+        "collective_rpc",
+        "engine_core",
+        "kv_cache_manager",
+        "num_scheduled_tokens",
+        "vllm.v1.core.sched.scheduler",
+        "RMSNorm",
+    ):
         assert name in forbidden, name
     modules = sorted(p for p in LIVE.rglob("*.py") if p.stem not in COMPAT_MODULES)
     assert len(modules) > 15
@@ -117,8 +143,9 @@ def test_the_check_catches_a_shadowed_or_missing_hook(monkeypatch):
     that shadows one, or a method that is gone, is reported by name."""
     if not HAVE_VLLM:
         pytest.skip("vLLM is not installed")
-    from xpu_profiler.live.vllm import hooks_scheduler
     from vllm.v1.core.sched.scheduler import Scheduler
+
+    from xpu_profiler.live.vllm import hooks_scheduler
 
     class Sched(Scheduler):
         pass
@@ -134,8 +161,12 @@ def test_the_check_catches_a_shadowed_or_missing_hook(monkeypatch):
     assert compat.missing_hooks(s, compat.SCHEDULER_HOOKS) == []
     s.update_from_output = lambda *a: None  # what an instance attribute does to a class hook
     assert compat.missing_hooks(s, compat.SCHEDULER_HOOKS) == ["Scheduler.update_from_output"]
-    answer = {"missing": ["Scheduler.update_from_output"], "vllm": compat.vllm_version(), "process": "EngineCore",
-              "pid": 7}
+    answer = {
+        "missing": ["Scheduler.update_from_output"],
+        "vllm": compat.vllm_version(),
+        "process": "EngineCore",
+        "pid": 7,
+    }
     with pytest.raises(control.HookError) as e:
         control.check_started([{"missing": []}, answer])
     msg = str(e.value)
@@ -147,10 +178,13 @@ def test_the_check_catches_a_shadowed_or_missing_hook(monkeypatch):
 
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
-@pytest.mark.parametrize("target, symbol, process", [
-    ("vllm.v1.core.sched.scheduler:Scheduler.update_from_output", "Scheduler.update_from_output", "EngineCore"),
-    ("vllm.v1.worker.gpu_worker:Worker.execute_model", "Worker.execute_model", "Worker"),
-])
+@pytest.mark.parametrize(
+    "target, symbol, process",
+    [
+        ("vllm.v1.core.sched.scheduler:Scheduler.update_from_output", "Scheduler.update_from_output", "EngineCore"),
+        ("vllm.v1.worker.gpu_worker:Worker.execute_model", "Worker.execute_model", "Worker"),
+    ],
+)
 def test_a_hook_that_does_not_take_ends_the_run_with_one_line(tmp_path, target, symbol, process):
     site = tmp_path / "site"
     site.mkdir()
@@ -158,10 +192,34 @@ def test_a_hook_that_does_not_take_ends_the_run_with_one_line(tmp_path, target, 
     env = vllm_env(tmp_path / "cache", XPU_TEST_HIDE=target)
     env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
     out = tmp_path / "report.html"
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device", "cpu",
-                        "--detail-level", "basic", "--num-prompts", "2", "--input-len", "8", "--output-len", "2",
-                        "--warmup-steps", "1", "--output", str(out)],
-                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "tiny-llama",
+            "--device",
+            "cpu",
+            "--detail-level",
+            "basic",
+            "--num-prompts",
+            "2",
+            "--input-len",
+            "8",
+            "--output-len",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--output",
+            str(out),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 2, r.stderr[-3000:]
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("xpu_profiler: error:")]
     assert len(errors) == 1, r.stderr[-3000:]

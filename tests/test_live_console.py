@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, vllm_env
+
 from xpu_profiler.live.console import Console, why
 
 
@@ -20,14 +20,14 @@ def test_capture_sends_this_process_and_its_children_to_the_log_and_gives_the_fd
     with con.capture():
         os.write(1, b"from this process, fd 1\n")
         print("from Python's stderr", file=sys.__stderr__, flush=True)  # (pytest replaces sys.stderr)
-        subprocess.run([sys.executable, "-c", "import sys; print('child out'); print('child err', file=sys.stderr)"],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-c", "import sys; print('child out'); print('child err', file=sys.stderr)"], check=True
+        )
         con.say("our line")
         con.echo("our result")
     after = [os.fstat(fd) for fd in (1, 2)]
     assert [(s.st_dev, s.st_ino) for s in after] == [(s.st_dev, s.st_ino) for s in before]
-    assert log.read_text().splitlines() == ["from this process, fd 1", "from Python's stderr", "child out",
-                                            "child err"]
+    assert log.read_text().splitlines() == ["from this process, fd 1", "from Python's stderr", "child out", "child err"]
     out, err = capfd.readouterr()
     assert "our result" in out and "xpu_profiler: our line" in err
     assert "child" not in out + err and "from this process" not in out + err
@@ -39,11 +39,13 @@ def test_a_failure_inside_capture_shows_what_the_log_says(tmp_path, capfd):
     with pytest.raises(RuntimeError):
         with con.capture():
             with con.stage("starting vLLM"):
-                sys.__stderr__.write("(EngineCore pid=7) INFO 12-02 20:27:37 [core.py:1] all fine\n"
-                                 "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] Traceback (most recent "
-                                 "call last):\n"
-                                 '(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510]   File "x.py", line 3\n'
-                                 "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] ValueError: no KV \x1b[31m\n")
+                sys.__stderr__.write(
+                    "(EngineCore pid=7) INFO 12-02 20:27:37 [core.py:1] all fine\n"
+                    "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] Traceback (most recent "
+                    "call last):\n"
+                    '(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510]   File "x.py", line 3\n'
+                    "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] ValueError: no KV \x1b[31m\n"
+                )
                 sys.__stderr__.flush()
                 raise RuntimeError("Engine core initialization failed. See root cause above.")
     err = capfd.readouterr().err
@@ -56,9 +58,27 @@ def test_a_failure_inside_capture_shows_what_the_log_says(tmp_path, capfd):
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 def test_engine_that_cannot_start_says_why_and_verbose_shows_vllm(tmp_path):
     out = tmp_path / "r.html"
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device", "cpu", "-v",
-                        "--output", str(out), "--engine-arg", "num_gpu_blocks_override=1"],
-                       env=vllm_env(tmp_path / "cache"), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "tiny-llama",
+            "--device",
+            "cpu",
+            "-v",
+            "--output",
+            str(out),
+            "--engine-arg",
+            "num_gpu_blocks_override=1",
+        ],
+        env=vllm_env(tmp_path / "cache"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 2, r.stderr[-3000:]
     lines = r.stderr.splitlines()
     # the cause, raised in the EngineCore process, reaches the user above our one-line error

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
+
 from xpu_profiler.core.profile import EVENT_SCHEMA, K_KERNEL, Profile, Table
 from xpu_profiler.readers.records.device_logs import attach_device_logs
 
-LINES = ["[XPURT_PROF] xblas_xpu3::fc_cdnn_infer 1450 1000 ns", "[XPURT_PROF] kl3_all_reduce 2900 2000 ns",
-         "INFO some vLLM line"]
+LINES = [
+    "[XPURT_PROF] xblas_xpu3::fc_cdnn_infer 1450 1000 ns",
+    "[XPURT_PROF] kl3_all_reduce 2900 2000 ns",
+    "INFO some vLLM line",
+]
 
 
 def write_logs(run_dir: Path) -> None:
@@ -60,10 +63,33 @@ def test_live_run_sends_worker_output_to_rank_file_and_restores_the_environment(
     for the engine's processes is back as it was when the command returns."""
     out = tmp_path / "report.html"
     result = tmp_path / "env.json"
-    r = subprocess.run([sys.executable, str(TESTS / "live_env_driver.py"), str(result),
-                        "--model", "tiny-llama", "--device", "cpu", "--device-logs", "--detail-level", "basic",
-                        "--num-prompts", "2", "--input-len", "16", "--output-len", "4", "--output", str(out)],
-                       env=vllm_env(tmp_path / "cache"), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(TESTS / "live_env_driver.py"),
+            str(result),
+            "--model",
+            "tiny-llama",
+            "--device",
+            "cpu",
+            "--device-logs",
+            "--detail-level",
+            "basic",
+            "--num-prompts",
+            "2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "4",
+            "--output",
+            str(out),
+        ],
+        env=vllm_env(tmp_path / "cache"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     env = json.loads(result.read_text())
     assert env["code"] == 0

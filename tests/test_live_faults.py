@@ -32,7 +32,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, vllm_env
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
@@ -40,8 +39,18 @@ pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM i
 #: the profiled window of a run that is broken on purpose: long enough to be caught in it
 #: (tiny-llama's 2048-token context ends each request at 2032 tokens: about 10 s of decode
 #: on two cores; a signal 2 s into the window lands mid-run)
-LONG = ["--num-prompts", "2", "--input-len", "16", "--output-len", "4000", "--warmup-steps", "0",
-        "--detail-level", "basic"]
+LONG = [
+    "--num-prompts",
+    "2",
+    "--input-len",
+    "16",
+    "--output-len",
+    "4000",
+    "--warmup-steps",
+    "0",
+    "--detail-level",
+    "basic",
+]
 #: how long after the signal the command may take to end (it ends the engine, assembles and
 #: writes; this machine is shared with other work, so the bound is loose: measured in the report)
 PROMPT_S = 60
@@ -54,11 +63,23 @@ class LiveRun:
         self.tmp = tmp
         self.out = tmp / "r.html"
         self.stdout, self.stderr = tmp / "stdout.txt", tmp / "stderr.txt"
-        cmd = [*prefix, sys.executable, "-m", "xpu_profiler", "--model", "tiny-llama", "--device", "cpu",
-               "--output", str(self.out), *args]
+        cmd = [
+            *prefix,
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "tiny-llama",
+            "--device",
+            "cpu",
+            "--output",
+            str(self.out),
+            *args,
+        ]
         with open(self.stdout, "w") as o, open(self.stderr, "w") as e:
-            self.proc = subprocess.Popen(cmd, env=env or vllm_env(tmp / "cache"), cwd=ROOT, stdout=o, stderr=e,
-                                         process_group=0)
+            self.proc = subprocess.Popen(
+                cmd, env=env or vllm_env(tmp / "cache"), cwd=ROOT, stdout=o, stderr=e, process_group=0
+            )
         self.seen: dict[int, tuple[float, str]] = {}
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -81,7 +102,7 @@ class LiveRun:
         """Until ``what`` (a text on stderr, or a Path) appears; fails if the run ends first."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if (what.exists() if isinstance(what, Path) else what in self.err()):
+            if what.exists() if isinstance(what, Path) else what in self.err():
                 return
             if self.proc.poll() is not None:
                 pytest.fail(f"the run ended (exit {self.proc.returncode}) before {what}:\n{self.err()[-3000:]}")
@@ -91,14 +112,16 @@ class LiveRun:
     def engine_processes(self) -> tuple[psutil.Process, list[psutil.Process]]:
         """(EngineCore, its workers): the command's child that is not multiprocessing's
         resource tracker, and that child's children."""
-        kids = [c for c in psutil.Process(self.proc.pid).children()
-                if "resource_tracker" not in " ".join(c.cmdline())]
+        kids = [c for c in psutil.Process(self.proc.pid).children() if "resource_tracker" not in " ".join(c.cmdline())]
         assert len(kids) == 1, [(c.pid, c.name()) for c in kids]
         # vLLM titles its processes (VLLM::Worker...); helper pools (compile workers) are not
         # them: among those titled so, the ones running the model (busiest first)
         below = kids[0].children(recursive=True)
-        titled = [c for c in below if c.name().startswith("VLLM::Worker")] or \
-            [c for c in below if "worker" in c.name().lower()] or kids[0].children()
+        titled = (
+            [c for c in below if c.name().startswith("VLLM::Worker")]
+            or [c for c in below if "worker" in c.name().lower()]
+            or kids[0].children()
+        )
         for c in titled:
             c.cpu_percent(None)
         time.sleep(0.5)
@@ -198,6 +221,7 @@ def outputs_are_whole(tmp: Path) -> list[str]:
 
 # -- an engine process killed mid-run -------------------------------------------------------
 
+
 @pytest.mark.parametrize("victim", ["worker", "engine_core"])
 def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     run = live(*LONG)
@@ -210,15 +234,22 @@ def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     run.kill(target)
     rc = run.finish()
     err = run.err()
-    assert rc == 1, (f"killed {name} (pid {pid}) {run.t_signal - t_window:.1f} s into the profiled window, "
-                     f"of {sorted(run.seen.values())}\n{err[-3000:]}")
+    assert rc == 1, (
+        f"killed {name} (pid {pid}) {run.t_signal - t_window:.1f} s into the profiled window, "
+        f"of {sorted(run.seen.values())}\n{err[-3000:]}"
+    )
     # a worker is not our child: it "died"; the EngineCore is, and its exit status says
     # SIGKILL unless the watch on the engine's processes saw it gone first
     hows = ("was killed by SIGKILL", "died") if victim == "engine_core" else ("died",)
     (line,) = run.ours("xpu_profiler: the engine process")
-    said = next((f"the engine process {name} (pid {pid}) {h}" for h in hows
-                 if line == f"xpu_profiler: the engine process {name} (pid {pid}) {h}; saving what was collected"),
-                None)
+    said = next(
+        (
+            f"the engine process {name} (pid {pid}) {h}"
+            for h in hows
+            if line == f"xpu_profiler: the engine process {name} (pid {pid}) {h}; saving what was collected"
+        ),
+        None,
+    )
     assert said is not None, line
     assert run.elapsed < PROMPT_S, run.elapsed
     s = run.summary()  # what was collected up to then, marked incomplete with the reason
@@ -232,11 +263,22 @@ def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
 
 # -- Ctrl-C -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("phase", ["warm-up", "profiling", "export"])
 def test_ctrl_c(live, tmp_path, phase):
     if phase == "warm-up":
-        run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "4", "--warmup-steps", "2000",
-                   "--detail-level", "basic")
+        run = live(
+            "--num-prompts",
+            "2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "4",
+            "--warmup-steps",
+            "2000",
+            "--detail-level",
+            "basic",
+        )
         run.wait_for("] warm-up")
         time.sleep(1)
     elif phase == "profiling":
@@ -244,8 +286,18 @@ def test_ctrl_c(live, tmp_path, phase):
         run.wait_for("] profiling")
         time.sleep(2)
     else:  # comprehensive: the largest export; on the CPU graph-capture tracing stays off
-        run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "24", "--warmup-steps", "0",
-                   "--detail-level", "comprehensive")
+        run = live(
+            "--num-prompts",
+            "2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "24",
+            "--warmup-steps",
+            "0",
+            "--detail-level",
+            "comprehensive",
+        )
         run.wait_for(tmp_path / "r.trace.json.gz")  # the first output is written: the export runs
     run.interrupt()
     rc = run.finish()
@@ -269,11 +321,15 @@ def test_ctrl_c(live, tmp_path, phase):
 
 # -- the engine cannot start -------------------------------------------------------------------
 
-@pytest.mark.parametrize("engine_arg, needle", [
-    ("max_model_len=-5", "max_model_len: Input should be greater than or equal to -1 (got -5)"),  # vLLM's config
-    ("no_such_kwarg=1", "unexpected keyword argument 'no_such_kwarg'"),                             # EngineArgs
-    ("block_size=7", "No common block size for 7"),  # in the engine's own processes, after they started
-])
+
+@pytest.mark.parametrize(
+    "engine_arg, needle",
+    [
+        ("max_model_len=-5", "max_model_len: Input should be greater than or equal to -1 (got -5)"),  # vLLM's config
+        ("no_such_kwarg=1", "unexpected keyword argument 'no_such_kwarg'"),  # EngineArgs
+        ("block_size=7", "No common block size for 7"),  # in the engine's own processes, after they started
+    ],
+)
 def test_the_engine_cannot_start(live, tmp_path, engine_arg, needle):
     run = live("--engine-arg", engine_arg, "--num-prompts", "1")
     rc = run.finish()
@@ -290,6 +346,7 @@ def test_the_engine_cannot_start(live, tmp_path, engine_arg, needle):
 
 # -- a full disk under the record files ----------------------------------------------------------
 
+
 def _private_tmpfs_prefix(mnt: Path) -> list[str] | None:
     """A command prefix that runs the rest in a private mount namespace with a 64 KiB tmpfs
     on ``mnt`` that has one page left; None when this machine does not allow it."""
@@ -300,8 +357,11 @@ def _private_tmpfs_prefix(mnt: Path) -> list[str] | None:
     # passed over for /tmp); the first record file takes that page, every other write fails
     script = f'mount -t tmpfs -o size=64k tmpfs "{mnt}" && head -c 61440 /dev/zero > "{mnt}/filler"; exec "$@"'
     prefix = ["unshare", "--mount", "--propagation", "private", *user, "sh", "-c", script, "sh"]
-    probe = subprocess.run([*prefix, "sh", "-c", f'test "$(df -k "{mnt}" | tail -1 | tr -s " " | cut -d" " -f4)" = 4'],
-                           capture_output=True, timeout=30)
+    probe = subprocess.run(
+        [*prefix, "sh", "-c", f'test "$(df -k "{mnt}" | tail -1 | tr -s " " | cut -d" " -f4)" = 4'],
+        capture_output=True,
+        timeout=30,
+    )
     return prefix if probe.returncode == 0 else None
 
 
@@ -312,9 +372,20 @@ def test_a_full_disk_while_the_plugin_flushes_records(live, tmp_path):
     if prefix is None:
         pytest.skip("cannot mount a private tmpfs here (unshare/mount not permitted)")
     # the record directory is made in TMPDIR: record file writes fail with ENOSPC
-    run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "30", "--warmup-steps", "0",
-               "--detail-level", "basic", prefix=prefix,
-               env=vllm_env(tmp_path / "cache", TMPDIR=str(mnt)))
+    run = live(
+        "--num-prompts",
+        "2",
+        "--input-len",
+        "16",
+        "--output-len",
+        "30",
+        "--warmup-steps",
+        "0",
+        "--detail-level",
+        "basic",
+        prefix=prefix,
+        env=vllm_env(tmp_path / "cache", TMPDIR=str(mnt)),
+    )
     rc = run.finish(timeout=600)  # it must not hang
     err = run.err()
     assert rc == 0, err[-3000:]
@@ -335,8 +406,21 @@ TP_PROMPTS, TP_INPUT, TP_OUTPUT, TP_LAYERS = 4, 24, 6, 4
 def test_tensor_parallel_2_delivers_every_ranks_rows(live, tmp_path):
     env = vllm_env(tmp_path / "cache")
     env.pop("VLLM_CPU_OMP_THREADS_BIND", None)  # the live command sets the binding vLLM needs
-    run = live("--tensor-parallel-size", "2", "--num-prompts", str(TP_PROMPTS), "--input-len", str(TP_INPUT),
-               "--output-len", str(TP_OUTPUT), "--warmup-steps", "1", "--detail-level", "standard", env=env)
+    run = live(
+        "--tensor-parallel-size",
+        "2",
+        "--num-prompts",
+        str(TP_PROMPTS),
+        "--input-len",
+        str(TP_INPUT),
+        "--output-len",
+        str(TP_OUTPUT),
+        "--warmup-steps",
+        "1",
+        "--detail-level",
+        "standard",
+        env=env,
+    )
     rc = run.finish()
     assert rc == 0, run.err()[-3000:]
     s = run.summary()
@@ -344,8 +428,9 @@ def test_tensor_parallel_2_delivers_every_ranks_rows(live, tmp_path):
     assert s["run"]["extra"]["parallel_ranks"] == {"0": {"dp": 0, "pp": 0, "tp": 0}, "1": {"dp": 0, "pp": 0, "tp": 1}}
     st = s["steps"]
     rows: dict[int, dict[int, tuple]] = {}
-    for rank, sid, pt, dt, pr, dr in zip(st["rank"], st["step_id"], st["prefill_tokens"], st["decode_tokens"],
-                                         st["prefill_reqs"], st["decode_reqs"]):
+    for rank, sid, pt, dt, pr, dr in zip(
+        st["rank"], st["step_id"], st["prefill_tokens"], st["decode_tokens"], st["prefill_reqs"], st["decode_reqs"]
+    ):
         assert rank not in rows.setdefault(sid, {})
         rows[sid][rank] = (pt, dt, pr, dr)
     # one engine step, both ranks' rows, the same batch on both
@@ -356,16 +441,25 @@ def test_tensor_parallel_2_delivers_every_ranks_rows(live, tmp_path):
     # each worker's own torch trace: one xpu_step#N range per engine step, and the CPU
     # all-reduce: two per layer (attention and MLP outputs) and one for the vocab-parallel embedding
     trace = json.loads(gzip.decompress((tmp_path / "r.trace.json.gz").read_bytes()))["traceEvents"]
-    ranks = {e["pid"]: int(re.search(r"\d+", e["args"]["name"]).group()) for e in trace
-             if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"].startswith("rank ")}
+    ranks = {
+        e["pid"]: int(re.search(r"\d+", e["args"]["name"]).group())
+        for e in trace
+        if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"].startswith("rank ")
+    }
     assert sorted(ranks.values()) == [0, 1]
-    step_ranges = {r: sorted(int(e["name"].split("#")[1]) for e in trace
-                             if e.get("pid") == pid and str(e.get("name", "")).startswith("xpu_step#"))
-                   for pid, r in ranks.items()}
+    step_ranges = {
+        r: sorted(
+            int(e["name"].split("#")[1])
+            for e in trace
+            if e.get("pid") == pid and str(e.get("name", "")).startswith("xpu_step#")
+        )
+        for pid, r in ranks.items()
+    }
     assert step_ranges == {0: sorted(rows), 1: sorted(rows)}
     # (vLLM's shared-memory all-reduce where the CPU's kernels have one, else torch.distributed's over gloo)
-    allreduce = {r: sum(1 for e in trace if e.get("pid") == pid and e.get("name") in ("_C::shm_allreduce",
-                                                                                       "c10d::allreduce_"))
-                 for pid, r in ranks.items()}
+    allreduce = {
+        r: sum(1 for e in trace if e.get("pid") == pid and e.get("name") in ("_C::shm_allreduce", "c10d::allreduce_"))
+        for pid, r in ranks.items()
+    }
     assert allreduce == {0: len(rows) * (2 * TP_LAYERS + 1), 1: len(rows) * (2 * TP_LAYERS + 1)}
     assert run.left_behind() == []

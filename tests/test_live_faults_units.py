@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from xpu_profiler.core.profile import Profile
+from xpu_profiler.core.records import FLUSH_FAILED, read_record_files
 from xpu_profiler.live import engine, graph_capture
-from xpu_profiler.readers.records.assemble import build_profile
 from xpu_profiler.live.processes import ProcessWatch, descendants
 from xpu_profiler.live.vllm import compat_llm
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
-from xpu_profiler.core.records import FLUSH_FAILED, read_record_files
-from xpu_profiler.core.profile import Profile
+from xpu_profiler.readers.records.assemble import build_profile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
 CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
@@ -51,7 +51,8 @@ def test_a_full_disk_keeps_the_records_for_rpc_and_says_it_once(tmp_path):
     assert p.steps["step_id"].tolist() == [0, 1]
     assert p.run["warnings"] == [
         f"the record files could not be written ({tmp_path}: No space left on device) by "
-        f"{proc_name()}, VllmWorker-0; their records were collected from the engine instead"]
+        f"{proc_name()}, VllmWorker-0; their records were collected from the engine instead"
+    ]
 
 
 def test_a_process_that_ends_with_an_exception_leaves_it_in_the_record_dir(tmp_path):
@@ -68,8 +69,10 @@ def test_a_process_that_ends_with_an_exception_leaves_it_in_the_record_dir(tmp_p
     assert fatal == ["RuntimeError: Worker failed with error 'No common block size for 7'. see above"]
     # vLLM's own error in the caller says only "see above": the record dir says why
     err = engine.start_error(RuntimeError("Engine core initialization failed. See root cause above."), tmp_path)
-    assert str(err) == ("vLLM could not start the engine: RuntimeError: Worker failed with error "
-                        "'No common block size for 7'. see above")
+    assert str(err) == (
+        "vLLM could not start the engine: RuntimeError: Worker failed with error "
+        "'No common block size for 7'. see above"
+    )
     rec2 = Recorder()
     rec2.file_dir = str(tmp_path / "clean")
     rec2.flush_at_exit()  # a normal end writes nothing
@@ -84,10 +87,14 @@ def test_configuration_errors_name_the_field_and_the_rule():
 
     with pytest.raises(pydantic.ValidationError) as e:
         Cfg(max_model_len=-5)
-    assert str(engine.start_error(e.value)) == ("vLLM could not start the engine: ValidationError: max_model_len: "
-                                               "Input should be greater than or equal to -1 (got -5)")
-    assert str(engine.start_error(TypeError("got an unexpected keyword argument 'x'\nmore"))) == \
-        "vLLM could not start the engine: TypeError: got an unexpected keyword argument 'x'"
+    assert str(engine.start_error(e.value)) == (
+        "vLLM could not start the engine: ValidationError: max_model_len: "
+        "Input should be greater than or equal to -1 (got -5)"
+    )
+    assert (
+        str(engine.start_error(TypeError("got an unexpected keyword argument 'x'\nmore")))
+        == "vLLM could not start the engine: TypeError: got an unexpected keyword argument 'x'"
+    )
 
 
 def test_process_watch_names_the_first_process_to_end_and_ends_the_rest():
@@ -129,17 +136,20 @@ def test_exit_codes_are_described():
 
 # -- graph-capture traces -----------------------------------------------------------------
 
+
 def _enable(kw, kind="cuda", level="comprehensive", tmp=Path("/tmp/x")):
     said = []
     return graph_capture.enable(kw, kind, level, tmp, said.append), said
 
 
 def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_path):
-    for kind, level, kw in (("cpu", "comprehensive", {}),                     # vLLM's CPU worker never captures
-                            ("cpu", "comprehensive", {"enforce_eager": False}),
-                            ("cuda", "standard", {}),
-                            ("cuda", "comprehensive", {"enforce_eager": True}),
-                            ("cuda", "comprehensive", {"compilation_config": {"cudagraph_mode": "NONE"}})):
+    for kind, level, kw in (
+        ("cpu", "comprehensive", {}),  # vLLM's CPU worker never captures
+        ("cpu", "comprehensive", {"enforce_eager": False}),
+        ("cuda", "standard", {}),
+        ("cuda", "comprehensive", {"enforce_eager": True}),
+        ("cuda", "comprehensive", {"compilation_config": {"cudagraph_mode": "NONE"}}),
+    ):
         before = dict(kw)
         assert _enable(kw, kind, level, tmp_path) == (None, []) and kw == before
     if not compat_llm.supports_capture_profiler():
@@ -147,14 +157,19 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
     kw = {"enforce_eager": False}
     where, _ = _enable(kw, tmp=tmp_path)
     cfg = kw["profiler_config"]
-    assert cfg == {"profiler": "torch", "torch_profiler_dir": str(tmp_path / "vllm_profiler"),
-                   "capture_torch_profiler": True}
+    assert cfg == {
+        "profiler": "torch",
+        "torch_profiler_dir": str(tmp_path / "vllm_profiler"),
+        "capture_torch_profiler": True,
+    }
     assert where == tmp_path / "vllm_profiler" / "capture_traces"
     from vllm.config import ProfilerConfig
 
     assert ProfilerConfig(**cfg).capture_torch_profiler is True  # what vLLM itself accepts
     # the user's own torch profiler settings are kept, their directory too
-    kw = {"profiler_config": {"profiler": "torch", "torch_profiler_dir": "/their/dir", "torch_profiler_with_stack": False}}
+    kw = {
+        "profiler_config": {"profiler": "torch", "torch_profiler_dir": "/their/dir", "torch_profiler_with_stack": False}
+    }
     where, _ = _enable(kw, tmp=tmp_path)
     assert where == Path("/their/dir/capture_traces") and kw["profiler_config"]["torch_profiler_with_stack"] is False
     kw = {"profiler_config": {"profiler": "cuda"}}
@@ -164,8 +179,8 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
 
 @pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
 def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
-    from xpu_profiler.readers.capture_files import is_capture_file, is_capture_profile
     from xpu_profiler.readers import load
+    from xpu_profiler.readers.capture_files import is_capture_file, is_capture_profile
 
     src = tmp_path / "vllm_profiler" / "capture_traces"
     src.mkdir(parents=True)
@@ -186,4 +201,7 @@ def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
     assert [p.name for p in (tmp_path / "d" / "capture_traces").iterdir()] == [name]
     empty = Profile()
     assert graph_capture.keep(empty, tmp_path / "none", tmp_path / "d", said.append) == []
-    assert empty.run["capture_traces"] == {"dir": None, "files": []} and said[-1] == "the engine wrote no graph-capture trace"
+    assert (
+        empty.run["capture_traces"] == {"dir": None, "files": []}
+        and said[-1] == "the engine wrote no graph-capture trace"
+    )

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, vllm_env
 
 NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 4, 24, 6
@@ -32,10 +31,33 @@ def _rows(node, key="fused_op"):
 def test_tiny_glm_profiles_moe_and_attention(tmp_path):
     out = tmp_path / "report.html"
     r = subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", "--model", "tiny-glm", "--device", "cpu", "--detail_level", "standard",
-         "--output", str(out), "--num-prompts", str(NUM_PROMPTS), "--input-len", str(INPUT_LEN),
-         "--output-len", str(OUTPUT_LEN), "--max-num-batched-tokens", "32"],
-        env=vllm_env(tmp_path / "cache"), cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "tiny-glm",
+            "--device",
+            "cpu",
+            "--detail_level",
+            "standard",
+            "--output",
+            str(out),
+            "--num-prompts",
+            str(NUM_PROMPTS),
+            "--input-len",
+            str(INPUT_LEN),
+            "--output-len",
+            str(OUTPUT_LEN),
+            "--max-num-batched-tokens",
+            "32",
+        ],
+        env=vllm_env(tmp_path / "cache"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((tmp_path / "report.summary.json").read_text())
     cfg = json.loads((tmp_path / "cache" / "models" / "tiny-glm" / "config.json").read_text())

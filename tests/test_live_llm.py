@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import HAVE_VLLM, TESTS, vllm_env
-from xpu_profiler import aggregate, analysis
 from live_checks import ops_inside_worker_steps
+
+from xpu_profiler import aggregate, analysis
 from xpu_profiler.core.profile import K_CPU_OP, K_KERNEL, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, Profile
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
@@ -32,9 +32,13 @@ def _run_workload(tmp_path_factory, name: str, model: str, **env) -> Path:
     out = tmp_path_factory.mktemp(name)
     log = out / "run.log"
     with open(log, "wb") as f:
-        proc = subprocess.run([sys.executable, str(TESTS / "live_workload.py"), str(out), model],
-                              env=vllm_env(tmp_path_factory.mktemp("cache"), **env),
-                              stdout=f, stderr=subprocess.STDOUT, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, str(TESTS / "live_workload.py"), str(out), model],
+            env=vllm_env(tmp_path_factory.mktemp("cache"), **env),
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+        )
     if proc.returncode != 0:
         pytest.fail(f"live workload failed (exit {proc.returncode}):\n{log.read_text(errors='replace')[-4000:]}")
     return out
@@ -49,8 +53,9 @@ def run_mp(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def run_inproc(tmp_path_factory) -> Path:
     """Single-process layout (EngineCore and worker inside the caller), MoE model."""
-    return _run_workload(tmp_path_factory, "live_inproc", "tiny-moe",
-                         VLLM_ENABLE_V1_MULTIPROCESSING="0", OMP_NUM_THREADS="1")
+    return _run_workload(
+        tmp_path_factory, "live_inproc", "tiny-moe", VLLM_ENABLE_V1_MULTIPROCESSING="0", OMP_NUM_THREADS="1"
+    )
 
 
 @pytest.fixture(params=["mp", "inproc"])
@@ -64,8 +69,9 @@ def _vllm_steps(run: Path) -> list[tuple[int, int]]:
     assert len(files) == 1, files
     with gzip.open(files[0], "rt") as f:
         events = json.load(f)["traceEvents"]
-    anns = sorted((e for e in events if e.get("cat") == "user_annotation" and ANN.match(e.get("name", ""))),
-                  key=lambda e: e["ts"])
+    anns = sorted(
+        (e for e in events if e.get("cat") == "user_annotation" and ANN.match(e.get("name", ""))), key=lambda e: e["ts"]
+    )
     out = []
     for e in anns:
         m = ANN.match(e["name"])
@@ -165,8 +171,14 @@ def test_module_ranges_attribute_native_ops(run_dir):
 def test_memory_and_throughput_series(run_dir):
     prof = Profile.load(run_dir / "basic.npz")
     names = set(prof.strings.lookup(np.unique(prof.counters["name"])))
-    for n in ("kv_cache_usage", "host_rss_bytes.worker", "host_rss_bytes.engine_core",
-              "host_rss_bytes.frontend", "decode_tokens_per_s", "output_tokens_per_s"):
+    for n in (
+        "kv_cache_usage",
+        "host_rss_bytes.worker",
+        "host_rss_bytes.engine_core",
+        "host_rss_bytes.frontend",
+        "decode_tokens_per_s",
+        "output_tokens_per_s",
+    ):
         assert n in names, names
     c = prof.counters
     rss = c["value"][c["name"] == prof.strings.get("host_rss_bytes.worker")]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from xpu_profiler.knowledge import devices
 from xpu_profiler.core.errors import DeviceError, XpuProfilerError
+from xpu_profiler.knowledge import devices
 from xpu_profiler.live.models import BUILTIN_MODELS, resolve_model
 
 
@@ -17,8 +17,10 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("name, arch", [("tiny-llama", "LlamaForCausalLM"), ("tiny-moe", "Qwen3MoeForCausalLM"),
-                                        ("tiny-glm", "Glm4MoeForCausalLM")])
+@pytest.mark.parametrize(
+    "name, arch",
+    [("tiny-llama", "LlamaForCausalLM"), ("tiny-moe", "Qwen3MoeForCausalLM"), ("tiny-glm", "Glm4MoeForCausalLM")],
+)
 def test_builtin_model_is_made_locally(cache, name, arch):
     from tokenizers import Tokenizer
 
@@ -46,10 +48,15 @@ def test_moe_model_has_experts(cache):
     assert cfg["num_experts"] > cfg["num_experts_per_tok"] > 1 and cfg["mlp_only_layers"] == []
 
 
-@pytest.mark.parametrize("bad, needle", [("tiny-nope", "unknown built-in model"),
-                                         ("/no/such/dir", "does not exist"),
-                                         ("./missing-model", "does not exist"),
-                                         ("glm-99", "not a built-in model")])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ("tiny-nope", "unknown built-in model"),
+        ("/no/such/dir", "does not exist"),
+        ("./missing-model", "does not exist"),
+        ("glm-99", "not a built-in model"),
+    ],
+)
 def test_bad_model_names(cache, bad, needle):
     with pytest.raises(XpuProfilerError) as e:
         resolve_model(bad)
@@ -106,14 +113,20 @@ def test_spec_table_and_overrides(tmp_path):
     assert cpu.peak_flops == {} and cpu.mem_bw_bytes_s is None and "--device-spec" in cpu.source
     assert devices.spec_key_for_name("NVIDIA H100 80GB HBM3") == "cuda:H100"
     f = tmp_path / "spec.json"
-    f.write_text(json.dumps({"cpu": {"peak_flops": {"bf16": 3e12}, "mem_bw_bytes_s": 2e11},
-                             "my_card": {"name": "My card", "peak_flops": {"fp16": 1e14}, "mem_bytes": 1 << 34}}))
+    f.write_text(
+        json.dumps(
+            {
+                "cpu": {"peak_flops": {"bf16": 3e12}, "mem_bw_bytes_s": 2e11},
+                "my_card": {"name": "My card", "peak_flops": {"fp16": 1e14}, "mem_bytes": 1 << 34},
+            }
+        )
+    )
     specs = devices.load_spec_overrides(f)
     assert specs["cpu"].peak_flops == {"bf16": 3e12}
     assert specs["cpu"].mem_bw_bytes_s == 2e11
     assert specs["my_card"].name == "My card" and specs["my_card"].mem_bytes == 1 << 34
     t = tmp_path / "spec.toml"
-    t.write_text('[cpu]\nmem_bw_bytes_s = 5e10\n')
+    t.write_text("[cpu]\nmem_bw_bytes_s = 5e10\n")
     assert devices.load_spec_overrides(t)["cpu"].mem_bw_bytes_s == 5e10
     bad = tmp_path / "bad.json"
     bad.write_text('{"cpu": {"peak": 1}}')

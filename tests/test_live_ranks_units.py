@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from xpu_profiler.readers.records.assemble import build_profile
 from xpu_profiler.live.env import cpu_thread_binding
 from xpu_profiler.live.options import local_workers
 from xpu_profiler.live.vllm import hooks_scheduler, hooks_worker
 from xpu_profiler.live.vllm.recorder import REC
+from xpu_profiler.readers.records.assemble import build_profile
 
 
 class FakeRequest:
@@ -59,8 +59,9 @@ class FakeScheduler:
 class FakeWorker:
     def __init__(self, rank, dp_index, tp):
         self.rank = rank
-        self.parallel_config = SimpleNamespace(data_parallel_index=dp_index, data_parallel_rank=0, world_size=tp,
-                                               tensor_parallel_size=tp)
+        self.parallel_config = SimpleNamespace(
+            data_parallel_index=dp_index, data_parallel_rank=0, world_size=tp, tensor_parallel_size=tp
+        )
 
     def execute_model(self, so):
         return "output"  # no separate sample_tokens call follows
@@ -101,23 +102,37 @@ def _engine_process(dp_index: int, tp: int, prompts: dict) -> list[dict]:
 def test_dp_engines_keep_their_own_steps_ranks_and_kv_counters(fresh_recorder):
     dp0 = _engine_process(0, 2, {"a": 5, "b": 3})
     dp1 = _engine_process(1, 2, {"c": 4})
-    assert [b["place"] for b in dp1] == [{"dp": 1, "world": 2, "rank": 2},
-                                         {"dp": 1, "pp": 0, "tp": 0, "rank": 2},
-                                         {"dp": 1, "pp": 0, "tp": 1, "rank": 3}]
+    assert [b["place"] for b in dp1] == [
+        {"dp": 1, "world": 2, "rank": 2},
+        {"dp": 1, "pp": 0, "tp": 0, "rank": 2},
+        {"dp": 1, "pp": 0, "tp": 1, "rank": 3},
+    ]
     p = build_profile(dp0 + dp1)
     st = p.steps
-    rows = sorted(zip(st["rank"].tolist(), st["step_id"].tolist(), st["prefill_tokens"].tolist(),
-                      st["decode_tokens"].tolist()))
+    rows = sorted(
+        zip(st["rank"].tolist(), st["step_id"].tolist(), st["prefill_tokens"].tolist(), st["decode_tokens"].tolist())
+    )
     # each engine numbers its own steps; each step has a row per rank of its own engine
-    assert rows == [(0, 0, 8, 0), (0, 1, 0, 2), (1, 0, 8, 0), (1, 1, 0, 2),
-                    (2, 0, 4, 0), (2, 1, 0, 1), (3, 0, 4, 0), (3, 1, 0, 1)]
-    assert p.run["parallel_ranks"] == {"0": {"dp": 0, "pp": 0, "tp": 0}, "1": {"dp": 0, "pp": 0, "tp": 1},
-                                       "2": {"dp": 1, "pp": 0, "tp": 0}, "3": {"dp": 1, "pp": 0, "tp": 1}}
+    assert rows == [
+        (0, 0, 8, 0),
+        (0, 1, 0, 2),
+        (1, 0, 8, 0),
+        (1, 1, 0, 2),
+        (2, 0, 4, 0),
+        (2, 1, 0, 1),
+        (3, 0, 4, 0),
+        (3, 1, 0, 1),
+    ]
+    assert p.run["parallel_ranks"] == {
+        "0": {"dp": 0, "pp": 0, "tp": 0},
+        "1": {"dp": 0, "pp": 0, "tp": 1},
+        "2": {"dp": 1, "pp": 0, "tp": 0},
+        "3": {"dp": 1, "pp": 0, "tp": 1},
+    }
     c = p.counters
     kv = c["name"] == p.strings.get("kv_cache_usage")
     # each engine's KV usage under its own first rank, with its own value
-    by_rank = {r: sorted(set(v)) for r in (0, 2)
-               for v in [c["value"][kv & (c["rank"] == r)].round(3).tolist()]}
+    by_rank = {r: sorted(set(v)) for r in (0, 2) for v in [c["value"][kv & (c["rank"] == r)].round(3).tolist()]}
     assert by_rank == {0: [0.1], 2: [0.2]} and set(c["rank"][kv].tolist()) == {0, 2}
     rate = c["name"] == p.strings.get("prefill_tokens_per_s")
     assert set(c["rank"][rate].tolist()) == {0, 2}
@@ -129,23 +144,41 @@ def test_dp_engines_keep_their_own_steps_ranks_and_kv_counters(fresh_recorder):
 def test_worker_rows_of_older_record_files_still_join():
     """Worker rows written before the DP fields existed: DP rank 0, global rank = rank."""
     base = 10**18
-    engine = {"pid": 1, "process": "EngineCore", "worker": [], "counters": [], "requests": [],
-              "sched": [[0, base, base + 10, base + 100, 4, 0, 1, 0, 1, 0, 0.5, 0, 1]]}
-    workers = [{"pid": 2 + r, "process": f"VllmWorker-{r}", "sched": [], "counters": [], "requests": [],
-                "worker": [[0, r, base + 20, base + 90, -1, -1, 4]]} for r in (0, 1)]
+    engine = {
+        "pid": 1,
+        "process": "EngineCore",
+        "worker": [],
+        "counters": [],
+        "requests": [],
+        "sched": [[0, base, base + 10, base + 100, 4, 0, 1, 0, 1, 0, 0.5, 0, 1]],
+    }
+    workers = [
+        {
+            "pid": 2 + r,
+            "process": f"VllmWorker-{r}",
+            "sched": [],
+            "counters": [],
+            "requests": [],
+            "worker": [[0, r, base + 20, base + 90, -1, -1, 4]],
+        }
+        for r in (0, 1)
+    ]
     p = build_profile([engine, *workers])
     assert sorted(zip(p.steps["rank"].tolist(), p.steps["step_id"].tolist())) == [(0, 0), (1, 0)]
 
 
-@pytest.mark.parametrize("workers, cpus, nodes, want", [
-    (1, [0, 1], 1, None),                    # one worker: vLLM's own binding works
-    (2, [0, 1], 1, "0|1"),                   # TP=2 on this 2-core machine
-    (2, [0, 1], 2, None),                    # a NUMA node per worker: vLLM's "auto" is better
-    (4, [0, 1], 1, "0|1|0|1"),               # more workers than cores: shared round-robin
-    (2, list(range(8)), 1, "0-3|4-7"),
-    (3, list(range(8)), 1, "0-2|3-5|6-7"),
-    (2, [0, 2, 4, 6], 1, "0,2|4,6"),         # only the cores this process may use
-])
+@pytest.mark.parametrize(
+    "workers, cpus, nodes, want",
+    [
+        (1, [0, 1], 1, None),  # one worker: vLLM's own binding works
+        (2, [0, 1], 1, "0|1"),  # TP=2 on this 2-core machine
+        (2, [0, 1], 2, None),  # a NUMA node per worker: vLLM's "auto" is better
+        (4, [0, 1], 1, "0|1|0|1"),  # more workers than cores: shared round-robin
+        (2, list(range(8)), 1, "0-3|4-7"),
+        (3, list(range(8)), 1, "0-2|3-5|6-7"),
+        (2, [0, 2, 4, 6], 1, "0,2|4,6"),  # only the cores this process may use
+    ],
+)
 def test_cpu_thread_binding(workers, cpus, nodes, want):
     got = cpu_thread_binding(workers, cpus, nodes)
     assert got == want

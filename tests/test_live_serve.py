@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import HAVE_VLLM, ROOT, vllm_env
 from live_checks import ops_inside_worker_steps
 
@@ -49,8 +48,14 @@ def _post(url: str, body: dict) -> dict:
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "xpu_profiler", *map(str, args)], env=vllm_env(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", *map(str, args)],
+        env=vllm_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 class Server:
@@ -64,24 +69,58 @@ class Server:
         self.rng = random.Random(5)
         env = vllm_env(self.cache)
         self.model = subprocess.run(
-            [sys.executable, "-c",
-             "from xpu_profiler.live.models import resolve_model; print(resolve_model('tiny-llama')[0])"],
-            env=env, capture_output=True, text=True, check=True).stdout.strip()
+            [
+                sys.executable,
+                "-c",
+                "from xpu_profiler.live.models import resolve_model; print(resolve_model('tiny-llama')[0])",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     def start(self) -> None:
-        env = vllm_env(self.cache, XPU_PROFILER_DIR=str(self.dir), XPU_PROFILER_LEVEL="standard",
-                       XPU_PROFILER_STEPS=f"{ENV_WINDOW[0]}:{ENV_WINDOW[1]}", **self.env)
+        env = vllm_env(
+            self.cache,
+            XPU_PROFILER_DIR=str(self.dir),
+            XPU_PROFILER_LEVEL="standard",
+            XPU_PROFILER_STEPS=f"{ENV_WINDOW[0]}:{ENV_WINDOW[1]}",
+            **self.env,
+        )
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.tmp / f"serve-{self.port}.log"
         profiler = json.dumps({"profiler": "torch", "torch_profiler_dir": str(self.vllm_dir)})
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
-                 "--load-format", "dummy", "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),
-                 "--max-model-len", "256", "--max-num-batched-tokens", "64", "--gpu-memory-utilization", "0.2",
-                 "--profiler-config", profiler, *self.args],
-                env=env, stdout=log, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "vllm.entrypoints.openai.api_server",
+                    "--model",
+                    self.model,
+                    "--load-format",
+                    "dummy",
+                    "--enforce-eager",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--max-model-len",
+                    "256",
+                    "--max-num-batched-tokens",
+                    "64",
+                    "--gpu-memory-utilization",
+                    "0.2",
+                    "--profiler-config",
+                    profiler,
+                    *self.args,
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.time() + 300
         while True:
             if self.proc.poll() is not None:
@@ -109,8 +148,10 @@ class Server:
 
     def complete(self, prompt_len: int, max_tokens: int) -> dict:
         ids = [self.rng.randrange(4, 2000) for _ in range(prompt_len)]
-        r = _post(self.url + "/v1/completions", {"model": self.model, "prompt": ids, "max_tokens": max_tokens,
-                                                 "ignore_eos": True, "temperature": 0})
+        r = _post(
+            self.url + "/v1/completions",
+            {"model": self.model, "prompt": ids, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0},
+        )
         assert (r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]) == (prompt_len, max_tokens)
         return r
 
@@ -170,8 +211,8 @@ def _raw_step_ranges(trace: str | Path) -> list[int]:
 
 def test_analyze_reads_every_step_and_request_of_the_server(server, tmp_path):
     from xpu_profiler import aggregate
-    from xpu_profiler.readers.records.assemble import build_profile
     from xpu_profiler.core.records import S_IDX, read_record_files
+    from xpu_profiler.readers.records.assemble import build_profile
 
     before = server.metrics()
     lens, out_len = [21, 9, 30, 17, 12, 26, 8], 5

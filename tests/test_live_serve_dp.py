@@ -6,7 +6,6 @@ engine even where their step ids meet."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import HAVE_VLLM
 from test_live_serve import Server, Traffic, _cli, _summary
 
@@ -15,8 +14,11 @@ pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM i
 
 @pytest.fixture(scope="module")
 def dp_server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("serve_dp"), args=("--data-parallel-size", "2"),
-                 env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"})
+    srv = Server(
+        tmp_path_factory.mktemp("serve_dp"),
+        args=("--data-parallel-size", "2"),
+        env={"VLLM_CPU_OMP_THREADS_BIND": "0|1"},
+    )
     srv.start()
     yield srv
     srv.stop()

@@ -10,11 +10,11 @@ import pytest
 
 from xpu_profiler.core.errors import XpuProfilerError
 from xpu_profiler.core.profile import P_DECODE, P_MIXED, P_PREFILL
-from xpu_profiler.readers.records.assemble import build_profile
+from xpu_profiler.core.records import read_record_files
 from xpu_profiler.live.env import EnvScope
 from xpu_profiler.live.options import engine_kwargs, load_prompts, parse_metrics
 from xpu_profiler.live.vllm.recorder import Recorder
-from xpu_profiler.core.records import read_record_files
+from xpu_profiler.readers.records.assemble import build_profile
 
 
 def test_prompts_file(tmp_path):
@@ -25,7 +25,7 @@ def test_prompts_file(tmp_path):
     f.write_text('{"text": 1}\n')
     with pytest.raises(XpuProfilerError, match=":1: expected"):
         load_prompts(f, 9)
-    f.write_text('{oops\n')
+    f.write_text("{oops\n")
     with pytest.raises(XpuProfilerError, match="not JSON"):
         load_prompts(f, 9)
     with pytest.raises(XpuProfilerError, match="does not exist"):
@@ -33,9 +33,16 @@ def test_prompts_file(tmp_path):
 
 
 def test_engine_kwargs():
-    kw = engine_kwargs("/m", True, "cpu", {"max_num_batched_tokens": 32, "dtype": "auto",
-                                           "engine_arg": ["max-num-seqs=4", "enable_prefix_caching=false",
-                                                          "kv_cache_dtype=auto"]})
+    kw = engine_kwargs(
+        "/m",
+        True,
+        "cpu",
+        {
+            "max_num_batched_tokens": 32,
+            "dtype": "auto",
+            "engine_arg": ["max-num-seqs=4", "enable_prefix_caching=false", "kv_cache_dtype=auto"],
+        },
+    )
     assert kw["load_format"] == "dummy" and kw["enforce_eager"] is True and kw["max_num_batched_tokens"] == 32
     assert kw["max_num_seqs"] == 4 and kw["enable_prefix_caching"] is False and kw["kv_cache_dtype"] == "auto"
     assert "dtype" not in kw
@@ -59,17 +66,30 @@ def _sched(step, t0, pt, dt, pr, dr, done=0):
 
 def test_build_profile_joins_and_filters_records():
     base = 10**18
-    engine = {"pid": 1, "process": "EngineCore",
-              "sched": [_sched(0, base - 5000, 9, 0, 1, 0),            # warm-up: before the window
-                        _sched(1, base + 0, 16, 0, 1, 0, done=1),
-                        _sched(2, base + 2000, 8, 1, 1, 1, done=1),
-                        _sched(3, base + 4000, 0, 2, 0, 2)],
-              "worker": [], "counters": [[0, "kv_cache_usage", base + 1000, 0.25]],
-              "requests": [["a", base - 10, base + 1000, base + 5000, 16, 3],
-                           ["b", base + 1500, base + 3000, base + 5000, 8, 2]]}
-    worker = {"pid": 2, "process": "VllmWorker-0", "sched": [], "counters": [],
-              "requests": [], "worker": [[s, 0, base + s * 2000 + 200, base + s * 2000 + 900, -1, -1, 1]
-                                         for s in (1, 2, 3)]}
+    engine = {
+        "pid": 1,
+        "process": "EngineCore",
+        "sched": [
+            _sched(0, base - 5000, 9, 0, 1, 0),  # warm-up: before the window
+            _sched(1, base + 0, 16, 0, 1, 0, done=1),
+            _sched(2, base + 2000, 8, 1, 1, 1, done=1),
+            _sched(3, base + 4000, 0, 2, 0, 2),
+        ],
+        "worker": [],
+        "counters": [[0, "kv_cache_usage", base + 1000, 0.25]],
+        "requests": [
+            ["a", base - 10, base + 1000, base + 5000, 16, 3],
+            ["b", base + 1500, base + 3000, base + 5000, 8, 2],
+        ],
+    }
+    worker = {
+        "pid": 2,
+        "process": "VllmWorker-0",
+        "sched": [],
+        "counters": [],
+        "requests": [],
+        "worker": [[s, 0, base + s * 2000 + 200, base + s * 2000 + 900, -1, -1, 1] for s in (1, 2, 3)],
+    }
     p = build_profile([engine, worker], t_start=base - 100, t_end=base + 6000)
     st = p.steps
     assert st["step_id"].tolist() == [1, 2, 3]
@@ -106,20 +126,33 @@ def test_env_scope_puts_every_variable_back(monkeypatch):
 
 def test_hook_failures_and_missing_hooks_reach_the_warnings(tmp_path):
     base = 10**18
-    engine = {"pid": 1, "process": "EngineCore", "sched": [_sched(0, base, 4, 0, 1, 0, done=1)], "worker": [],
-              "counters": [], "requests": [], "hooks": {"Scheduler.schedule": True},
-              "errors": {"Scheduler.update_from_output": [2, "KeyError: 'x'"]}}
+    engine = {
+        "pid": 1,
+        "process": "EngineCore",
+        "sched": [_sched(0, base, 4, 0, 1, 0, done=1)],
+        "worker": [],
+        "counters": [],
+        "requests": [],
+        "hooks": {"Scheduler.schedule": True},
+        "errors": {"Scheduler.update_from_output": [2, "KeyError: 'x'"]},
+    }
     later = {**engine, "sched": [], "hooks": {}, "errors": {"Scheduler.update_from_output": [3, "KeyError: 'y'"]}}
-    worker = {"pid": 2, "process": "VllmWorker-0", "sched": [], "worker": [], "counters": [], "requests": [],
-              "hooks": {"Worker.execute_model": False, "Worker.sample_tokens": True}}
+    worker = {
+        "pid": 2,
+        "process": "VllmWorker-0",
+        "sched": [],
+        "worker": [],
+        "counters": [],
+        "requests": [],
+        "hooks": {"Worker.execute_model": False, "Worker.sample_tokens": True},
+    }
     # a record file with one line cut short by a crash
     (tmp_path / "EngineCore-1.records.jsonl").write_text(json.dumps(engine) + "\n" + '{"pid": 1, "sch')
     batches = read_record_files(tmp_path)
     p = build_profile([*batches, later, worker])
     w = p.run["warnings"]
     assert any("Worker.execute_model did not install in VllmWorker-0" in x for x in w), w
-    assert any("Scheduler.update_from_output failed 5 time(s) in EngineCore (first: KeyError: 'x')" in x
-               for x in w), w
+    assert any("Scheduler.update_from_output failed 5 time(s) in EngineCore (first: KeyError: 'x')" in x for x in w), w
     assert any("EngineCore-1.records.jsonl: 1 record line(s) cut short" in x for x in w), w
     assert len(w) == 3
     assert p.steps["step_id"].tolist() == [0]
@@ -137,7 +170,8 @@ def test_recorder_hands_over_hook_failures_once():
     assert "errors" not in again and again["sched"] == []
     assert build_profile([batch]).run["warnings"] == [
         "Scheduler.schedule failed 2 time(s) in " + batch["process"] + " (first: KeyError: 'req-1'); "
-        "those records are missing"]
+        "those records are missing"
+    ]
 
 
 def test_two_threads_answering_one_window_at_once(tmp_path):

@@ -14,13 +14,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, vllm_env
-from xpu_profiler.core.errors import XpuProfilerError
-from xpu_profiler.live.models import (BUILTIN_CONFIGS, BUILTIN_FOR_ARCH, BUILTIN_MODELS, MODEL_ALIASES, ensure_builtin, find_in_hf_cache, hf_cache_dirs, lookup, resolve_model)
 
-HF_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "XDG_CACHE_HOME",
-          "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")
+from xpu_profiler.core.errors import XpuProfilerError
+from xpu_profiler.live.models import (
+    BUILTIN_CONFIGS,
+    BUILTIN_FOR_ARCH,
+    BUILTIN_MODELS,
+    MODEL_ALIASES,
+    ensure_builtin,
+    find_in_hf_cache,
+    hf_cache_dirs,
+    lookup,
+    resolve_model,
+)
+
+HF_ENV = (
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+    "XDG_CACHE_HOME",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_ENDPOINT",
+)
 
 
 def _closed_port() -> int:
@@ -79,21 +97,24 @@ def fake_hub(monkeypatch):
     srv.server_close()
 
 
-@pytest.mark.parametrize("name, hf_id, arch", [
-    ("glm-5", "zai-org/GLM-5", "GlmMoeDsaForCausalLM"),
-    ("GLM-5", "zai-org/GLM-5", "GlmMoeDsaForCausalLM"),
-    ("glm-4.5-air", "zai-org/GLM-4.5-Air", "Glm4MoeForCausalLM"),
-    ("GLM-4.6", "zai-org/GLM-4.6", "Glm4MoeForCausalLM"),
-    ("zai-org/glm-4.7", "zai-org/GLM-4.7", "Glm4MoeForCausalLM"),
-    ("qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", "Qwen3MoeForCausalLM"),
-    ("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "Qwen3MoeForCausalLM"),
-    ("qwen3-8b", "Qwen/Qwen3-8B", "Qwen3ForCausalLM"),
-    ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "DeepseekV3ForCausalLM"),
-    ("DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2", "DeepseekV32ForCausalLM"),
-    ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "LlamaForCausalLM"),
-    ("mimo-7b", "XiaomiMiMo/MiMo-7B-RL", "MiMoForCausalLM"),
-    ("gpt-oss-120b", "openai/gpt-oss-120b", "GptOssForCausalLM"),
-])
+@pytest.mark.parametrize(
+    "name, hf_id, arch",
+    [
+        ("glm-5", "zai-org/GLM-5", "GlmMoeDsaForCausalLM"),
+        ("GLM-5", "zai-org/GLM-5", "GlmMoeDsaForCausalLM"),
+        ("glm-4.5-air", "zai-org/GLM-4.5-Air", "Glm4MoeForCausalLM"),
+        ("GLM-4.6", "zai-org/GLM-4.6", "Glm4MoeForCausalLM"),
+        ("zai-org/glm-4.7", "zai-org/GLM-4.7", "Glm4MoeForCausalLM"),
+        ("qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", "Qwen3MoeForCausalLM"),
+        ("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "Qwen3MoeForCausalLM"),
+        ("qwen3-8b", "Qwen/Qwen3-8B", "Qwen3ForCausalLM"),
+        ("deepseek-r1", "deepseek-ai/DeepSeek-R1", "DeepseekV3ForCausalLM"),
+        ("DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2", "DeepseekV32ForCausalLM"),
+        ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "LlamaForCausalLM"),
+        ("mimo-7b", "XiaomiMiMo/MiMo-7B-RL", "MiMoForCausalLM"),
+        ("gpt-oss-120b", "openai/gpt-oss-120b", "GptOssForCausalLM"),
+    ],
+)
 def test_alias_table_resolves_names(name, hf_id, arch):
     a = lookup(name)
     assert a is not None and (a.hf_id, a.architecture) == (hf_id, arch)
@@ -120,8 +141,13 @@ def test_alias_architectures_are_in_vllms_registry():
     """Each architecture of the table and of the built-in models is a key of the installed
     vLLM's model registry (read from its source, without importing vLLM)."""
     path = Path(importlib.util.find_spec("vllm").submodule_search_locations[0]) / "model_executor/models/registry.py"
-    keys = {k.value for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Dict)
-            for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    keys = {
+        k.value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Dict)
+        for k in node.keys
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    }
     archs = {arch for _, _, arch in MODEL_ALIASES} | {c["architectures"][0] for c in BUILTIN_CONFIGS.values()}
     assert archs <= keys, sorted(archs - keys)
 
@@ -133,9 +159,9 @@ def test_model_found_in_local_hf_cache_without_network(hf_home, fake_hub):
     _snapshot(hub, "models--zai-org--GLM-4.5-Air", "2222bbbb", {**tiny, "num_hidden_layers": 2}, main=False)
     (hub / "models--zai-org--GLM-4.5-Air" / "refs" / "main").write_text("1111aaaa\n")
     path, builtin = resolve_model("glm-4.5-air")
-    assert (path, builtin) == (str(old), False)       # refs/main wins over the newer snapshot
+    assert (path, builtin) == (str(old), False)  # refs/main wins over the newer snapshot
     assert resolve_model("zai-org/GLM-4.5-Air") == (str(old), False)
-    assert fake_hub == []                              # found locally: the hub was never asked
+    assert fake_hub == []  # found locally: the hub was never asked
     # the snapshot is a model directory transformers loads offline
     from transformers import AutoConfig
 
@@ -151,7 +177,7 @@ def test_cache_search_order_and_case(hf_home, tmp_path, monkeypatch):
     in_home = _snapshot(hf_home / "hub", "models--Qwen--Qwen3-8B", "aaaa", cfg)
     assert find_in_hf_cache("Qwen/Qwen3-8B") == in_home
     in_hub_cache = _snapshot(hub_cache, "models--qwen--qwen3-8b", "bbbb", cfg)  # downloaded in lower case
-    assert find_in_hf_cache("Qwen/Qwen3-8B") == in_hub_cache                 # HF_HUB_CACHE first
+    assert find_in_hf_cache("Qwen/Qwen3-8B") == in_hub_cache  # HF_HUB_CACHE first
     # a snapshot without config.json (interrupted download) does not count
     (hub_cache / "models--Qwen--Qwen3-4B" / "snapshots" / "cccc").mkdir(parents=True)
     assert find_in_hf_cache("Qwen/Qwen3-4B") is None
@@ -165,8 +191,15 @@ def test_missing_weights_one_line(hf_home):
         resolve_model("glm-5")
     msg = str(e.value)
     assert "\n" not in msg
-    for needle in ("zai-org/GLM-5", "GlmMoeDsaForCausalLM", str(hf_home / "hub"), "HF_HOME",
-                   "hf download zai-org/GLM-5", "--model tiny-glm", "closest architecture"):
+    for needle in (
+        "zai-org/GLM-5",
+        "GlmMoeDsaForCausalLM",
+        str(hf_home / "hub"),
+        "HF_HOME",
+        "hf download zai-org/GLM-5",
+        "--model tiny-glm",
+        "closest architecture",
+    ):
         assert needle in msg, (needle, msg)
     with pytest.raises(XpuProfilerError) as e:
         resolve_model("Qwen3-30B-A3B")
@@ -204,10 +237,28 @@ def test_cli_glm5_without_weights_is_one_line(tmp_path):
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     env["HF_ENDPOINT"] = f"http://127.0.0.1:{_closed_port()}"
     out = tmp_path / "profile_report.html"
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "--model", "glm-5", "--device", "cpu",
-                        "--metrics", "execution_time,memory_usage,throughput", "--output", str(out),
-                        "--detail_level", "comprehensive"],
-                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xpu_profiler",
+            "--model",
+            "glm-5",
+            "--device",
+            "cpu",
+            "--metrics",
+            "execution_time,memory_usage,throughput",
+            "--output",
+            str(out),
+            "--detail_level",
+            "comprehensive",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr

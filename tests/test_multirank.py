@@ -12,12 +12,12 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from xpu_profiler import analysis
 from xpu_profiler.aggregate import layout
-from xpu_profiler.knowledge.collective_kinds import KIND_NAMES, kind_of
 from xpu_profiler.core.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
+from xpu_profiler.knowledge.collective_kinds import KIND_NAMES, kind_of
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -30,8 +30,17 @@ RANKS, SLOW, PCT = 4, 2, 30
 def slow_run(tmp_path_factory):
     """4 ranks, rank 2's kernels 30% longer, clocks up to 5 s apart; analysed once."""
     out = tmp_path_factory.mktemp("slow")
-    exp = gen_ranks.generate(str(out), ranks=RANKS, events=30_000, layers=8, seed=5, slow_rank=SLOW, slow_pct=PCT,
-                             clock_offset_s=5.0, gz=True)
+    exp = gen_ranks.generate(
+        str(out),
+        ranks=RANKS,
+        events=30_000,
+        layers=8,
+        seed=5,
+        slow_rank=SLOW,
+        slow_pct=PCT,
+        clock_offset_s=5.0,
+        gz=True,
+    )
     profile, summary = analysis.analyze([out], engine="serial")
     return exp, profile, summary
 
@@ -104,8 +113,12 @@ def test_per_token_cost_is_per_rank_never_summed(slow_run):
     gemm = next(f for f in s.fused_ops if f.fused_op == "gemm")
     per_rank = []
     for r in range(RANKS):  # each rank's own decode gemm time over the decode tokens of its own steps
-        m = (ev["rank"] == r) & (ev["phase"] == P_DECODE) & (ev["fused"] == FUSED_OPS.index("gemm")) \
+        m = (
+            (ev["rank"] == r)
+            & (ev["phase"] == P_DECODE)
+            & (ev["fused"] == FUSED_OPS.index("gemm"))
             & np.isin(ev["kind"], DEVICE_KINDS)
+        )
         per_rank.append(int(ev["dur"][m].sum()) / decode_tokens)
     assert gemm.per_token_ns_by_phase["decode"] == pytest.approx(np.mean(per_rank), rel=1e-3)
     assert gemm.per_token_max_ns_by_phase["decode"] == pytest.approx(max(per_rank), rel=1e-3)
@@ -119,7 +132,8 @@ def test_ranks_side_by_side(slow_run):
     rows = {r.rank: r for r in s.ranks}
     assert all(r.groups == {"tp": r.rank} for r in s.ranks)  # from the "VllmWorker TP{r}" thread names
     assert sum(r.time_ns_by_fused["communication"] for r in s.ranks) == next(
-        f.time_ns for f in s.fused_ops if f.fused_op == "communication")
+        f.time_ns for f in s.fused_ops if f.fused_op == "communication"
+    )
     assert rows[SLOW].time_ns_by_fused["gemm"] > 1.2 * rows[0].time_ns_by_fused["gemm"]
     (g,) = s.parallel.groups
     assert (g.dim, g.ranks, g.straggler) == ("tp", list(range(RANKS)), SLOW) and g.straggler_share >= 0.9
@@ -128,8 +142,19 @@ def test_ranks_side_by_side(slow_run):
 def test_ranks_that_start_at_different_steps_align_on_content(tmp_path):
     # two data-parallel replicas of two TP ranks, named as vLLM does; rank 3's profiler
     # started 3 steps late, rank 1 (replica 0) is slow
-    exp = gen_ranks.generate(str(tmp_path), ranks=4, tp=2, vllm_names=True, events=12_000, layers=4, seed=2,
-                             slow_rank=1, slow_pct=PCT, clock_offset_s=3.0, start_steps={3: 3})
+    exp = gen_ranks.generate(
+        str(tmp_path),
+        ranks=4,
+        tp=2,
+        vllm_names=True,
+        events=12_000,
+        layers=4,
+        seed=2,
+        slow_rank=1,
+        slow_pct=PCT,
+        clock_offset_s=3.0,
+        start_steps={3: 3},
+    )
     _, s = analysis.analyze([tmp_path])
     assert s.alignment.steps == "content"
     assert s.alignment.step_shift_by_rank == {"0": 0, "1": 0, "2": 0, "3": 3}
@@ -145,7 +170,8 @@ def test_ranks_that_start_at_different_steps_align_on_content(tmp_path):
     assert sorted(tp) == ["dp0_pp0", "dp1_pp0"]
     assert tp["dp0_pp0"].ranks == [0, 1] and tp["dp0_pp0"].straggler == 1 and tp["dp0_pp0"].straggler_share >= 0.9
     assert tp["dp1_pp0"].ranks == [2, 3] and tp["dp1_pp0"].collectives == exp["collectives"] - 3 * (
-        exp["collectives"] // exp["steps"])
+        exp["collectives"] // exp["steps"]
+    )
     assert {g.key for g in s.parallel.groups if g.dim == "dp"} == {"pp0_tp0", "pp0_tp1"}
     assert all(g.collectives == 0 for g in s.parallel.groups if g.dim == "dp")
 
@@ -166,11 +192,20 @@ def test_the_cli_prints_the_rank_tables(slow_run, tmp_path):
     exp, _, _ = slow_run
     out = tmp_path / "in"
     gen_ranks.generate(str(out), ranks=2, events=4_000, layers=2, seed=1, slow_rank=1, slow_pct=PCT)
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(out), "-o", str(tmp_path / "o"),
-                        "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(out), "-o", str(tmp_path / "o"), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
-    for title in ("Per rank", "Time by fused op per rank", "Collectives (matched across ranks by sequence number",
-                  "Parallel groups"):
+    for title in (
+        "Per rank",
+        "Time by fused op per rank",
+        "Collectives (matched across ranks by sequence number",
+        "Parallel groups",
+    ):
         assert title in r.stdout
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert s["alignment"]["clock"] == "collective_ends" and s["comm"]["collectives"]
@@ -178,34 +213,60 @@ def test_the_cli_prints_the_rank_tables(slow_run, tmp_path):
 
 # -- the pieces ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, kind", [
-    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_reduce"),
-    ("ncclKernel_AllGather_RING_LL_Sum_int8_t", "all_gather"),
-    ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
-    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
-    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "all_reduce"),
-    ("_C::shm_allreduce", "all_reduce"), ("_C::shm_all_gather", "all_gather"), ("gloo:all_reduce", "all_reduce"),
-    ("kl3_all_reduce_bf16", "all_reduce"), ("kl3_all_gather_fp16", "all_gather"), ("bkcl_all_reduce", "all_reduce"),
-    ("hcom_allReduce__123_0", "all_reduce"), ("nccl:all_to_all", "all_to_all"), ("c10d::alltoall_base_", "all_to_all"),
-    ("nccl:_all_gather_base", "all_gather"), ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
-    ("record_param_comms", "other"),
-])
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_reduce"),
+        ("ncclKernel_AllGather_RING_LL_Sum_int8_t", "all_gather"),
+        ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
+        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
+        ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "all_reduce"),
+        ("_C::shm_allreduce", "all_reduce"),
+        ("_C::shm_all_gather", "all_gather"),
+        ("gloo:all_reduce", "all_reduce"),
+        ("kl3_all_reduce_bf16", "all_reduce"),
+        ("kl3_all_gather_fp16", "all_gather"),
+        ("bkcl_all_reduce", "all_reduce"),
+        ("hcom_allReduce__123_0", "all_reduce"),
+        ("nccl:all_to_all", "all_to_all"),
+        ("c10d::alltoall_base_", "all_to_all"),
+        ("nccl:_all_gather_base", "all_gather"),
+        ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
+        ("record_param_comms", "other"),
+    ],
+)
 def test_collective_kinds(name, kind):
     assert KIND_NAMES[kind_of(name)] == kind
 
 
 def test_layout_from_vllm_names():
     assert layout.parse_name("dp1_pp0_tp3_dcp0_ep7_rank11.1764633600.pt.trace.json.gz") == {
-        "dp": 1, "pp": 0, "tp": 3, "dcp": 0, "ep": 7}
+        "dp": 1,
+        "pp": 0,
+        "tp": 3,
+        "dcp": 0,
+        "ep": 7,
+    }
     assert layout.parse_name("rank0.1796240241028918101.pt.trace.json.gz") == {}
     assert layout.parse_name("VLLM::Worker_DP1_PP0_TP1_EP3", need=1) == {"dp": 1, "pp": 0, "tp": 1, "ep": 3}
     assert layout.parse_name("http1_step2_rank3") == {}  # words that merely end in tp/ep
-    run = {"process_names": {"0": {"1": "VLLM::Worker_PP0_TP0"}, "1": {"2": "VLLM::Worker_PP0_TP1"},
-                             "2": {"3": "VLLM::Worker_PP1_TP0"}, "3": {"4": "VLLM::Worker_PP1_TP1"}}}
+    run = {
+        "process_names": {
+            "0": {"1": "VLLM::Worker_PP0_TP0"},
+            "1": {"2": "VLLM::Worker_PP0_TP1"},
+            "2": {"3": "VLLM::Worker_PP1_TP0"},
+            "3": {"4": "VLLM::Worker_PP1_TP1"},
+        }
+    }
     lay = layout.layout(run, [0, 1, 2, 3])
     assert lay.source == "process names" and lay.sizes() == {"pp": 2, "tp": 2}
-    assert layout.groups(lay, [0, 1, 2, 3]) == [("tp", "dp0_pp0", [0, 1]), ("tp", "dp0_pp1", [2, 3]),
-                                               ("pp", "dp0_tp0", [0, 2]), ("pp", "dp0_tp1", [1, 3])]
+    assert layout.groups(lay, [0, 1, 2, 3]) == [
+        ("tp", "dp0_pp0", [0, 1]),
+        ("tp", "dp0_pp1", [2, 3]),
+        ("pp", "dp0_tp0", [0, 2]),
+        ("pp", "dp0_tp1", [1, 3]),
+    ]
 
 
 def test_pipeline_stage_bubbles():
@@ -214,16 +275,31 @@ def test_pipeline_stage_bubbles():
     prof = Profile()
     kname = prof.strings.intern("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn")
     ev: dict[str, list] = {k: [] for k in ("name", "kind", "start", "dur", "rank", "device", "track")}
-    steps: dict[str, list] = {k: [] for k in ("rank", "step_id", "start", "dur", "phase", "decode_tokens",
-                                              "decode_reqs")}
+    steps: dict[str, list] = {
+        k: [] for k in ("rank", "step_id", "start", "dur", "phase", "decode_tokens", "decode_reqs")
+    }
     for rank, work in ((0, 8_000_000), (1, 4_000_000)):
         for i in range(3):
             t0 = i * 10_000_000
-            for c, v in (("rank", rank), ("step_id", i), ("start", t0), ("dur", 10_000_000), ("phase", P_DECODE),
-                         ("decode_tokens", 4), ("decode_reqs", 4)):
+            for c, v in (
+                ("rank", rank),
+                ("step_id", i),
+                ("start", t0),
+                ("dur", 10_000_000),
+                ("phase", P_DECODE),
+                ("decode_tokens", 4),
+                ("decode_reqs", 4),
+            ):
                 steps[c].append(v)
-            for c, v in (("name", kname), ("kind", K_KERNEL), ("start", t0 + 1000), ("dur", work), ("rank", rank),
-                         ("device", rank), ("track", 7)):
+            for c, v in (
+                ("name", kname),
+                ("kind", K_KERNEL),
+                ("start", t0 + 1000),
+                ("dur", work),
+                ("rank", rank),
+                ("device", rank),
+                ("track", 7),
+            ):
                 ev[c].append(v)
     prof.events, prof.steps = Table(EVENT_SCHEMA, ev), Table(STEP_SCHEMA, steps)
     prof.run.update(step_source="xpu_profiler_hooks", parallel_ranks={"0": {"pp": 0}, "1": {"pp": 1}})
@@ -237,8 +313,15 @@ def test_pipeline_stage_bubbles():
 def test_a_rank_that_repeats_step_ids_keeps_every_step():
     # hook step ids that repeat on a rank (two engines writing as one rank): each row stays a step
     prof = Profile()
-    steps = {"rank": [0, 0, 0, 1, 1, 1], "step_id": [5, 5, 6, 5, 6, 7], "start": [0, 10, 20, 0, 10, 20],
-             "dur": [5] * 6, "phase": [P_DECODE] * 6, "decode_tokens": [2] * 6, "decode_reqs": [2] * 6}
+    steps = {
+        "rank": [0, 0, 0, 1, 1, 1],
+        "step_id": [5, 5, 6, 5, 6, 7],
+        "start": [0, 10, 20, 0, 10, 20],
+        "dur": [5] * 6,
+        "phase": [P_DECODE] * 6,
+        "decode_tokens": [2] * 6,
+        "decode_reqs": [2] * 6,
+    }
     prof.steps = Table(STEP_SCHEMA, steps)
     prof.run["step_source"] = "xpu_profiler_hooks"
     s = analysis.summarize(prof)

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from xpu_profiler import analysis
 from xpu_profiler.core.errors import TraceError, XpuProfilerError
 from xpu_profiler.readers import ReadOptions, engines, expand
@@ -82,7 +82,9 @@ def test_unknown_engine_is_refused():
 
 
 def _cli(*args: str, pre: str = "pass") -> subprocess.CompletedProcess:
-    code = f"import sys; {pre}; from xpu_profiler.cli.main import main; sys.argv = ['xpu_profiler'] + sys.argv[1:]; main()"
+    code = (
+        f"import sys; {pre}; from xpu_profiler.cli.main import main; sys.argv = ['xpu_profiler'] + sys.argv[1:]; main()"
+    )
     return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -90,7 +92,8 @@ def test_engine_ray_without_ray_is_one_line(rank_files, tmp_path):
     r = _cli("analyze", str(rank_files), "-o", str(tmp_path), "--engine", "ray", "-q", pre="sys.modules['ray'] = None")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "xpu_profiler: error: --engine ray needs Ray, which is not installed (pip install 'xpu_profiler[ray]')"]
+        "xpu_profiler: error: --engine ray needs Ray, which is not installed (pip install 'xpu_profiler[ray]')"
+    ]
 
 
 def test_a_broken_file_read_in_the_pool_is_named(rank_files, tmp_path):
@@ -102,14 +105,16 @@ def test_a_broken_file_read_in_the_pool_is_named(rank_files, tmp_path):
         (d / p.name).write_bytes(p.read_bytes())
     bad = d / "rank-2.pt.trace.json.gz"
     whole = gzip.decompress((rank_files / "rank-2.pt.trace.json.gz").read_bytes())
-    bad.write_bytes(gzip.compress(whole[:len(whole) // 2]))  # the JSON ends in the middle
+    bad.write_bytes(gzip.compress(whole[: len(whole) // 2]))  # the JSON ends in the middle
     r = _cli("analyze", str(d), "-o", str(tmp_path / "out"), "--engine", "process", "-j", "2", "-q")
     assert r.returncode == 0, r.stderr
     (line,) = r.stderr.strip().splitlines()
-    assert line == (f"warning: {bad}: dropped (truncated JSON (file ends in the middle of the trace)); "
-                    "rank 2 is missing from the analysis")
+    assert line == (
+        f"warning: {bad}: dropped (truncated JSON (file ends in the middle of the trace)); "
+        "rank 2 is missing from the analysis"
+    )
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["dropped_inputs"] == [{"path": str(bad), "reason": "truncated JSON (file ends in the middle "
-                                                                     "of the trace)", "rank": 2}]
+    assert summary["dropped_inputs"] == [
+        {"path": str(bad), "reason": "truncated JSON (file ends in the middle of the trace)", "rank": 2}
+    ]
     assert sorted(r["rank"] for r in summary["ranks"]) == [0, 1]
-

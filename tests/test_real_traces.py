@@ -65,11 +65,16 @@ def test_cuda_trace_numbers(tmp_path: Path) -> None:
     summary = run_analyze(tmp_path, REAL / "cuda-training-control.json.gz")
     by_op = {f["fused_op"]: f for f in summary["fused_ops"]}
     doc = json.loads(gzip.decompress((REAL / "cuda-training-control.json.gz").read_bytes()))
-    nccl = sum(e["dur"] for e in doc["traceEvents"]
-               if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel")) * 1000
+    nccl = (
+        sum(e["dur"] for e in doc["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel"))
+        * 1000
+    )
     assert by_op["communication"]["time_ns"] == pytest.approx(nccl, rel=1e-3)
-    steps = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"
-             and e["name"].startswith("ProfilerStep#")}
+    steps = {
+        e["name"]
+        for e in doc["traceEvents"]
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    }
     assert summary["totals"]["steps"] == len(steps) > 0
     assert summary["run"]["step_source"] == "profiler_step"
 

@@ -8,10 +8,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from report_helpers import (
+    ARTIFACTS,
+    HOSTILE_NAMES,
+    KERNELS,
+    REPO,
+    Browser,
+    PageResult,
+    chromium_missing,
+    hostile_summary,
+    live_cpu_profile,
+    sample_summary,
+    summarize,
+    write_kineto_trace,
+    write_xpurt_logs,
+)
 
-from report_helpers import (ARTIFACTS, HOSTILE_NAMES, KERNELS, REPO, Browser, PageResult, chromium_missing,
-                            hostile_summary, live_cpu_profile, sample_summary, summarize, write_kineto_trace,
-                            write_xpurt_logs)
 from xpu_profiler import analysis
 from xpu_profiler.exporters import html
 from xpu_profiler.exporters.html.page import plotly_version
@@ -179,8 +191,9 @@ def test_kernel_table_sorts_and_filters(browser, tmp_path):
         rows = page.evaluate("XPU_REPORT.kernels.rows")
 
         def visible(key: str) -> list:
-            idx = page.eval_on_selector_all("#kernel-table tbody tr:not([hidden])",
-                                            "trs => trs.map(tr => +tr.dataset.i)")
+            idx = page.eval_on_selector_all(
+                "#kernel-table tbody tr:not([hidden])", "trs => trs.map(tr => +tr.dataset.i)"
+            )
             return [rows[i][key] for i in idx]
 
         # initially by time, largest first
@@ -219,15 +232,22 @@ def _multirank_checks(browser, out, ranks: int) -> PageResult:
     res = browser.open(out, SHOTS / f"{out.stem}.png")
     assert res.console_errors == [] and res.page_errors == [] and res.requests == []
     assert res.plots_drawn == res.figures_in_data
-    for title in ("Ranks by step", "Time by fused op and rank", "Communication", "Collectives",
-                  "Stragglers and overlap by rank"):
+    for title in (
+        "Ranks by step",
+        "Time by fused op and rank",
+        "Communication",
+        "Collectives",
+        "Stragglers and overlap by rank",
+    ):
         assert title in res.text
     page = browser.page()
     try:
         page.goto(out.resolve().as_uri())
         page.wait_for_selector("body[data-figures-drawn]")
-        heat = page.evaluate("(() => { const d = document.getElementById('fig-rank_steps').data[0];"
-                             " return {type: d.type, rows: d.z.length, y: d.y}; })()")
+        heat = page.evaluate(
+            "(() => { const d = document.getElementById('fig-rank_steps').data[0];"
+            " return {type: d.type, rows: d.z.length, y: d.y}; })()"
+        )
         assert heat == {"type": "heatmap", "rows": ranks, "y": [f"rank {r}" for r in range(ranks)]}
         assert page.locator("#fig-rank_steps .heatmaplayer").count() == 1
         assert page.locator("#rank-fused-table tbody tr").count() == ranks

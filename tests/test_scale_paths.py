@@ -15,18 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import same_columns
 
 from xpu_profiler import analysis
 from xpu_profiler.core import deflate, ordering
-from xpu_profiler.exporters import chrome_trace, trace_stream
 from xpu_profiler.core.profile import K_ANNOTATION, KINDS, PHASES
+from xpu_profiler.exporters import chrome_trace, trace_stream
+from xpu_profiler.exporters.validate import JS_SAFE
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 from xpu_profiler.readers import ReadOptions, kineto
 from xpu_profiler.readers.content import content_size
 from xpu_profiler.readers.kineto import decode, handoff, stream
-from xpu_profiler.knowledge.taxonomy import FUSED_OPS
-from xpu_profiler.exporters.validate import JS_SAFE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -99,7 +98,9 @@ def test_gzip_chunks_reach_workers_in_shared_slots_or_the_pipe(generated, monkey
     monkeypatch.setattr(stream, "fork_workers", lambda amount, minimum: 2)  # even beside another test's threads
     sent = []
     tasks = handoff.Ring.tasks
-    monkeypatch.setattr(handoff.Ring, "tasks", lambda self, parts: (sent.append(type(t)) or t for t in tasks(self, parts)))
+    monkeypatch.setattr(
+        handoff.Ring, "tasks", lambda self, parts: (sent.append(type(t)) or t for t in tasks(self, parts))
+    )
     calls = []
     real = stream.read_streamed
     monkeypatch.setattr(kineto, "read_streamed", lambda *a: calls.append(r := real(*a)) or r)
@@ -110,8 +111,10 @@ def test_gzip_chunks_reach_workers_in_shared_slots_or_the_pipe(generated, monkey
 
 def test_unstreamable_file_falls_back(tmp_path: Path) -> None:
     """A document whose events array is not where Kineto puts it is read whole, correctly."""
-    doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2.0}],
-           "otherEvents": [{"x": 1}, {"y": 2}]}
+    doc = {
+        "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2.0}],
+        "otherEvents": [{"x": 1}, {"y": 2}],
+    }
     path = tmp_path / "t.json"
     path.write_text(json.dumps(doc))
     assert stream.read_streamed(path) is None
@@ -133,8 +136,15 @@ def _reference(profile) -> list[dict]:
             args["phase"] = PHASES[int(ev["phase"][i])]
         if 0 <= ev["corr"][i] < JS_SAFE:
             args["correlation"] = int(ev["corr"][i])
-        out.append({"ph": "X", "name": s[int(ev["name"][i])] or "[no name]", "ts": int(ev["start"][i]) / 1000,
-                    "dur": int(ev["dur"][i]) / 1000, "args": args})
+        out.append(
+            {
+                "ph": "X",
+                "name": s[int(ev["name"][i])] or "[no name]",
+                "ts": int(ev["start"][i]) / 1000,
+                "dur": int(ev["dur"][i]) / 1000,
+                "args": args,
+            }
+        )
     return json.loads(json.dumps(out))
 
 
@@ -158,7 +168,7 @@ def test_perfetto_equals_plain_json(generated, tmp_path: Path, monkeypatch) -> N
     assert len(kernels) == truth["kernels"]
     # sorted by (ts, longer first), metadata before everything
     body = [e for e in events if e["ph"] != "M"]
-    assert all(e["ph"] == "M" for e in events[:len(events) - len(body)])
+    assert all(e["ph"] == "M" for e in events[: len(events) - len(body)])
     order = [(e["ts"], -e.get("dur", 0)) for e in body]
     assert order == sorted(order)
     # flows: each start has its end, at a kernel's launch and at the kernel
@@ -197,9 +207,14 @@ def test_lexsort_is_numpys() -> None:
     rng = np.random.default_rng(7)
     for _ in range(200):
         n = int(rng.integers(1, 3000))
-        pool = [rng.integers(-3, 3, n).astype(np.int8), rng.integers(0, 2, n).astype(bool),
-                np.sort(rng.integers(0, 10 ** 9, n)), rng.integers(-2 ** 40, 2 ** 40, n),
-                rng.integers(0, 50, n).astype(np.int32), rng.random(n)]
+        pool = [
+            rng.integers(-3, 3, n).astype(np.int8),
+            rng.integers(0, 2, n).astype(bool),
+            np.sort(rng.integers(0, 10**9, n)),
+            rng.integers(-(2**40), 2**40, n),
+            rng.integers(0, 50, n).astype(np.int32),
+            rng.random(n),
+        ]
         keys = [pool[i] for i in rng.choice(len(pool), int(rng.integers(1, 4)))]
         assert (ordering.lexsort(keys) == np.lexsort(keys)).all()
 
@@ -248,8 +263,13 @@ def test_content_size_of_plain_and_gzip_files(generated, tmp_path: Path) -> None
 
 
 def _analyze(trace: Path, out: Path, *extra: str) -> tuple[dict, str]:
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out),
-                        "--format", "json", *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out), "--format", "json", *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads((out / "summary.json").read_text()), r.stderr
 
@@ -268,8 +288,10 @@ def test_steps_and_max_events(generated, tmp_path: Path) -> None:
     assert 0 < sel["events_kept"] < n_all
     assert sel["skipped_share"] == pytest.approx((n_all - sel["events_kept"]) / n_all, abs=1e-6)
     lines = [x for x in err.splitlines() if "skipped" in x]
-    assert lines == [f"warning: kept {sel['events_kept']:,} of {n_all:,} events (steps 3:7): "
-                     f"{100 * sel['skipped_share']:.1f} % skipped"]
+    assert lines == [
+        f"warning: kept {sel['events_kept']:,} of {n_all:,} events (steps 3:7): "
+        f"{100 * sel['skipped_share']:.1f} % skipped"
+    ]
     # every kept step's kernels are all there: the four steps' kernel time from the full run
     full_rows = [i for i, s in enumerate(full["steps"]["step_id"]) if 3 <= s < 7]
     assert part["steps"]["busy_ns"] == [full["steps"]["busy_ns"][i] for i in full_rows]
@@ -281,6 +303,11 @@ def test_steps_and_max_events(generated, tmp_path: Path) -> None:
     assert 0 < first["totals"]["steps"] < truth["steps"]
     assert "at most 5,000 events" in err
 
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(path), "-o", str(tmp_path / "bad"),
-                        "--steps", "7:3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "analyze", str(path), "-o", str(tmp_path / "bad"), "--steps", "7:3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--steps '7:3'" in r.stderr

@@ -20,14 +20,42 @@ CASES = {
     # speculative decoding: 4 generation requests verify 4 tokens each
     "execute_context_0(0)_generation_4(16)": ("vllm", 0, 0, 4, 16, 16, "decode"),
     # vLLM detailed (detailed_trace_annotation): total first, sq = scheduled tokens
-    "execute_14721_context_2(sq14721sk14721sqsq108745533sqsk108745533)_generation_0(sq0sk0sqsq0sqsk0)":
-        ("vllm_detailed", 2, 14721, 0, 0, 14721, "prefill"),
-    "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)":
-        ("vllm_detailed", 0, 0, 32, 32, 32, "decode"),
-    "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)_generation_3(sq3sk6144sqsq3sqsk6144)":
-        ("vllm_detailed", 2, 6144, 3, 3, 6147, "mixed"),
-    "execute_48_context_0(sq0sk0sqsq0sqsk0)_generation_12(sq48sk9000sqsq192sqsk36000)":
-        ("vllm_detailed", 0, 0, 12, 48, 48, "decode"),  # speculative: 4 tokens per request
+    "execute_14721_context_2(sq14721sk14721sqsq108745533sqsk108745533)_generation_0(sq0sk0sqsq0sqsk0)": (
+        "vllm_detailed",
+        2,
+        14721,
+        0,
+        0,
+        14721,
+        "prefill",
+    ),
+    "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)": (
+        "vllm_detailed",
+        0,
+        0,
+        32,
+        32,
+        32,
+        "decode",
+    ),
+    "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)_generation_3(sq3sk6144sqsq3sqsk6144)": (
+        "vllm_detailed",
+        2,
+        6144,
+        3,
+        3,
+        6147,
+        "mixed",
+    ),
+    "execute_48_context_0(sq0sk0sqsq0sqsk0)_generation_12(sq48sk9000sqsq192sqsk36000)": (
+        "vllm_detailed",
+        0,
+        0,
+        12,
+        48,
+        48,
+        "decode",
+    ),  # speculative: 4 tokens per request
     # forks: total first around the simple contents
     "execute_40_context_1(32)_generation_8(8)": ("vllm_total", 1, 32, 8, 8, 40, "mixed"),
     # older vLLM: request counts only
@@ -36,8 +64,15 @@ CASES = {
     "step[DECODE bs=32]": ("sglang", 0, 0, 32, 32, 32, "decode"),
     "step[EXTEND bs=15 toks=15360]": ("sglang", 15, 15360, 0, 0, 15360, "prefill"),
     "step[DECODE bs=64 g_sq=128 g_sqsq=256 g_sqsk=262144 g_sk=131072]": ("sglang", 0, 0, 64, 128, 128, "decode"),
-    "step[MIXED bs=2 c=1 g=1 c_sq=5 c_sk=8 c_sqsq=25 c_sqsk=40 g_sq=1 g_sk=12 g_sqsq=1 g_sqsk=12]":
-        ("sglang", 1, 5, 1, 1, 6, "mixed"),
+    "step[MIXED bs=2 c=1 g=1 c_sq=5 c_sk=8 c_sqsq=25 c_sqsk=40 g_sq=1 g_sk=12 g_sqsq=1 g_sqsk=12]": (
+        "sglang",
+        1,
+        5,
+        1,
+        1,
+        6,
+        "mixed",
+    ),
     # ATOM (with CUDA-graph padding in bs, and speculative decode)
     "decode[bs=117/128 tok=117 d=117]": ("atom", 0, 0, 117, 117, 117, "decode"),
     "decode[bs=32 tok=128 d=32 spec=3 sqsq=512 sqsk=262144 sk=65536]": ("atom", 0, 0, 32, 128, 128, "decode"),
@@ -49,8 +84,7 @@ CASES = {
 def test_forms(name: str, want: tuple) -> None:
     s = parse_step_name(name)
     assert s is not None
-    assert (s.form, s.prefill_reqs, s.prefill_tokens, s.decode_reqs, s.decode_tokens, s.total_tokens,
-            s.phase) == want
+    assert (s.form, s.prefill_reqs, s.prefill_tokens, s.decode_reqs, s.decode_tokens, s.total_tokens, s.phase) == want
 
 
 def test_inferred_splits_say_so() -> None:
@@ -69,14 +103,27 @@ def test_capture_and_profiler_step() -> None:
     assert parse_step_name("capture_32_DECODE").capture_mode == "DECODE"
     assert parse_step_name("capture_1_FULL").total_tokens == 1
     assert parse_step_name("ProfilerStep#134") == StepName("profiler_step", "profiler", step=134)
-    for other in ("execute_model", "capture_graphs", "step", "decode", "gpu_model_runner: forward",
-                  "execute_context_1(2)_generation_3", "ProfilerStep#x", ""):
+    for other in (
+        "execute_model",
+        "capture_graphs",
+        "step",
+        "decode",
+        "gpu_model_runner: forward",
+        "execute_context_1(2)_generation_3",
+        "ProfilerStep#x",
+        "",
+    ):
         assert parse_step_name(other) is None, other
 
 
 def test_family_priority() -> None:
-    names = ["step[DECODE bs=32]", "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
-             "capture_32_FULL", "ProfilerStep#1", "aten::mm"]
+    names = [
+        "step[DECODE bs=32]",
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+        "capture_32_FULL",
+        "ProfilerStep#1",
+        "aten::mm",
+    ]
     parsed = parse_step_names(names)
     assert set(parsed) == set(names[:4])
     assert step_family(parsed.values()) == "vllm"

@@ -44,11 +44,14 @@ def test_encoding_is_sorted_json_without_nan():
     assert doc["schema_version"] == 2 and doc["warnings"] == ["ü"]
 
 
-@pytest.mark.parametrize("doc, problem", [
-    ({"schema": "something else"}, "not an xpu_profiler summary"),
-    ({"schema": "xpu_profiler.summary", "schema_version": 7}, "version 7 is not supported"),
-    ({"schema": "xpu_profiler.summary", "schema_version": 2, "totals": {"steps": "many"}}, "not a valid summary"),
-])
+@pytest.mark.parametrize(
+    "doc, problem",
+    [
+        ({"schema": "something else"}, "not an xpu_profiler summary"),
+        ({"schema": "xpu_profiler.summary", "schema_version": 7}, "version 7 is not supported"),
+        ({"schema": "xpu_profiler.summary", "schema_version": 2, "totals": {"steps": "many"}}, "not a valid summary"),
+    ],
+)
 def test_what_is_not_a_summary_is_refused(tmp_path, doc, problem):
     p = tmp_path / "s.json"
     p.write_text(json.dumps(doc))
@@ -60,8 +63,10 @@ REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-tr
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="shared real traces not found")
-@pytest.mark.parametrize("name", ["two-ranks", "cuda-ns-resolution-rank0.pt.trace.json.gz",
-                                  "tracelens/sglang-qwen3-8b-prefilldecode.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    ["two-ranks", "cuda-ns-resolution-rank0.pt.trace.json.gz", "tracelens/sglang-qwen3-8b-prefilldecode.json.gz"],
+)
 def test_summary_json_reads_back_equal(tmp_path, name):
     from xpu_profiler.analysis import analyze, export
 
@@ -79,8 +84,13 @@ def test_run_metadata_of_an_odd_type_is_kept_not_fatal():
     from xpu_profiler.core.profile import Profile
 
     prof = Profile()
-    prof.run.update(model="m", start_time_ns="yesterday", metrics=["throughput"], device_spec={"name": 3},
-                    sources=[{"path": "a.json", "format": "kineto", "rank": "zero", "events": 5}])
+    prof.run.update(
+        model="m",
+        start_time_ns="yesterday",
+        metrics=["throughput"],
+        device_spec={"name": 3},
+        sources=[{"path": "a.json", "format": "kineto", "rank": "zero", "events": 5}],
+    )
     s = summarize(prof)
     assert (s.run.model, s.run.metrics, s.run.start_time_ns) == ("m", ["throughput"], None)
     assert s.run.extra["start_time_ns"] == "yesterday" and s.device is None

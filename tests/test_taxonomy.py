@@ -78,11 +78,18 @@ def test_module_names() -> None:
     assert module_class("nn.Module: RMSNorm_12") == "RMSNorm"
     assert module_class("xpu_module:SiluAndMul") == "SiluAndMul"
     assert module_class("aten::mm") is None
-    cases = {"nn.Module: RMSNorm_0": "norm", "nn.Module: SiluAndMul_3": "activation",
-             "nn.Module: RotaryEmbedding_0": "rope", "nn.Module: Llama3RotaryEmbedding_0": "rope",
-             "nn.Module: FusedMoE_1": "moe", "nn.Module: Attention_4": "attention",
-             "nn.Module: QKVParallelLinear_0": "gemm", "nn.Module: RowParallelLinear_7": "gemm",
-             "nn.Module: VocabParallelEmbedding_0": "embedding", "xpu_module:Sampler": "sampling"}
+    cases = {
+        "nn.Module: RMSNorm_0": "norm",
+        "nn.Module: SiluAndMul_3": "activation",
+        "nn.Module: RotaryEmbedding_0": "rope",
+        "nn.Module: Llama3RotaryEmbedding_0": "rope",
+        "nn.Module: FusedMoE_1": "moe",
+        "nn.Module: Attention_4": "attention",
+        "nn.Module: QKVParallelLinear_0": "gemm",
+        "nn.Module: RowParallelLinear_7": "gemm",
+        "nn.Module: VocabParallelEmbedding_0": "embedding",
+        "xpu_module:Sampler": "sampling",
+    }
     for name, fused in cases.items():
         assert FUSED_OPS[tax.classify_module(name)] == fused, name
     assert tax.classify_module("nn.Module: LlamaDecoderLayer_0") == -1
@@ -103,11 +110,15 @@ def test_module_ranges_attribute_decomposed_ops(tmp_path: Path) -> None:
         X("execute_context_1(8)_generation_0(0)", "user_annotation", 0, 100),
         X("nn.Module: LlamaDecoderLayer_0", "python_function", 1, 90),
         X("nn.Module: RMSNorm_0", "python_function", 2, 20),
-        X("aten::pow", "cpu_op", 3, 4), X("aten::mean", "cpu_op", 8, 4), X("aten::rsqrt", "cpu_op", 13, 4),
+        X("aten::pow", "cpu_op", 3, 4),
+        X("aten::mean", "cpu_op", 8, 4),
+        X("aten::rsqrt", "cpu_op", 13, 4),
         X("nn.Module: QKVParallelLinear_0", "python_function", 30, 20),
-        X("aten::mul", "cpu_op", 31, 2), X("_C::onednn_mm", "cpu_op", 34, 10),
+        X("aten::mul", "cpu_op", 31, 2),
+        X("_C::onednn_mm", "cpu_op", 34, 10),
         X("aten::mul", "cpu_op", 60, 5),  # outside any mapped module: elementwise
-        X("xpu_module:SiluAndMul", "user_annotation", 70, 10), X("aten::silu", "cpu_op", 71, 3),
+        X("xpu_module:SiluAndMul", "user_annotation", 70, 10),
+        X("aten::silu", "cpu_op", 71, 3),
         X("aten::mul", "cpu_op", 75, 3),
     ]
     profile, summary = analyze([write_trace(tmp_path / "t.json", events)])
@@ -146,8 +157,10 @@ def test_launch_chain_decides_kernel_fused_op(tmp_path: Path) -> None:
 
 def test_user_taxonomy_file(tmp_path: Path) -> None:
     toml = tmp_path / "tax.toml"
-    toml.write_text('[[pattern]]\nregex = "^my_special_kernel"\nfused_op = "attention"\n'
-                    '[[module]]\nregex = "^MyNorm$"\nfused_op = "norm"\n')
+    toml.write_text(
+        '[[pattern]]\nregex = "^my_special_kernel"\nfused_op = "attention"\n'
+        '[[module]]\nregex = "^MyNorm$"\nfused_op = "norm"\n'
+    )
     tax = Taxonomy.from_file(toml)
     assert FUSED_OPS[tax.classify("my_special_kernel_v2")] == "attention"
     assert FUSED_OPS[tax.classify_module("nn.Module: MyNorm_0")] == "norm"

@@ -18,7 +18,6 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 REAL_TRACE = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-triton-example.json.gz"
@@ -40,9 +39,14 @@ class Viewer:
     """`xpu_profiler view` in a subprocess; reads its stdout lines as they come."""
 
     def __init__(self, *args: str, env: dict | None = None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "xpu_profiler", "view", *args], cwd=ROOT,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "xpu_profiler", "view", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         self.lines: queue.Queue = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -57,8 +61,9 @@ class Viewer:
         while True:
             line = self.lines.get(timeout=timeout)
             if line is None:
-                raise AssertionError(f"exited ({self.proc.wait()}) before {rx.pattern!r}: {self.seen} "
-                                     f"{self.proc.stderr.read()}")
+                raise AssertionError(
+                    f"exited ({self.proc.wait()}) before {rx.pattern!r}: {self.seen} {self.proc.stderr.read()}"
+                )
             self.seen.append(line)
             m = rx.search(line)
             if m:
@@ -135,20 +140,44 @@ def test_serves_the_trace_through_the_printed_link_then_exits(trace, viewers):
     hint = v.wait_for(r"ssh -L (\d+):127\.0\.0\.1:(\d+) ")
     assert hint.group(1) == hint.group(2) == str(port)
     # every other path, method or host is a 404, and none of them ends the server
-    for target in ("/", "//" + name, "/" + name + "/", "/" + name + "?x=1", "/" + name + "#frag", "/../" + name,
-                   "/%2e%2e/" + name, "/..%2f" + name, "/" + urllib.parse.quote(name, safe="").replace(".", "%2E"),
-                   "/" + name.upper(), "/" + urllib.parse.quote(trace.name), "/" + name + "%00", "/etc/passwd", "/..", "/.%2e/",
-                   f"http://127.0.0.1:{port}/{name}", "*", "/status"):
+    for target in (
+        "/",
+        "//" + name,
+        "/" + name + "/",
+        "/" + name + "?x=1",
+        "/" + name + "#frag",
+        "/../" + name,
+        "/%2e%2e/" + name,
+        "/..%2f" + name,
+        "/" + urllib.parse.quote(name, safe="").replace(".", "%2E"),
+        "/" + name.upper(),
+        "/" + urllib.parse.quote(trace.name),
+        "/" + name + "%00",
+        "/etc/passwd",
+        "/..",
+        "/.%2e/",
+        f"http://127.0.0.1:{port}/{name}",
+        "*",
+        "/status",
+    ):
         status, headers, body = _request(port, "GET", target)
         assert status == 404 and body == b"", (target, status)
         assert "Access-Control-Allow-Origin" not in headers
-    assert _request(port, "POST", "/status")[0] == 404           # the UI's trace_processor probe
+    assert _request(port, "POST", "/status")[0] == 404  # the UI's trace_processor probe
     assert _request(port, "PUT", "/" + name)[0] == 404
     assert _request(port, "GET", "/" + name, host="attacker.example")[0] == 404  # DNS rebinding
     assert _request(port, "OPTIONS", "/other")[0] == 404
     # CORS preflight, HEAD: answered, and the server stays up
-    status, headers, _ = _request(port, "OPTIONS", "/" + name, headers={
-        "Origin": ORIGIN, "Access-Control-Request-Method": "GET", "Access-Control-Request-Private-Network": "true"})
+    status, headers, _ = _request(
+        port,
+        "OPTIONS",
+        "/" + name,
+        headers={
+            "Origin": ORIGIN,
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Private-Network": "true",
+        },
+    )
     assert status == 204 and headers["Access-Control-Allow-Origin"] == ORIGIN
     assert headers["Access-Control-Allow-Private-Network"] == "true"
     status, headers, body = _request(port, "HEAD", "/" + name, host=f"localhost:{port}")
@@ -224,7 +253,8 @@ def test_opens_the_link_in_the_browser(trace, viewers, tmp_path):
         "req = urllib.request.Request(src, headers={'Origin': 'https://ui.perfetto.dev'})\n"
         "with urllib.request.urlopen(req, timeout=10) as r:\n"
         f"    open({str(got)!r} + '.bytes', 'wb').write(r.read())\n"
-        f"open({str(got)!r} + '.link', 'w').write(link)\n")
+        f"open({str(got)!r} + '.link', 'w').write(link)\n"
+    )
     browser.chmod(browser.stat().st_mode | stat.S_IXUSR)
     v = viewers(str(trace), "--port", "0", env={"BROWSER": f"{browser} %s"})
     url, port, name = v.link()
@@ -240,8 +270,13 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, kind):
         p.mkdir()
     elif kind == "empty":
         p.write_bytes(b"")
-    r = subprocess.run([sys.executable, "-m", "xpu_profiler", "view", str(p), "--no-browser", "--port", "0"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "xpu_profiler", "view", str(p), "--no-browser", "--port", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stdout == ""
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and str(p) in lines[0] and "Traceback" not in r.stderr, r.stderr

@@ -6,8 +6,8 @@ against the all-reduce numbers worked out here from the raw JSON."""
 from __future__ import annotations
 
 import pytest
-
 from cpu_comm import check_against_raw, check_no_overlap
+
 from xpu_profiler import analysis
 from xpu_profiler.exporters import chrome_trace
 

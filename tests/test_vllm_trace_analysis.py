@@ -69,8 +69,9 @@ def test_every_op_in_the_window_has_a_step_and_phase(analysed):
 
 def test_cli_outputs_validate(vllm_profiler_trace, tmp_path):
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["analyze", str(vllm_profiler_trace.trace_dir), "-o", str(out),
-                                    "--format", "perfetto,json,csv"])
+    res = CliRunner().invoke(
+        main, ["analyze", str(vllm_profiler_trace.trace_dir), "-o", str(out), "--format", "perfetto,json,csv"]
+    )
     assert res.exit_code == 0, res.output
     assert validate_file(out / "trace.json.gz") == []
     summary = json.loads((out / "summary.json").read_text())

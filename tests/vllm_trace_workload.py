@@ -101,8 +101,15 @@ def main(out_dir: str, tp: int = 1) -> int:
                     p_reqs += 1
                 else:
                     d_reqs += 1
-            steps.append({"total": so.total_num_scheduled_tokens, "prefill_tokens": prefill,
-                          "decode_tokens": decode, "prefill_reqs": p_reqs, "decode_reqs": d_reqs})
+            steps.append(
+                {
+                    "total": so.total_num_scheduled_tokens,
+                    "prefill_tokens": prefill,
+                    "decode_tokens": decode,
+                    "prefill_reqs": p_reqs,
+                    "decode_reqs": d_reqs,
+                }
+            )
         return so
 
     sched.schedule = schedule

@@ -7,35 +7,47 @@ call these and need nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from . import aggregate, exporters, findings
-from .core import atomic_write, heap
 from .aggregate import select
-from .readers.load import load_run
+from .aggregate.select import Selection
+from .core import atomic_write, heap
 from .core.errors import XpuProfilerError
-from .findings import FindingsConfig
 from .core.fmt import plain
 from .core.profile import Profile
-from .readers import ReadOptions, own_outputs
-from .aggregate.select import Selection
-from .summary import schema
-from .summary import Summary, load_summary  # noqa: F401  (part of the facade)
+from .findings import FindingsConfig
 from .knowledge.taxonomy import Taxonomy
+from .readers import ReadOptions, own_outputs
+from .readers.load import load_run
+from .summary import Summary, load_summary, schema  # noqa: F401  (part of the facade)
 
 DEFAULT_FORMATS = ("perfetto", "json", "csv", "html")
 #: file names written into an output directory, per format
-FILE_NAMES = {"perfetto": "trace.json.gz", "json": "summary.json", "csv": "fused_ops.csv",
-              "html": "report.html", "bundle": "profile.npz"}
+FILE_NAMES = {
+    "perfetto": "trace.json.gz",
+    "json": "summary.json",
+    "csv": "fused_ops.csv",
+    "html": "report.html",
+    "bundle": "profile.npz",
+}
 
 
-def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
-            options: ReadOptions | None = None, top: int = 50, engine: str | None = "auto",
-            jobs: int | None = None, capture: Iterable[str | Path] = (),
-            findings_config: FindingsConfig | None = None,
-            reference: Summary | None = None, selection: Selection | None = None,
-            formats: Sequence[str] = ()) -> tuple[Profile, Summary]:
+def analyze(
+    paths: Iterable[str | Path],
+    *,
+    taxonomy: Taxonomy | None = None,
+    options: ReadOptions | None = None,
+    top: int = 50,
+    engine: str | None = "auto",
+    jobs: int | None = None,
+    capture: Iterable[str | Path] = (),
+    findings_config: FindingsConfig | None = None,
+    reference: Summary | None = None,
+    selection: Selection | None = None,
+    formats: Sequence[str] = (),
+) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
     (with its findings; ``reference``: a basic-level run of the same workload).
 
@@ -52,7 +64,7 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     heap.trim()
     early = exporters.start_ahead(profile, formats, heap.can_spare)
     aggregate.attribute(profile, taxonomy, capture=capture_profile)  # on an error or Ctrl-C the
-    if early is not None:                                            # daemon thread is not waited for
+    if early is not None:  # daemon thread is not waited for
         early.join()
     heap.trim()
     summary = aggregate.summarize(profile, top=top)
@@ -61,8 +73,14 @@ def analyze(paths: Iterable[str | Path], *, taxonomy: Taxonomy | None = None,
     return profile, findings.attach(summary, findings_config, reference)
 
 
-def summarize(profile: Profile, *, top: int = 50, taxonomy: Taxonomy | None = None,
-              findings_config: FindingsConfig | None = None, reference: Summary | None = None) -> Summary:
+def summarize(
+    profile: Profile,
+    *,
+    top: int = 50,
+    taxonomy: Taxonomy | None = None,
+    findings_config: FindingsConfig | None = None,
+    reference: Summary | None = None,
+) -> Summary:
     """The Summary of a profile, with its findings; attributes it first when it was not
     yet, or when a taxonomy is given."""
     if taxonomy is not None or not profile.run.get("attributed"):
@@ -77,8 +95,7 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     known = exporters.registry()
     unknown = [f for f in formats if f not in known and f != "bundle"]
     if unknown:
-        raise XpuProfilerError(f"unknown output format(s) {', '.join(unknown)} "
-                               f"(known: {', '.join(sorted(known))})")
+        raise XpuProfilerError(f"unknown output format(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     try:
         is_dir = output.is_dir()
     except OSError as e:  # a name too long, no access
@@ -102,8 +119,9 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     return {f: output / FILE_NAMES[f] for f in formats}
 
 
-def check_outputs(output: str | Path, formats: Sequence[str], inputs: Iterable[str | Path | None] = ()
-                  ) -> dict[str, Path]:
+def check_outputs(
+    output: str | Path, formats: Sequence[str], inputs: Iterable[str | Path | None] = ()
+) -> dict[str, Path]:
     """``output_paths``, refused before any work when one cannot be written (its parent is
     a file, it is a directory, its name is too long) or would replace one of ``inputs``
     (an earlier analysis's outputs in an input directory are no inputs)."""
@@ -112,8 +130,13 @@ def check_outputs(output: str | Path, formats: Sequence[str], inputs: Iterable[s
     return paths
 
 
-def export(profile: Profile, summary: Summary, output: str | Path,
-           formats: Sequence[str] = DEFAULT_FORMATS, inputs: Iterable[str | Path | None] = ()) -> dict[str, Path]:
+def export(
+    profile: Profile,
+    summary: Summary,
+    output: str | Path,
+    formats: Sequence[str] = DEFAULT_FORMATS,
+    inputs: Iterable[str | Path | None] = (),
+) -> dict[str, Path]:
     """Write every requested format, each whole (a temporary file renamed into place);
     returns {format: path}. An output that cannot be written raises ``OutputError``
     (its ``written``: the outputs already in place, which stay); none replaces an input."""

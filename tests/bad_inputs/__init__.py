@@ -17,17 +17,36 @@ input and returns its path.
 from __future__ import annotations
 
 from .common import SEEDS, Case
-from .kineto_cases import (all_bad, field_cases, file_cases, id_cases, memory_cases, other_seed_cases,
-                           several_kinds, structure_cases)
+from .kineto_cases import (
+    all_bad,
+    field_cases,
+    file_cases,
+    id_cases,
+    memory_cases,
+    other_seed_cases,
+    several_kinds,
+    structure_cases,
+)
 from .other_cases import bundle_cases, rank_dir_cases, xprofiler_cases, xpurt_cases
 
 __all__ = ["CASES", "Case", "all_cases"]
 
 
 def all_cases() -> list[Case]:
-    cases = (field_cases() + id_cases() + memory_cases() + structure_cases() + other_seed_cases()
-             + [several_kinds()] + all_bad() + file_cases() + xpurt_cases() + xprofiler_cases() + bundle_cases()
-             + rank_dir_cases())
+    cases = (
+        field_cases()
+        + id_cases()
+        + memory_cases()
+        + structure_cases()
+        + other_seed_cases()
+        + [several_kinds()]
+        + all_bad()
+        + file_cases()
+        + xpurt_cases()
+        + xprofiler_cases()
+        + bundle_cases()
+        + rank_dir_cases()
+    )
     assert len({c.name for c in cases}) == len(cases), "case names are unique"
     return cases
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT.parent / "shared" / "data" / "real-traces"
@@ -21,16 +21,16 @@ SEEDS = (ROCM, SGLANG, TWO_RANKS / "rank-0.json.gz", TWO_RANKS / "rank-1.json.gz
 @dataclass(frozen=True)
 class Case:
     name: str
-    expect: str                       # error / ok_warn / ok
-    make: Callable[[Path], Path]      # writes the input below a directory, returns its path
-    text: str = ""                    # error: part of the line; ok_warn: part of one warning line
+    expect: str  # error / ok_warn / ok
+    make: Callable[[Path], Path]  # writes the input below a directory, returns its path
+    text: str = ""  # error: part of the line; ok_warn: part of one warning line
 
     def build(self, where: Path) -> Path:
         where.mkdir(parents=True, exist_ok=True)
         return self.make(where)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _doc(path: Path) -> str:
     return gzip.decompress(path.read_bytes()).decode("utf-8")
 
@@ -89,13 +89,25 @@ def mutated(field: str, value, seed: Path = ROCM, cat: str = "kernel", sub: str 
         else:
             target[field] = value
         return write(where, "mutated.json", dumps(d))
+
     return make
 
 
 BIG = Raw("1" + "0" * 1000)  # a thousand digits
 VALUES = {
-    "missing": MISSING, "null": None, "true": True, "list": [1], "object": {"a": 1}, "text": "abc",
-    "numeric_text": "12.5", "nan": Raw("NaN"), "inf": Raw("Infinity"), "minus_inf": Raw("-Infinity"),
-    "negative": -5, "huge_float": 1e300, "int64_overflow": 10 ** 25, "thousand_digits": BIG,
-    "minus_int64_overflow": -(10 ** 25),
+    "missing": MISSING,
+    "null": None,
+    "true": True,
+    "list": [1],
+    "object": {"a": 1},
+    "text": "abc",
+    "numeric_text": "12.5",
+    "nan": Raw("NaN"),
+    "inf": Raw("Infinity"),
+    "minus_inf": Raw("-Infinity"),
+    "negative": -5,
+    "huge_float": 1e300,
+    "int64_overflow": 10**25,
+    "thousand_digits": BIG,
+    "minus_int64_overflow": -(10**25),
 }

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.sources import DTYPE as SOURCE_DTYPE, AttributionSource as Src
-from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
-from ..knowledge.taxonomy import FUSED_OPS, MODULE_RANGE_PREFIXES, OTHER, Taxonomy
-from .device_steps import step_busy
 from ..core.intervals import containing, covered_in_windows, top_level
 from ..core.launches import device_mask, launch_rows, thread_ids
+from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..core.sources import DTYPE as SOURCE_DTYPE
+from ..core.sources import AttributionSource as Src
+from ..knowledge.fused_ops import FUSED_OPS, OTHER
+from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
+from .device_steps import step_busy
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
 
@@ -83,8 +85,9 @@ def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return launch_t, launch_end, launch_thread, launched
 
 
-def _fused_ops(profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch,
-               replayed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _fused_ops(
+    profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch, replayed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Fused op and its source per event: launching custom op → layer module → own name →
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
@@ -182,8 +185,7 @@ def _steps_and_phases(profile: Profile, launch_t: np.ndarray) -> tuple[np.ndarra
         if not outer.all():  # nested steps: what the inner one misses may sit in the outer one
             miss = hit < 0
             oi = np.flatnonzero(outer)
-            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], rank[qi[miss]], launch_t[qi[miss]],
-                            launch_t[qi[miss]])
+            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], rank[qi[miss]], launch_t[qi[miss]], launch_t[qi[miss]])
             hit[np.flatnonzero(miss)[h2 >= 0]] = oi[h2[h2 >= 0]]
         ok = hit >= 0
         step[qi[ok]] = hit[ok]
@@ -204,11 +206,13 @@ def basis_mask(profile: Profile) -> np.ndarray:
     return (ev["kind"] == K_CPU_OP) & (ev["depth"] <= 0)
 
 
-def events_busy(profile: Profile, mask: np.ndarray, w_rank: np.ndarray, w_start: np.ndarray,
-                w_end: np.ndarray) -> np.ndarray:
+def events_busy(
+    profile: Profile, mask: np.ndarray, w_rank: np.ndarray, w_start: np.ndarray, w_end: np.ndarray
+) -> np.ndarray:
     """Length of the union of the ``mask`` events' intervals inside each window (same rank)."""
     ev = profile.events
     sel = mask & (ev["start"] >= 0)
     s = ev["start"][sel]
-    return covered_in_windows(ev["rank"][sel].astype(np.int64), s, s + ev["dur"][sel],
-                              w_rank.astype(np.int64), w_start, w_end)
+    return covered_in_windows(
+        ev["rank"][sel].astype(np.int64), s, s + ev["dur"][sel], w_rank.astype(np.int64), w_start, w_end
+    )

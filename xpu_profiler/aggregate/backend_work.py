@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.intervals import containing, group_ids, top_level
+from ..core.launches import thread_ids
 from ..core.ordering import lexsort
 from ..core.profile import K_ANNOTATION, Profile
 from ..knowledge.taxonomy import FUSED_OPS
-from ..core.intervals import containing, group_ids, top_level
-from ..core.launches import thread_ids
 
 COMM = FUSED_OPS.index("communication")
 
@@ -28,16 +28,18 @@ COMM = FUSED_OPS.index("communication")
 def work_rows(profile: Profile, ops: np.ndarray) -> np.ndarray:
     """The communication annotations on threads other than those of the ``ops``."""
     ev = profile.events
-    rows = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["fused"] == COMM) & (ev["start"] >= 0)
-                          & (ev["device"] < 0))
+    rows = np.flatnonzero(
+        (ev["kind"] == K_ANNOTATION) & (ev["fused"] == COMM) & (ev["start"] >= 0) & (ev["device"] < 0)
+    )
     if not len(rows) or not len(ops):
         return rows[:0]
     thread = thread_ids(profile)
     return rows[~np.isin(thread[rows], thread[ops])]
 
 
-def work_ends(profile: Profile, ops: np.ndarray, op_kind: np.ndarray, work: np.ndarray,
-              work_kind: np.ndarray) -> np.ndarray:
+def work_ends(
+    profile: Profile, ops: np.ndarray, op_kind: np.ndarray, work: np.ndarray, work_kind: np.ndarray
+) -> np.ndarray:
     """Each op's end: its own, or that of the backend work it handed off, whichever is later."""
     ev = profile.events
     end = ev["start"][ops] + ev["dur"][ops]
@@ -45,7 +47,7 @@ def work_ends(profile: Profile, ops: np.ndarray, op_kind: np.ndarray, work: np.n
         return end
     rank = ev["rank"].astype(np.int64)
     gid = group_ids(np.concatenate([rank[ops], rank[work]]), np.concatenate([op_kind, work_kind]))
-    og, wg = gid[:len(ops)], gid[len(ops):]
+    og, wg = gid[: len(ops)], gid[len(ops) :]
     os_, ws = ev["start"][ops], ev["start"][work]
     order = lexsort((os_, og))
     big = int(max(os_.max(), ws.max())) + 1
@@ -67,5 +69,7 @@ def inside_work(profile: Profile, rows: np.ndarray, work: np.ndarray) -> np.ndar
     we = ev["start"][work] + ev["dur"][work]
     outer = top_level(wg, ev["start"][work], we)
     w = work[outer]
-    return containing(wg[outer], ev["start"][w], we[outer], rg, ev["start"][rows],
-                      ev["start"][rows] + ev["dur"][rows]) >= 0
+    return (
+        containing(wg[outer], ev["start"][w], we[outer], rg, ev["start"][rows], ev["start"][rows] + ev["dur"][rows])
+        >= 0
+    )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.sources import KEYS as SOURCE_KEYS
 from ..core.profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASES, Profile
-from ..summary import FusedOp, FusedTime, Kernel, Phase
+from ..core.sources import KEYS as SOURCE_KEYS
 from ..knowledge.taxonomy import FUSED_OPS
+from ..summary import FusedOp, FusedTime, Kernel, Phase
 from .ranks import engine_view, per_token
 from .steps import token_steps
 
@@ -37,8 +37,11 @@ class Breakdown:
         np.add.at(self.time, (fused, phase), self.b_dur)
         np.add.at(self.count, (fused, phase), 1)
         flat = fused * len(SOURCE_KEYS) + ev["source"][b_idx].astype(np.int64)
-        self.by_source = np.bincount(flat, weights=self.b_dur, minlength=len(FUSED_OPS) * len(SOURCE_KEYS)) \
-            .astype(np.int64).reshape(len(FUSED_OPS), len(SOURCE_KEYS))
+        self.by_source = (
+            np.bincount(flat, weights=self.b_dur, minlength=len(FUSED_OPS) * len(SOURCE_KEYS))
+            .astype(np.int64)
+            .reshape(len(FUSED_OPS), len(SOURCE_KEYS))
+        )
         ts = token_steps(profile)
         self.tokens = {}
         for p, name in enumerate(PHASES):
@@ -56,12 +59,19 @@ class Breakdown:
             by_phase = {PHASES[p]: int(self.time[f, p]) for p in range(len(PHASES))}
             per_tok = {PHASES[p]: _num(self.tok_mean[f, p]) for p in TOKEN_PHASE_CODES}
             per_tok_max = {PHASES[p]: _num(self.tok_max[f, p]) for p in TOKEN_PHASE_CODES}
-            rows.append(FusedOp(fused_op=FUSED_OPS[f], time_ns=t, count=c,
-                                share=(t / self.op_time) if self.op_time else 0.0,
-                                time_ns_by_phase=by_phase, per_token_ns_by_phase=per_tok,
-                                per_token_max_ns_by_phase=per_tok_max,
-                                time_ns_by_source={k: int(v) for k, v in zip(SOURCE_KEYS, self.by_source[f]) if v},
-                                count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))}))
+            rows.append(
+                FusedOp(
+                    fused_op=FUSED_OPS[f],
+                    time_ns=t,
+                    count=c,
+                    share=(t / self.op_time) if self.op_time else 0.0,
+                    time_ns_by_phase=by_phase,
+                    per_token_ns_by_phase=per_tok,
+                    per_token_max_ns_by_phase=per_tok_max,
+                    time_ns_by_source={k: int(v) for k, v in zip(SOURCE_KEYS, self.by_source[f]) if v},
+                    count_by_phase={PHASES[p]: int(self.count[f, p]) for p in range(len(PHASES))},
+                )
+            )
         return rows
 
     def phases(self, profile: Profile) -> list[Phase]:
@@ -80,13 +90,24 @@ class Breakdown:
             wall = view.wall[em]
             tokens = self.tokens[name]
             top = np.argsort(-self.time[:, p], kind="stable")[:5]
-            rows.append(Phase(
-                phase=name, steps=int(em.sum()), time_ns=t, wall_ns=int(wall.sum()),
-                tokens=tokens, per_token_ns=_num(self.phase_tok_mean[p]) if tokens else None,
-                per_token_max_ns=_num(self.phase_tok_max[p]) if tokens else None,
-                step_p50_ns=_pct(wall, 50), step_p99_ns=_pct(wall, 99),
-                top_fused=[FusedTime(fused_op=FUSED_OPS[f], time_ns=int(self.time[f, p]))
-                           for f in top.tolist() if self.time[f, p] > 0]))
+            rows.append(
+                Phase(
+                    phase=name,
+                    steps=int(em.sum()),
+                    time_ns=t,
+                    wall_ns=int(wall.sum()),
+                    tokens=tokens,
+                    per_token_ns=_num(self.phase_tok_mean[p]) if tokens else None,
+                    per_token_max_ns=_num(self.phase_tok_max[p]) if tokens else None,
+                    step_p50_ns=_pct(wall, 50),
+                    step_p99_ns=_pct(wall, 99),
+                    top_fused=[
+                        FusedTime(fused_op=FUSED_OPS[f], time_ns=int(self.time[f, p]))
+                        for f in top.tolist()
+                        if self.time[f, p] > 0
+                    ],
+                )
+            )
         return rows
 
     def top_kernels(self, profile: Profile, top: int) -> list[Kernel]:
@@ -107,12 +128,19 @@ class Breakdown:
         rows = []
         for j in np.argsort(-tsum, kind="stable")[:top].tolist():
             i = int(b_idx[first[j]])
-            rows.append(Kernel(
-                name=profile.strings[int(uniq[j])], fused_op=FUSED_OPS[int(ev["fused"][i])],
-                kind=KINDS[int(ev["kind"][i])], count=int(cnt[j]), time_ns=int(tsum[j]),
-                mean_ns=float(tsum[j] / cnt[j]), share=float(tsum[j] / self.op_time) if self.op_time else 0.0,
-                time_ns_by_phase={PHASES[p]: int(by_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]},
-                count_by_phase={PHASES[p]: int(n_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]}))
+            rows.append(
+                Kernel(
+                    name=profile.strings[int(uniq[j])],
+                    fused_op=FUSED_OPS[int(ev["fused"][i])],
+                    kind=KINDS[int(ev["kind"][i])],
+                    count=int(cnt[j]),
+                    time_ns=int(tsum[j]),
+                    mean_ns=float(tsum[j] / cnt[j]),
+                    share=float(tsum[j] / self.op_time) if self.op_time else 0.0,
+                    time_ns_by_phase={PHASES[p]: int(by_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]},
+                    count_by_phase={PHASES[p]: int(n_phase[j, p]) for p in range(len(PHASES)) if n_phase[j, p]},
+                )
+            )
         return rows
 
     def kernel_names(self, profile: Profile) -> int:

@@ -22,28 +22,30 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.intervals import containing, top_level
-from ..core.sources import DTYPE as SOURCE_DTYPE, AttributionSource
 from ..core.ordering import lexsort
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, Profile
+from ..core.sources import DTYPE as SOURCE_DTYPE
+from ..core.sources import AttributionSource
 from ..knowledge.kernel_names import kernel_key
-from ..knowledge.step_grammar import parse_step_name
 from ..knowledge.runtime_api import CAPTURE_BEGIN, CAPTURE_END, LAUNCH_API
+from ..knowledge.step_grammar import parse_step_name
 from ..knowledge.taxonomy import Taxonomy
+
 
 class Captures(NamedTuple):
     """One row per captured graph; its launches are ``rows[offsets[g]:offsets[g + 1]]``
     (event rows of the capture profile, in launch order) with per-launch columns."""
 
-    size: np.ndarray        # per graph: tokens of its capture range (batch size)
-    mode: list              # per graph: FULL, PIECEWISE, DECODE...
-    piece: np.ndarray       # per graph: index within its capture range (piecewise graphs)
+    size: np.ndarray  # per graph: tokens of its capture range (batch size)
+    mode: list  # per graph: FULL, PIECEWISE, DECODE...
+    piece: np.ndarray  # per graph: index within its capture range (piecewise graphs)
     rows: np.ndarray
     offsets: np.ndarray
-    key: np.ndarray         # per launch: index into keys, -1 kernel name unknown
-    keys: list              # distinct kernel keys (see kernel_key)
+    key: np.ndarray  # per launch: index into keys, -1 kernel name unknown
+    keys: list  # distinct kernel keys (see kernel_key)
     chain_fused: np.ndarray  # per launch: fused op of its outermost custom op, else its module, -1
     chain_source: np.ndarray  # AttributionSource.OP_CHAIN / MODULE / NONE
-    root_fused: np.ndarray   # per launch: fused op of its top-level op, -1
+    root_fused: np.ndarray  # per launch: fused op of its top-level op, -1
 
     def __len__(self) -> int:
         return len(self.size)
@@ -62,8 +64,7 @@ def name_mask(profile: Profile, rows: np.ndarray, rx: re.Pattern) -> np.ndarray:
     return hit[inv.reshape(-1)] if len(uniq) else np.zeros(0, bool)
 
 
-def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int = -1,
-                  mode: str = "") -> Captures:
+def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int = -1, mode: str = "") -> Captures:
     """The captured graphs of a capture trace and the fused op each launch's chain gives.
 
     A graph is one stream capture (begin/end runtime calls) inside a ``capture_N_MODE``
@@ -90,15 +91,20 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
         inside = lambda rows: rows[(rank[rows] == rk) & (start[rows] >= s0) & (end[rows] <= s1)]  # noqa: E731
         b, f = inside(begin), inside(finish)
         if len(b) and len(b) == len(f):  # one stream capture per graph (many when piecewise)
-            segs += [(rk, x, y, n_tok, md, k, True)
-                     for k, (x, y) in enumerate(zip(np.sort(start[b]).tolist(), np.sort(end[f]).tolist()))]
+            segs += [
+                (rk, x, y, n_tok, md, k, True)
+                for k, (x, y) in enumerate(zip(np.sort(start[b]).tolist(), np.sort(end[f]).tolist()))
+            ]
         else:
             segs.append((rk, s0, s1, n_tok, md, 0, False))
     cols = list(zip(*segs)) if segs else [[]] * 7
     s_rank, s_start, s_end, s_size, s_piece = (np.array(cols[i], np.int64) for i in (0, 1, 2, 3, 5))
     marked = np.array(cols[6], bool)
-    seg = containing(s_rank, s_start, s_end, rank[launches], start[launches], end[launches]) \
-        if segs and len(launches) else np.full(len(launches), -1, np.int64)
+    seg = (
+        containing(s_rank, s_start, s_end, rank[launches], start[launches], end[launches])
+        if segs and len(launches)
+        else np.full(len(launches), -1, np.int64)
+    )
     ok = seg >= 0
     if len(segs) and not marked.all():  # unmarked ranges: only launches whose work did not run
         ran = np.isin(ev["corr"][launches], ev["corr"][np.isin(kind, DEVICE_KINDS)])
@@ -111,15 +117,31 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
     names = np.where(ev["launch"][rows] >= 0, ev["launch"][rows], ev["name"][rows])
     uniq, inv = np.unique(names, return_inverse=True)
     carried = set(ev["launch"][rows].tolist())
-    ukeys = [k if k in ("memcpy", "memset") or u in carried else None
-             for u in uniq.tolist() for k in (kernel_key(strings[u]),)]
+    ukeys = [
+        k if k in ("memcpy", "memset") or u in carried else None
+        for u in uniq.tolist()
+        for k in (kernel_key(strings[u]),)
+    ]
     keys = sorted({k for k in ukeys if k is not None})
     kid = {k: i for i, k in enumerate(keys)}
-    key = np.array([kid[k] if k is not None else -1 for k in ukeys], np.int32)[inv.reshape(-1)] \
-        if len(uniq) else np.zeros(0, np.int32)
+    key = (
+        np.array([kid[k] if k is not None else -1 for k in ukeys], np.int32)[inv.reshape(-1)]
+        if len(uniq)
+        else np.zeros(0, np.int32)
+    )
     chain_fused, chain_source, root_fused = _launch_chain(profile, rows, taxonomy)
-    return Captures(size=s_size, mode=list(cols[4]), piece=s_piece, rows=rows, offsets=offsets, key=key, keys=keys,
-                    chain_fused=chain_fused, chain_source=chain_source, root_fused=root_fused)
+    return Captures(
+        size=s_size,
+        mode=list(cols[4]),
+        piece=s_piece,
+        rows=rows,
+        offsets=offsets,
+        key=key,
+        keys=keys,
+        chain_fused=chain_fused,
+        chain_source=chain_source,
+        root_fused=root_fused,
+    )
 
 
 def _launch_chain(profile: Profile, rows: np.ndarray, taxonomy: Taxonomy):
@@ -137,9 +159,11 @@ def _launch_chain(profile: Profile, rows: np.ndarray, taxonomy: Taxonomy):
     custom_f = {i: taxonomy.classify(s) for i, s in names.items() if taxonomy.is_custom_op(s)}
     module_f = {i: taxonomy.classify_module(s) for i, s in names.items()}
     op_f = {i: taxonomy.classify(s) for i, s in names.items()}
-    gid = _gid(np.concatenate([ev["rank"][host], ev["rank"][rows]]).astype(np.int64),
-               np.concatenate([ev["track"][host], ev["track"][rows]]))
-    hg, qg = gid[:len(host)], gid[len(host):]
+    gid = _gid(
+        np.concatenate([ev["rank"][host], ev["rank"][rows]]).astype(np.int64),
+        np.concatenate([ev["track"][host], ev["track"][rows]]),
+    )
+    hg, qg = gid[: len(host)], gid[len(host) :]
     hn = ev["name"][host]
 
     def holder(mask: np.ndarray, innermost: bool = False) -> np.ndarray:
@@ -150,7 +174,7 @@ def _launch_chain(profile: Profile, rows: np.ndarray, taxonomy: Taxonomy):
         if not len(c):
             return out
         outer = top_level(hg[mask], start[c], end[c])
-        for part in ((c[~outer], c[outer]) if innermost else (c[outer],)):
+        for part in (c[~outer], c[outer]) if innermost else (c[outer],):
             hit = containing(hg[np.searchsorted(host, part)], start[part], end[part], qg, start[rows], end[rows])
             miss = (out < 0) & (hit >= 0)
             out[miss] = part[hit[miss]]

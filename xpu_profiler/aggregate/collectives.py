@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.intervals import containing, distinct_rows, top_level
+from ..core.launches import launch_rows, thread_ids
 from ..core.ordering import lexsort
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
+from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from ..knowledge.taxonomy import FUSED_OPS
 from .attribution import launch_points
 from .backend_work import work_ends, work_rows
-from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
-from ..core.intervals import containing, distinct_rows, top_level
-from ..core.launches import launch_rows, thread_ids
 from .ranks import step_engine
 
 COMM = FUSED_OPS.index("communication")
@@ -53,7 +53,7 @@ class Collectives:
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     group: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # into group_labels
     group_labels: list[str] = field(default_factory=list)
-    inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # matched collective, -1
+    inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # matched collective, -1
     start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # on the aligned clock
     end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # on the recorded clock: each event's end, or that of the backend work it handed off
@@ -71,10 +71,10 @@ class Collectives:
     i_latency: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     i_start_skew: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     i_end_skew: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    i_last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))    # rank that arrived last
+    i_last: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # rank that arrived last
     i_first: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    i_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # -1 unknown
-    i_size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))    # group size n
+    i_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1 unknown
+    i_size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # group size n
     i_rankset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # into ranksets
     ranksets: list[tuple[int, ...]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -102,8 +102,11 @@ def comm_events(profile: Profile) -> tuple[np.ndarray, str]:
 def _name_kinds(profile: Profile, rows: np.ndarray) -> np.ndarray:
     names = profile.events["name"][rows]
     uniq, inv = np.unique(names, return_inverse=True)
-    return np.array([kind_of(profile.strings[int(u)]) for u in uniq], np.int64)[inv] if len(rows) else \
-        np.zeros(0, np.int64)
+    return (
+        np.array([kind_of(profile.strings[int(u)]) for u in uniq], np.int64)[inv]
+        if len(rows)
+        else np.zeros(0, np.int64)
+    )
 
 
 def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray:
@@ -156,12 +159,18 @@ def match(profile: Profile, same_host: bool = False) -> Collectives:
     kind[todo] = _name_kinds(profile, idx[todo])
     out.rank, out.kind = rank, kind
     # the group: the process group, else the stream / thread in order of first use
-    pg = np.where(has_meta, comms["pg"][np.maximum(meta, 0)], -1).astype(np.int64) if len(comms) \
+    pg = (
+        np.where(has_meta, comms["pg"][np.maximum(meta, 0)], -1).astype(np.int64)
+        if len(comms)
         else np.full(n, -1, np.int64)
+    )
     group_key, labels = _groups(profile, idx, rank, pg, basis)
     out.group, out.group_labels = group_key, labels
-    seq = np.where(has_meta, comms["seq"][np.maximum(meta, 0)], -1).astype(np.int64) if len(comms) \
+    seq = (
+        np.where(has_meta, comms["seq"][np.maximum(meta, 0)], -1).astype(np.int64)
+        if len(comms)
         else np.full(n, -1, np.int64)
+    )
     # the engine step of each event (aligned across ranks), -1 outside every step
     st = ev["step"][idx].astype(np.int64)
     estep = np.full(n, -1, np.int64)
@@ -191,8 +200,11 @@ def match(profile: Profile, same_host: bool = False) -> Collectives:
     out.inst = np.full(n, -1, np.int64)
     out.inst[keep] = dense
     used = mode[keep]
-    out.match = ("seq" if (used == 0).all() else "step" if (used == 1).all() else "order" if (used == 2).all()
-                 else "mixed") if keep.any() else "none"
+    out.match = (
+        ("seq" if (used == 0).all() else "step" if (used == 1).all() else "order" if (used == 2).all() else "mixed")
+        if keep.any()
+        else "none"
+    )
     out.offsets, out.clock = _clock(out.inst, rank, start + dur, len(np.unique(rank)), same_host)
     off = np.array([out.offsets.get(int(r), 0) for r in rank.tolist()], np.int64)
     out.start, out.end = start - off, start + dur - off
@@ -219,9 +231,11 @@ def _doubtful(c: Collectives) -> list[str]:
             m = (c.i_kind == kind) & (c.i_group == group)
             skew, lat = float(c.i_end_skew[m].mean()), float(c.i_latency[m].mean())
             if skew > max(lat, CLOCK_TOLERANCE_NS):
-                out.append(f"{KIND_NAMES[kind]} collectives on {c.group_labels[group]} end {skew / 1e6:.3g} ms apart "
-                           f"on average across ranks (latency {lat / 1e6:.3g} ms): matched by their order only (the "
-                           "trace has no process-group sequence numbers), they may not be the same collectives")
+                out.append(
+                    f"{KIND_NAMES[kind]} collectives on {c.group_labels[group]} end {skew / 1e6:.3g} ms apart "
+                    f"on average across ranks (latency {lat / 1e6:.3g} ms): matched by their order only (the "
+                    "trace has no process-group sequence numbers), they may not be the same collectives"
+                )
     return out
 
 
@@ -253,8 +267,11 @@ def _groups(profile: Profile, idx: np.ndarray, rank: np.ndarray, pg: np.ndarray,
         g = ids.get(key)
         if g is None:
             g = ids[key] = len(labels)
-            labels.append(f"pg {profile.strings[p]}" if p >= 0 else
-                          (f"{where} {first_track[s][1]}" if basis == "device" else "host"))
+            labels.append(
+                f"pg {profile.strings[p]}"
+                if p >= 0
+                else (f"{where} {first_track[s][1]}" if basis == "device" else "host")
+            )
         out[i] = g
     return out, labels
 
@@ -349,7 +366,7 @@ def _instances(out: Collectives, profile: Profile, idx, meta, dur) -> None:
     out.i_bytes = np.full(k, -1, np.int64)
     out.i_size = out.i_ranks.copy()
     mr = meta[rows]
-    for j, (row, c) in enumerate(zip(at.tolist(), mr.tolist())):
+    for row, c in zip(at.tolist(), mr.tolist()):
         if c < 0:
             continue
         gs = int(comms["group_size"][c])
@@ -368,6 +385,6 @@ def _instances(out: Collectives, profile: Profile, idx, meta, dur) -> None:
     bounds = np.searchsorted(ii[order], np.arange(k + 1))
     rs = r[order].tolist()
     for j in range(k):
-        key = tuple(rs[bounds[j]:bounds[j + 1]])
+        key = tuple(rs[bounds[j] : bounds[j + 1]])
         out.i_rankset[j] = sets.setdefault(key, len(sets))
     out.ranksets = list(sets)

@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 
 from ..core.profile import PHASES, Profile
-from ..summary import Collective, Comm, RankComm
 from ..knowledge.collective_kinds import BUS_FACTOR, KIND_NAMES
+from ..summary import Collective, Comm, RankComm
 from .collectives import Collectives
 from .overlap import Overlap
 
@@ -19,8 +19,13 @@ ALL = "all"
 def comm_section(profile: Profile, c: Collectives, ov: Overlap) -> Comm:
     if not len(c.idx):
         return Comm()
-    return Comm(collectives=collective_rows(profile, c), ranks=rank_rows(c, ov), events=int(len(c.idx)),
-                matched_events=int(np.count_nonzero(c.inst >= 0)), basis=c.basis)
+    return Comm(
+        collectives=collective_rows(profile, c),
+        ranks=rank_rows(c, ov),
+        events=int(len(c.idx)),
+        matched_events=int(np.count_nonzero(c.inst >= 0)),
+        basis=c.basis,
+    )
 
 
 def collective_rows(profile: Profile, c: Collectives) -> list[Collective]:
@@ -44,12 +49,21 @@ def collective_rows(profile: Profile, c: Collectives) -> list[Collective]:
         nbytes = c.i_bytes[sel]
         known = nbytes >= 0
         row = Collective(
-            kind=KIND_NAMES[kind], group=c.group_labels[group], phase=PHASES[phase], count=int(len(sel)),
+            kind=KIND_NAMES[kind],
+            group=c.group_labels[group],
+            phase=PHASES[phase],
+            count=int(len(sel)),
             name=profile.strings[Counter(names[ev_sel].tolist()).most_common(1)[0][0]],
-            ranks=int(c.i_ranks[sel].max()), latency_ns=int(lat.sum()), mean_latency_ns=float(lat.mean()),
-            wait_ns_by_rank=wait, arrived_last_by_rank={str(r): int(n) for r, n in sorted(last.items())},
-            start_skew_mean_ns=float(c.i_start_skew[sel].mean()), start_skew_max_ns=int(c.i_start_skew[sel].max()),
-            end_skew_mean_ns=float(c.i_end_skew[sel].mean()), end_skew_max_ns=int(c.i_end_skew[sel].max()))
+            ranks=int(c.i_ranks[sel].max()),
+            latency_ns=int(lat.sum()),
+            mean_latency_ns=float(lat.mean()),
+            wait_ns_by_rank=wait,
+            arrived_last_by_rank={str(r): int(n) for r, n in sorted(last.items())},
+            start_skew_mean_ns=float(c.i_start_skew[sel].mean()),
+            start_skew_max_ns=int(c.i_start_skew[sel].max()),
+            end_skew_mean_ns=float(c.i_end_skew[sel].mean()),
+            end_skew_max_ns=int(c.i_end_skew[sel].max()),
+        )
         if known.any():
             b, t = int(nbytes[known].sum()), int(lat[known].sum())
             row.bytes = b
@@ -80,11 +94,20 @@ def rank_rows(c: Collectives, ov: Overlap) -> list[RankComm]:
             step = int(ov.step[pos, p] if p is not None else ov.step[pos].sum())
             mine = ii[sel]
             w = int(wait[sel].sum())
-            out.append(RankComm(
-                rank=int(r), phase=PHASES[p] if p is not None else ALL, collectives=n, comm_ns=comm,
-                overlapped_ns=olap, exposed_ns=comm - olap, step_ns=step,
-                exposed_share=((comm - olap) / step) if step else None, wait_ns=w,
-                mean_wait_ns=(w / n) if n else None,
-                arrived_last_share=float(np.count_nonzero(c.i_last[mine] == r) / n) if n else None,
-                arrived_first_share=float(np.count_nonzero(c.i_first[mine] == r) / n) if n else None))
+            out.append(
+                RankComm(
+                    rank=int(r),
+                    phase=PHASES[p] if p is not None else ALL,
+                    collectives=n,
+                    comm_ns=comm,
+                    overlapped_ns=olap,
+                    exposed_ns=comm - olap,
+                    step_ns=step,
+                    exposed_share=((comm - olap) / step) if step else None,
+                    wait_ns=w,
+                    mean_wait_ns=(w / n) if n else None,
+                    arrived_last_share=float(np.count_nonzero(c.i_last[mine] == r) / n) if n else None,
+                    arrived_first_share=float(np.count_nonzero(c.i_first[mine] == r) / n) if n else None,
+                )
+            )
     return out

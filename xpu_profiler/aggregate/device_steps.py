@@ -39,12 +39,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.fmt import ns
-from ..core.profile import K_ANNOTATION, PHASES, Profile
-from ..summary import DeviceSteps, DeviceTime
-from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES
-from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
 from ..core.intervals import covered_in_windows, group_ids, innermost, union_length
 from ..core.launches import device_mask, launch_start, thread_ids
+from ..core.profile import K_ANNOTATION, PHASES, Profile
+from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES
+from ..summary import DeviceSteps, DeviceTime
+from .idle import KERNEL_WAIT_NS, Gaps, device_rows, find_gaps
 
 #: a step (or phase) is host-bound when the device waited on the host for at least this
 #: share of its device period
@@ -69,8 +69,14 @@ def step_busy(profile: Profile, basis: np.ndarray) -> np.ndarray:
         m = device_mask(ev["kind"]) & (start >= 0) & (ev["step"] >= 0)
         return union_length(ev["step"][m].astype(np.int64), start[m], end[m], len(steps))
     m = basis & (start >= 0)
-    return covered_in_windows(ev["rank"][m].astype(np.int64), start[m], end[m], steps["rank"].astype(np.int64),
-                              steps["start"], steps["start"] + steps["dur"])
+    return covered_in_windows(
+        ev["rank"][m].astype(np.int64),
+        start[m],
+        end[m],
+        steps["rank"].astype(np.int64),
+        steps["start"],
+        steps["start"] + steps["dur"],
+    )
 
 
 class DeviceTimeline(NamedTuple):
@@ -85,13 +91,13 @@ class DeviceTimeline(NamedTuple):
     kernel_wait: np.ndarray
     other: np.ndarray
     waiting_on_host: np.ndarray
-    bound: np.ndarray         # 0 host, 1 device, -1 no device work
-    twin_diff: np.ndarray     # ns, -1 without a twin or without correlated work
-    queue_delay: np.ndarray   # mean start − launch of the step's device work, -1 unknown
-    delay: np.ndarray         # start − launch of each launched piece of the steps' work
-    delay_step: np.ndarray    # ... and its step row
-    stream_gaps: Gaps         # per-stream gaps of every device event (HTA's breakdown)
-    device_rows: np.ndarray   # the rows those gaps are over
+    bound: np.ndarray  # 0 host, 1 device, -1 no device work
+    twin_diff: np.ndarray  # ns, -1 without a twin or without correlated work
+    queue_delay: np.ndarray  # mean start − launch of the step's device work, -1 unknown
+    delay: np.ndarray  # start − launch of each launched piece of the steps' work
+    delay_step: np.ndarray  # ... and its step row
+    stream_gaps: Gaps  # per-stream gaps of every device event (HTA's breakdown)
+    device_rows: np.ndarray  # the rows those gaps are over
 
     @property
     def period(self) -> np.ndarray:
@@ -132,11 +138,24 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
     period = np.where(has, starved + d_end - d_start, 0)
     bound = np.where(~has | (period <= 0), -1, np.where(sums["waiting_on_host"] >= HOST_BOUND_SHARE * period, 0, 1))
     delay, delay_step, queue = _queue_delays(profile, own, st, launch_t, n)
-    return DeviceTimeline(start=d_start, end=d_end, busy=np.where(has, busy, 0), idle=idle, starved=starved,
-                          host_wait=sums["host_wait"], kernel_wait=sums["kernel_wait"], other=sums["other"],
-                          waiting_on_host=sums["waiting_on_host"], bound=bound.astype(np.int8), twin_diff=twin_diff,
-                          queue_delay=queue, delay=delay, delay_step=delay_step, stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
-                          device_rows=rows)
+    return DeviceTimeline(
+        start=d_start,
+        end=d_end,
+        busy=np.where(has, busy, 0),
+        idle=idle,
+        starved=starved,
+        host_wait=sums["host_wait"],
+        kernel_wait=sums["kernel_wait"],
+        other=sums["other"],
+        waiting_on_host=sums["waiting_on_host"],
+        bound=bound.astype(np.int8),
+        twin_diff=twin_diff,
+        queue_delay=queue,
+        delay=delay,
+        delay_step=delay_step,
+        stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
+        device_rows=rows,
+    )
 
 
 def _starved(s_rank: np.ndarray, d_start: np.ndarray, d_end: np.ndarray, has: np.ndarray) -> np.ndarray:
@@ -168,10 +187,16 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
     names = profile.strings.strings
     host = host[[not names[i].startswith(MODULE_RANGE_PREFIXES) for i in ev["name"][host].tolist()]]
     # the host annotation row of each step (same rank, name and start)
-    row_of = {(r, nm, t): i for i, r, nm, t in zip(host.tolist(), ev["rank"][host].tolist(),
-                                                    ev["name"][host].tolist(), start[host].tolist())}
-    step_ann = np.array([row_of.get(k, -1) for k in zip(steps["rank"].tolist(), steps["name"].tolist(),
-                                                        steps["start"].tolist())], np.int64)
+    row_of = {
+        (r, nm, t): i
+        for i, r, nm, t in zip(
+            host.tolist(), ev["rank"][host].tolist(), ev["name"][host].tolist(), start[host].tolist()
+        )
+    }
+    step_ann = np.array(
+        [row_of.get(k, -1) for k in zip(steps["rank"].tolist(), steps["name"].tolist(), steps["start"].tolist())],
+        np.int64,
+    )
     la = launch[own]
     own, la = own[la >= 0], la[la >= 0]
     thread = thread_ids(profile)
@@ -184,13 +209,15 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
     np.maximum.at(d_e, st[direct], (start + ev["dur"])[own[direct]])
     has = np.flatnonzero(d_e >= 0)
     # the twin of the step's name and rank whose start is nearest the direct work's start
-    g = group_ids(np.concatenate([steps["rank"][has], ev["rank"][tw]]).astype(np.int64),
-                  np.concatenate([steps["name"][has], ev["name"][tw]]).astype(np.int64))
+    g = group_ids(
+        np.concatenate([steps["rank"][has], ev["rank"][tw]]).astype(np.int64),
+        np.concatenate([steps["name"][has], ev["name"][tw]]).astype(np.int64),
+    )
     big = int((start + ev["dur"]).max()) + 2
-    tkey = g[len(has):] * big + start[tw]
+    tkey = g[len(has) :] * big + start[tw]
     order = np.argsort(tkey)
     tkey, tw = tkey[order], tw[order]
-    skey = g[:len(has)] * big + d_s[has]
+    skey = g[: len(has)] * big + d_s[has]
     pos = np.searchsorted(tkey, skey)
     best = np.full(len(has), -1, np.int64)
     best_d = np.full(len(has), np.iinfo(np.int64).max, np.int64)
@@ -208,8 +235,9 @@ def _twin_diff(profile: Profile, own: np.ndarray, launch: np.ndarray) -> np.ndar
     return out
 
 
-def _queue_delays(profile: Profile, own: np.ndarray, st: np.ndarray, launch_t: np.ndarray,
-                  n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _queue_delays(
+    profile: Profile, own: np.ndarray, st: np.ndarray, launch_t: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How long the steps' device work waited between its launch and its start: per event
     (with its step), and per step the mean (-1 without launches)."""
     la = launch_t[own]
@@ -224,6 +252,7 @@ def _queue_delays(profile: Profile, own: np.ndarray, st: np.ndarray, launch_t: n
 
 # -- phases -------------------------------------------------------------------------------
 
+
 def phase_bound(tl: DeviceTimeline, phase: np.ndarray, p: int) -> dict | None:
     """The device time of one phase's steps summed, its verdict and the evidence; None
     when its steps ran no device work."""
@@ -233,33 +262,47 @@ def phase_bound(tl: DeviceTimeline, phase: np.ndarray, p: int) -> dict | None:
     period = int(tl.period[m].sum())
     if period <= 0:
         return None
-    sums = {k: int(getattr(tl, k)[m].sum()) for k in ("busy", "idle", "starved", "host_wait", "kernel_wait",
-                                                       "other", "waiting_on_host")}
+    sums = {
+        k: int(getattr(tl, k)[m].sum())
+        for k in ("busy", "idle", "starved", "host_wait", "kernel_wait", "other", "waiting_on_host")
+    }
     host = sums["waiting_on_host"] >= HOST_BOUND_SHARE * period
     q = tl.delay[phase[tl.delay_step] == p]
     delay = float(np.median(q)) if len(q) else None  # O(n) selection, no sort
-    return {"bound": "host" if host else "device", "period": period, "queue_delay": delay, **sums,
-            "evidence": evidence(PHASES[p], host, period, sums, delay)}
+    return {
+        "bound": "host" if host else "device",
+        "period": period,
+        "queue_delay": delay,
+        **sums,
+        "evidence": evidence(PHASES[p], host, period, sums, delay),
+    }
 
 
 def evidence(label: str, host: bool, period: int, s: dict, delay: float | None) -> str:
     """One sentence that says why: the shares of the device period and where they went."""
+
     def pct(x: int) -> str:
         return f"{100 * x / period:.1f}%" if period else "0%"
 
     idle = s["idle"] + s["starved"]
-    head = (f"{label} is {'host' if host else 'device'}-bound: device busy {pct(s['busy'])} of its step time, "
-            f"idle {pct(idle)} (host wait {pct(s['host_wait'])}, kernel wait {pct(s['kernel_wait'])}, "
-            f"other {pct(s['other'])}); {pct(s['waiting_on_host'])} waiting on the host")
+    head = (
+        f"{label} is {'host' if host else 'device'}-bound: device busy {pct(s['busy'])} of its step time, "
+        f"idle {pct(idle)} (host wait {pct(s['host_wait'])}, kernel wait {pct(s['kernel_wait'])}, "
+        f"other {pct(s['other'])}); {pct(s['waiting_on_host'])} waiting on the host"
+    )
     if host:
         return f"{head}: launches arrived after the device had drained"
     lead = f", its work queued a median {ns(delay)} before it ran" if delay is not None else ""
-    why = "idle with its work already queued (dependencies, not the host)" if s["other"] > s["busy"] \
+    why = (
+        "idle with its work already queued (dependencies, not the host)"
+        if s["other"] > s["busy"]
         else "the host kept ahead of the device"
+    )
     return f"{head}{lead}: {why}"
 
 
 # -- the Summary's sections ------------------------------------------------------------------
+
 
 def device_steps_section(profile: Profile, tl: DeviceTimeline | None):
     """The ``DeviceSteps`` section (empty without device work)."""
@@ -270,17 +313,30 @@ def device_steps_section(profile: Profile, tl: DeviceTimeline | None):
     twin = tl.twin_diff >= 0
     diff = tl.twin_diff[twin]
     return DeviceSteps(
-        rank=steps["rank"].tolist(), step_id=steps["step_id"].tolist(),
+        rank=steps["rank"].tolist(),
+        step_id=steps["step_id"].tolist(),
         phase=[PHASES[p] for p in steps["phase"].tolist()],
-        device_start_ns=tl.start.tolist(), device_end_ns=tl.end.tolist(), device_busy_ns=tl.busy.tolist(),
-        device_idle_ns=tl.idle.tolist(), starved_ns=tl.starved.tolist(), host_wait_ns=tl.host_wait.tolist(),
-        kernel_wait_ns=tl.kernel_wait.tolist(), other_ns=tl.other.tolist(),
-        waiting_on_host_ns=tl.waiting_on_host.tolist(), queue_delay_ns=tl.queue_delay.tolist(),
+        device_start_ns=tl.start.tolist(),
+        device_end_ns=tl.end.tolist(),
+        device_busy_ns=tl.busy.tolist(),
+        device_idle_ns=tl.idle.tolist(),
+        starved_ns=tl.starved.tolist(),
+        host_wait_ns=tl.host_wait.tolist(),
+        kernel_wait_ns=tl.kernel_wait.tolist(),
+        other_ns=tl.other.tolist(),
+        waiting_on_host_ns=tl.waiting_on_host.tolist(),
+        queue_delay_ns=tl.queue_delay.tolist(),
         bound=[BOUND[b] if b >= 0 and h else None for b, h in zip(tl.bound.tolist(), has.tolist())],
         twin_diff_ns=[int(d) if d >= 0 else None for d in tl.twin_diff.tolist()],
-        host_bound_share=HOST_BOUND_SHARE, kernel_wait_max_ns=KERNEL_WAIT_NS,
-        twins={"steps": int(twin.sum()), "agree": int((diff <= TWIN_TOLERANCE_NS).sum()),
-               "max_diff_ns": int(diff.max()) if len(diff) else 0, "tolerance_ns": TWIN_TOLERANCE_NS})
+        host_bound_share=HOST_BOUND_SHARE,
+        kernel_wait_max_ns=KERNEL_WAIT_NS,
+        twins={
+            "steps": int(twin.sum()),
+            "agree": int((diff <= TWIN_TOLERANCE_NS).sum()),
+            "max_diff_ns": int(diff.max()) if len(diff) else 0,
+            "tolerance_ns": TWIN_TOLERANCE_NS,
+        },
+    )
 
 
 def add_phase_bounds(phases: list, profile: Profile, tl: DeviceTimeline | None) -> None:
@@ -292,6 +348,14 @@ def add_phase_bounds(phases: list, profile: Profile, tl: DeviceTimeline | None) 
         if b is None:
             continue
         ph.bound, ph.bound_evidence = b["bound"], b["evidence"]
-        ph.device = DeviceTime(period_ns=b["period"], busy_ns=b["busy"], idle_ns=b["idle"], starved_ns=b["starved"],
-                               host_wait_ns=b["host_wait"], kernel_wait_ns=b["kernel_wait"], other_ns=b["other"],
-                               waiting_on_host_ns=b["waiting_on_host"], queue_delay_ns=b["queue_delay"])
+        ph.device = DeviceTime(
+            period_ns=b["period"],
+            busy_ns=b["busy"],
+            idle_ns=b["idle"],
+            starved_ns=b["starved"],
+            host_wait_ns=b["host_wait"],
+            kernel_wait_ns=b["kernel_wait"],
+            other_ns=b["other"],
+            waiting_on_host_ns=b["waiting_on_host"],
+            queue_delay_ns=b["queue_delay"],
+        )

@@ -21,29 +21,28 @@ graph with its op chain and layer modules. Three stateless steps, columnar:
 
 from __future__ import annotations
 
-import re
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
 import numpy as np
 
 from ..core.intervals import containing
-from ..core.sources import DTYPE as SOURCE_DTYPE, AttributionSource
-from ..knowledge.kernel_names import kernel_key
-from ..knowledge.runtime_api import GRAPH_LAUNCH
-from .captures import Captures, name_mask
 from ..core.ordering import lexsort
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_RUNTIME, Profile
+from ..core.sources import DTYPE as SOURCE_DTYPE
+from ..core.sources import AttributionSource
+from ..knowledge.kernel_names import kernel_key
+from ..knowledge.runtime_api import GRAPH_LAUNCH
 from ..knowledge.step_grammar import FAMILY_PRIORITY, parse_step_name
 from ..knowledge.taxonomy import FUSED_OPS, Taxonomy
-
+from .captures import Captures, name_mask
 
 
 class Replays(NamedTuple):
     """One row per graph replay; its device work is ``rows[offsets[i]:offsets[i + 1]]``
     (event rows in start order)."""
 
-    launch: np.ndarray   # event row of the graph launch, -1: launched before the window
+    launch: np.ndarray  # event row of the graph launch, -1: launched before the window
     rank: np.ndarray
     corr: np.ndarray
     rows: np.ndarray
@@ -56,11 +55,11 @@ class Replays(NamedTuple):
 class ReplayAttribution(NamedTuple):
     """Per event row of the replay profile (-1 / NONE where not replayed or not matched)."""
 
-    fused: np.ndarray     # int16, fused op from the capture
-    source: np.ndarray    # int8, AttributionSource.CAPTURE where the capture decided
+    fused: np.ndarray  # int16, fused op from the capture
+    source: np.ndarray  # int8, AttributionSource.CAPTURE where the capture decided
     capture_row: np.ndarray  # int64, matched launch (row of the capture profile)
-    replay: np.ndarray    # int32, replay index
-    graph: np.ndarray     # per replay: matched captured graph, -1
+    replay: np.ndarray  # int32, replay index
+    graph: np.ndarray  # per replay: matched captured graph, -1
     stats: dict
 
 
@@ -99,8 +98,13 @@ def find_replays(profile: Profile) -> Replays:
     launch = np.full(len(keys), -1, np.int64)
     launch[ok] = gl[gk_order][pos[ok]]
     offsets = np.searchsorted(g, np.arange(len(keys) + 1)).astype(np.int64)
-    return Replays(launch=launch, rank=(keys // big).astype(np.int32), corr=(keys % big).astype(np.int64),
-                   rows=rows, offsets=offsets)
+    return Replays(
+        launch=launch,
+        rank=(keys // big).astype(np.int32),
+        corr=(keys % big).astype(np.int64),
+        rows=rows,
+        offsets=offsets,
+    )
 
 
 def replay_share(profile: Profile, replays: Replays) -> dict:
@@ -109,8 +113,13 @@ def replay_share(profile: Profile, replays: Replays) -> dict:
     dev = np.isin(ev["kind"], DEVICE_KINDS) & (ev["start"] >= 0)
     total = int(ev["dur"][dev].sum())
     under = int(ev["dur"][replays.rows].sum())
-    return {"replays": len(replays), "replayed_events": int(len(replays.rows)), "device_ns": total,
-            "replayed_ns": under, "share": under / total if total else 0.0}
+    return {
+        "replays": len(replays),
+        "replayed_events": int(len(replays.rows)),
+        "device_ns": total,
+        "replayed_ns": under,
+        "share": under / total if total else 0.0,
+    }
 
 
 def _step_hints(profile: Profile, replays: Replays) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +137,14 @@ def _step_hints(profile: Profile, replays: Replays) -> tuple[np.ndarray, np.ndar
     has = np.flatnonzero(replays.launch >= 0)
     la = replays.launch[has]
     s_rank = ev["rank"][steps].astype(np.int64)
-    hit = containing(s_rank, ev["start"][steps], ev["start"][steps] + ev["dur"][steps],
-                     ev["rank"][la].astype(np.int64), ev["start"][la], ev["start"][la])
+    hit = containing(
+        s_rank,
+        ev["start"][steps],
+        ev["start"][steps] + ev["dur"][steps],
+        ev["rank"][la].astype(np.int64),
+        ev["start"][la],
+        ev["start"][la],
+    )
     ok = hit >= 0
     tokens[has[ok]] = [parsed[int(ev["name"][steps[h]])].total_tokens for h in hit[ok].tolist()]
     for h in np.unique(hit[ok]).tolist():
@@ -167,8 +182,9 @@ def _best_alignment(rk: np.ndarray, seqs: list, exact: dict) -> tuple[list, list
     return choice[0], [(blk.b + t, blk.a + t) for blk in choice[1] for t in range(blk.size)]
 
 
-def _align(rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched: bool,
-           tokens: int, ordinal: int, memo: dict) -> tuple[int, list, str]:
+def _align(
+    rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched: bool, tokens: int, ordinal: int, memo: dict
+) -> tuple[int, list, str]:
     """(captured graph, [(replay position, launch position)], how) for one replay."""
     n = len(rk)
     hit = exact.get(rk.tobytes())
@@ -193,8 +209,9 @@ def _align(rk: np.ndarray, captures: Captures, seqs: list, exact: dict, launched
     return g, [(j, j + shift) for j in range(n)], "by_position"
 
 
-def match_replays(profile: Profile, replays: Replays, captures: Captures,
-                  taxonomy: Taxonomy | None = None) -> ReplayAttribution:
+def match_replays(
+    profile: Profile, replays: Replays, captures: Captures, taxonomy: Taxonomy | None = None
+) -> ReplayAttribution:
     """Each replayed device event matched to its captured launch and attributed through it,
     exactly as an eager kernel: its outermost custom op, else its module; when neither
     speaks and its own name says nothing either, its top-level op. Names that are
@@ -207,8 +224,15 @@ def match_replays(profile: Profile, replays: Replays, captures: Captures,
     cap_row = np.full(n_ev, -1, np.int64)
     replay = np.full(n_ev, -1, np.int32)
     graph_of = np.full(n_rep, -1, np.int64)
-    stats = {"replays": n_rep, "replayed_events": int(len(replays.rows)), "matched_events": 0,
-             "attributed_events": 0, "by_name": 0, "by_position": 0, "unmatched": 0}
+    stats = {
+        "replays": n_rep,
+        "replayed_events": int(len(replays.rows)),
+        "matched_events": 0,
+        "attributed_events": 0,
+        "by_name": 0,
+        "by_position": 0,
+        "unmatched": 0,
+    }
     rows = replays.rows
     replay[rows] = np.repeat(np.arange(n_rep, dtype=np.int32), np.diff(replays.offsets))
     if not len(captures):
@@ -217,8 +241,13 @@ def match_replays(profile: Profile, replays: Replays, captures: Captures,
         index = {k: i for i, k in enumerate(captures.keys)}  # one key space for both profiles
         uniq, first, inv = np.unique(ev["name"][rows], return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
-        rkey = np.array([index.setdefault(kernel_key(strings[int(u)], int(ev["kind"][rows[f]])), len(index))
-                         for u, f in zip(uniq.tolist(), first.tolist())], np.int32)[inv]
+        rkey = np.array(
+            [
+                index.setdefault(kernel_key(strings[int(u)], int(ev["kind"][rows[f]])), len(index))
+                for u, f in zip(uniq.tolist(), first.tolist())
+            ],
+            np.int32,
+        )[inv]
         own = np.array([taxonomy.classify(strings[int(u)]) for u in uniq.tolist()], np.int16)[inv]
         strong = np.isin(own, [FUSED_OPS.index(x) for x in ("memcpy", "memset", "communication")])
         seqs = [captures.key[a:b] for a, b in zip(captures.offsets[:-1], captures.offsets[1:])]
@@ -230,8 +259,9 @@ def match_replays(profile: Profile, replays: Replays, captures: Captures,
         memo: dict = {}
         for i in range(n_rep):  # replays are few (one per step, or per piece when piecewise)
             a, b = int(replays.offsets[i]), int(replays.offsets[i + 1])
-            g, pairs, how = _align(rkey[a:b], captures, seqs, exact, bool(replays.launch[i] >= 0),
-                                   int(tokens[i]), int(ordinal[i]), memo)
+            g, pairs, how = _align(
+                rkey[a:b], captures, seqs, exact, bool(replays.launch[i] >= 0), int(tokens[i]), int(ordinal[i]), memo
+            )
             stats[how] += 1
             if g < 0:
                 continue

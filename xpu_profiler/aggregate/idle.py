@@ -33,11 +33,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.intervals import distinct_rows
+from ..core.launches import device_mask
 from ..core.ordering import lexsort
 from ..core.profile import PHASES, Profile
 from ..summary import Idle
-from ..core.intervals import distinct_rows
-from ..core.launches import device_mask
 
 #: the longest wait between a launch (or the previous kernel) and the kernel's start
 #: still counted as launch latency; measured launch-to-start latency on an idle device
@@ -48,15 +48,15 @@ KERNEL_WAIT_NS = 30_000
 class Gaps(NamedTuple):
     """One row per idle gap, named by the event row of the work that ended it."""
 
-    row: np.ndarray          # event row of the work after the gap
-    group: np.ndarray        # row of ``keys``: (rank, device) or (rank, device, stream)
-    start: np.ndarray        # the previous work's end
-    end: np.ndarray          # this work's start
+    row: np.ndarray  # event row of the work after the gap
+    group: np.ndarray  # row of ``keys``: (rank, device) or (rank, device, stream)
+    start: np.ndarray  # the previous work's end
+    end: np.ndarray  # this work's start
     host_wait: np.ndarray
     kernel_wait: np.ndarray
     other: np.ndarray
     waiting_on_host: np.ndarray
-    keys: np.ndarray         # distinct group keys, one row per group
+    keys: np.ndarray  # distinct group keys, one row per group
     event_group: np.ndarray  # per input row, its group
 
     def __len__(self) -> int:
@@ -69,16 +69,16 @@ def device_rows(profile: Profile) -> np.ndarray:
     return np.flatnonzero(device_mask(ev["kind"]) & (ev["start"] >= 0))
 
 
-def find_gaps(profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stream: bool,
-              threshold: int = KERNEL_WAIT_NS) -> Gaps:
+def find_gaps(
+    profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stream: bool, threshold: int = KERNEL_WAIT_NS
+) -> Gaps:
     """The idle gaps between the work of ``rows`` (device events), per stream or per
     device; ``launch_t``: per event row, its runtime call's start (-1 unknown)."""
     ev = profile.events
     cols = [ev["rank"][rows].astype(np.int64), ev["device"][rows].astype(np.int64)]
     if per_stream:
         cols.append(ev["track"][rows].astype(np.int64))
-    keys, keys_gid = distinct_rows(*cols) if len(rows) else (np.zeros((0, len(cols)), np.int64),
-                                                             np.zeros(0, np.int64))
+    keys, keys_gid = distinct_rows(*cols) if len(rows) else (np.zeros((0, len(cols)), np.int64), np.zeros(0, np.int64))
     start = ev["start"][rows]
     end = start + ev["dur"][rows]
     launch = launch_t[rows]
@@ -91,7 +91,7 @@ def find_gaps(profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stre
     big = int(max(e.max(), s.max())) + 1
     ke = g * big + e
     prev = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], ke[:-1])))
-    same = prev >= g * big                       # an earlier event of the same group exists
+    same = prev >= g * big  # an earlier event of the same group exists
     p = np.where(same, prev - g * big, s)
     gap = np.where(same, np.maximum(s - p, 0), 0)
     m = gap > 0
@@ -103,8 +103,18 @@ def find_gaps(profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stre
     kernel = np.where(short, after, 0)
     other = np.where(short, 0, after)
     late = known & (s - la <= threshold)
-    return Gaps(row=r, group=g, start=p, end=s, host_wait=host, kernel_wait=kernel, other=other,
-                waiting_on_host=host + np.where(late, kernel, 0), keys=keys, event_group=keys_gid)
+    return Gaps(
+        row=r,
+        group=g,
+        start=p,
+        end=s,
+        host_wait=host,
+        kernel_wait=kernel,
+        other=other,
+        waiting_on_host=host + np.where(late, kernel, 0),
+        keys=keys,
+        event_group=keys_gid,
+    )
 
 
 def per_stream_rows(profile: Profile, gaps: Gaps, rows: np.ndarray) -> list[Idle]:
@@ -131,8 +141,17 @@ def per_stream_rows(profile: Profile, gaps: Gaps, rows: np.ndarray) -> list[Idle
     for k, (rank, device, stream) in enumerate(keys):
         for p in range(n_ph):
             if busy[k, p] or count[k, p]:
-                out.append(Idle(rank=int(rank), device=int(device), stream=int(stream), phase=PHASES[p],
-                                busy_ns=int(busy[k, p]), gaps=int(count[k, p]),
-                                host_wait_ns=int(sums["host_wait"][k, p]),
-                                kernel_wait_ns=int(sums["kernel_wait"][k, p]), other_ns=int(sums["other"][k, p])))
+                out.append(
+                    Idle(
+                        rank=int(rank),
+                        device=int(device),
+                        stream=int(stream),
+                        phase=PHASES[p],
+                        busy_ns=int(busy[k, p]),
+                        gaps=int(count[k, p]),
+                        host_wait_ns=int(sums["host_wait"][k, p]),
+                        kernel_wait_ns=int(sums["kernel_wait"][k, p]),
+                        other_ns=int(sums["other"][k, p]),
+                    )
+                )
     return out

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
-from ..summary import KernelStats
-from ..knowledge.taxonomy import module_class
-from .attribution import launch_points
-from ..core.launches import launch_rows, thread_ids
 from ..core.intervals import containing, top_level
+from ..core.launches import launch_rows, thread_ids
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_KERNEL, K_RUNTIME, PHASES, Profile
+from ..knowledge.taxonomy import module_class
+from ..summary import KernelStats
+from .attribution import launch_points
 
 PERCENTILES = np.arange(101)
 #: layer modules whose work is the model's output head, and the sampler
@@ -87,12 +87,17 @@ def kernel_stats(profile: Profile, basis: np.ndarray) -> dict[str, KernelStats]:
         launched = la >= 0
         n_launch = len(np.unique(la[launched]))
         out[name] = KernelStats(
-            unit=unit, count=int(m.sum()), time_ns=int(dur[m].sum()), steps=n_steps,
+            unit=unit,
+            count=int(m.sum()),
+            time_ns=int(dur[m].sum()),
+            steps=n_steps,
             per_step=(float(m.sum()) / n_steps) if n_steps else None,
-            launches=n_launch, graph_launches=len(np.unique(la[launched & g])),
+            launches=n_launch,
+            graph_launches=len(np.unique(la[launched & g])),
             graph_kernels=int((launched & g).sum()),
             per_launch=(float(launched.sum()) / n_launch) if n_launch else None,
-            dur_pct_ns=np.percentile(dur[m], PERCENTILES).tolist())
+            dur_pct_ns=np.percentile(dur[m], PERCENTILES).tolist(),
+        )
     return out
 
 

@@ -14,8 +14,7 @@ def downsample(t: np.ndarray, v: np.ndarray, limit: int = MAX_SERIES_POINTS) -> 
     """At most ``limit`` evenly spaced points, the maximum always among them."""
     if len(t) <= limit:
         return t.tolist(), v.tolist()
-    idx = np.unique(np.concatenate([np.linspace(0, len(t) - 1, limit - 1).astype(np.int64),
-                                    [int(np.argmax(v))]]))
+    idx = np.unique(np.concatenate([np.linspace(0, len(t) - 1, limit - 1).astype(np.int64), [int(np.argmax(v))]]))
     return t[idx].tolist(), v[idx].tolist()
 
 

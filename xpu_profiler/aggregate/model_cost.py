@@ -26,11 +26,30 @@ import numpy as np
 
 from ..core.profile import Profile
 
-DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2,
-               "half": 2, "fp8": 1, "float8_e4m3fn": 1, "int8": 1}
+DTYPE_BYTES = {
+    "float32": 4,
+    "fp32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "fp8": 1,
+    "float8_e4m3fn": 1,
+    "int8": 1,
+}
 #: engine dtype → key of DeviceSpec.peak_flops
-PEAK_KEY = {"float32": "fp32", "fp32": "fp32", "float": "fp32", "bfloat16": "bf16", "bf16": "bf16",
-            "float16": "fp16", "fp16": "fp16", "half": "fp16"}
+PEAK_KEY = {
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +65,7 @@ class ModelShape:
     experts: int = 0
     topk: int = 0
     moe_inter: int = 0
-    shared: int = 0           # shared experts (each of moe_inter)
+    shared: int = 0  # shared experts (each of moe_inter)
     wbytes: int = 2
     tp: int = 1
 
@@ -100,10 +119,22 @@ def model_shape(cfg: dict, dtype: str | None, tp: int = 1) -> ModelShape | None:
     if not shared and _int(cfg, "shared_expert_intermediate_size"):
         shared = max(1, _int(cfg, "shared_expert_intermediate_size") // max(moe_inter, 1))
     wbytes = DTYPE_BYTES.get(str(dtype or cfg.get("torch_dtype") or "").replace("torch.", ""), 2)
-    return ModelShape(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim, inter=inter,
-                      vocab=vocab, moe_layers=moe_layers, experts=experts,
-                      topk=_int(cfg, "num_experts_per_tok", "moe_topk", default=2 if experts else 0),
-                      moe_inter=moe_inter, shared=shared, wbytes=wbytes, tp=max(1, int(tp or 1)))
+    return ModelShape(
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=head_dim,
+        inter=inter,
+        vocab=vocab,
+        moe_layers=moe_layers,
+        experts=experts,
+        topk=_int(cfg, "num_experts_per_tok", "moe_topk", default=2 if experts else 0),
+        moe_inter=moe_inter,
+        shared=shared,
+        wbytes=wbytes,
+        tp=max(1, int(tp or 1)),
+    )
 
 
 def decode_context(profile: Profile, rows: np.ndarray) -> np.ndarray | None:
@@ -133,8 +164,13 @@ def decode_context(profile: Profile, rows: np.ndarray) -> np.ndarray | None:
     return t * active_sum(slope) + active_sum(const)
 
 
-def step_costs(shape: ModelShape, prefill_tokens: np.ndarray, decode_tokens: np.ndarray,
-               prefill_reqs: np.ndarray, decode_ctx: np.ndarray | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def step_costs(
+    shape: ModelShape,
+    prefill_tokens: np.ndarray,
+    decode_tokens: np.ndarray,
+    prefill_reqs: np.ndarray,
+    decode_ctx: np.ndarray | None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per step (one rank): component → (FLOPs, bytes). Components: gemm, attention, moe."""
     s = shape
     tp = s.tp
@@ -150,8 +186,11 @@ def step_costs(shape: ModelShape, prefill_tokens: np.ndarray, decode_tokens: np.
     proj_w = D * (q + 2 * kv) * d + q * d * D
     gemm_f = 2 * T * proj_w * L + 2 * T * D * 3 * inter * Ld + 2 * logits * D * vocab
     gemm_w = (proj_w * L + 3 * D * inter * Ld + D * vocab) * b
-    gemm_a = (T * (D + (q + 2 * kv) * d) + T * (q * d + D)) * L * b + T * (D + 2 * inter + inter + D) * Ld * b \
+    gemm_a = (
+        (T * (D + (q + 2 * kv) * d) + T * (q * d + D)) * L * b
+        + T * (D + 2 * inter + inter + D) * Ld * b
         + logits * (D + vocab) * b
+    )
     gemm_bytes = np.where(T > 0, gemm_w, 0) + gemm_a
     # attention: prefill tokens attend to about half their prompt each (causal), decode tokens to their context
     reqs = np.maximum(prefill_reqs.astype(np.float64), 1)

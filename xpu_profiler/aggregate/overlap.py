@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.profile import PHASES, Profile
-from .backend_work import inside_work
 from ..core.intervals import containing, top_level, union_length
 from ..core.launches import thread_ids
+from ..core.profile import PHASES, Profile
+from .backend_work import inside_work
 
 
 @dataclass
@@ -29,8 +29,9 @@ class Overlap:
         return self.comm - self.overlapped
 
 
-def compute_events(profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, host: bool,
-                   work: np.ndarray | None = None) -> np.ndarray:
+def compute_events(
+    profile: Profile, basis: np.ndarray, comm_idx: np.ndarray, host: bool, work: np.ndarray | None = None
+) -> np.ndarray:
     """Rows of the compute the communication can hide behind: the basis events that are
     not communication; on the host basis also not the top-level ops a collective runs in,
     nor the ops of a backend's threads inside the collective work they run (``work``)."""
@@ -72,8 +73,9 @@ def step_spans(profile: Profile, rows: np.ndarray) -> np.ndarray:
     return span
 
 
-def overlap(profile: Profile, comm_idx: np.ndarray, comm_end: np.ndarray, compute_idx: np.ndarray,
-            ranks: list[int]) -> Overlap:
+def overlap(
+    profile: Profile, comm_idx: np.ndarray, comm_end: np.ndarray, compute_idx: np.ndarray, ranks: list[int]
+) -> Overlap:
     """Communication (``comm_end``: each event's end, its backend work's included), its
     overlap with compute, and step time, per (rank, phase)."""
     ev, steps = profile.events, profile.steps

@@ -15,8 +15,9 @@ from .overlap import overlap
 from .ranks import EngineView, step_engine
 
 
-def parallel_section(profile: Profile, lay: Layout, c: Collectives, compute_idx: np.ndarray,
-                     view: EngineView) -> Parallel:
+def parallel_section(
+    profile: Profile, lay: Layout, c: Collectives, compute_idx: np.ndarray, view: EngineView
+) -> Parallel:
     if not lay.coords:
         return Parallel()
     ranks = profile.ranks
@@ -29,11 +30,17 @@ def parallel_section(profile: Profile, lay: Layout, c: Collectives, compute_idx:
         ov = overlap(profile, c.idx[ev_sel], c.work_end[ev_sel], compute_idx, members)
         step_ns = int(sum(int(steps["dur"][steps["rank"] == r].sum()) for r in members))
         exposed = int(ov.exposed.sum())
-        g = ParallelGroup(dim=dim, key=key, ranks=members, collectives=int(len(insts)), exposed_ns=exposed,
-                          exposed_share=(exposed / step_ns) if step_ns else None,
-                          wait_ns=int(c.wait[ev_sel].sum()))
+        g = ParallelGroup(
+            dim=dim,
+            key=key,
+            ranks=members,
+            collectives=int(len(insts)),
+            exposed_ns=exposed,
+            exposed_share=(exposed / step_ns) if step_ns else None,
+            wait_ns=int(c.wait[ev_sel].sum()),
+        )
         if len(insts):
-            (r, n), = Counter(c.i_last[insts].tolist()).most_common(1)
+            ((r, n),) = Counter(c.i_last[insts].tolist()).most_common(1)
             g.straggler, g.straggler_share = int(r), n / len(insts)
         out.groups.append(g)
     if out.sizes.get("pp", 1) > 1 and len(steps):
@@ -54,6 +61,14 @@ def _stages(profile: Profile, lay: Layout, view: EngineView) -> list[PipelineSta
         busy = int(round(steps["busy"][m].sum() / len(members)))
         wall = int(view.wall[np.unique(es[m & (es >= 0)])].sum()) if (m & (es >= 0)).any() else 0
         bubble = max(wall - busy, 0)
-        rows.append(PipelineStage(stage=stage, ranks=sorted(members), busy_ns=busy, wall_ns=wall, bubble_ns=bubble,
-                                  bubble_share=(bubble / wall) if wall else None))
+        rows.append(
+            PipelineStage(
+                stage=stage,
+                ranks=sorted(members),
+                busy_ns=busy,
+                wall_ns=wall,
+                bubble_ns=bubble,
+                bubble_share=(bubble / wall) if wall else None,
+            )
+        )
     return rows

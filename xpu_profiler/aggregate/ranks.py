@@ -24,18 +24,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.intervals import distinct_rows
 from ..core.ordering import lexsort
 from ..core.profile import PHASES, Profile, Table
-from ..summary import EngineSteps, Rank, RankAlignment
 from ..knowledge.taxonomy import FUSED_OPS
-from ..core.intervals import distinct_rows
+from ..summary import EngineSteps, Rank, RankAlignment
 from .layout import Layout
 
 #: step sources whose ids count the same engine step on every rank
 STEP_ID_SOURCES = ("xpu_profiler_hooks", "profiler_step")
-SEED_ROWS = 16          # a shift must line up one of the first rows of either sequence
-MAX_SHIFTS = 4096       # candidate shifts tried per rank
-MIN_MATCH_SHARE = 0.5   # below this the content does not say how ranks line up
+SEED_ROWS = 16  # a shift must line up one of the first rows of either sequence
+MAX_SHIFTS = 4096  # candidate shifts tried per rank
+MIN_MATCH_SHARE = 0.5  # below this the content does not say how ranks line up
 
 
 @dataclass
@@ -66,11 +66,15 @@ def align_steps(profile: Profile, lay: Layout) -> StepAlignment:
     matched = overlap = 0
     for e in np.unique(engine).tolist():
         rows = np.flatnonzero(engine == e)
-        repeats = [r for r in np.unique(rank[rows]).tolist()
-                   if len(np.unique(aligned[rows[rank[rows] == r]])) < int(np.count_nonzero(rank[rows] == r))]
+        repeats = [
+            r
+            for r in np.unique(rank[rows]).tolist()
+            if len(np.unique(aligned[rows[rank[rows] == r]])) < int(np.count_nonzero(rank[rows] == r))
+        ]
         if repeats:  # one row per engine step and rank: ids that repeat say nothing, match by content
-            out.warnings.append(f"rank {', '.join(map(str, repeats))} repeats step ids; "
-                                "steps aligned by content instead")
+            out.warnings.append(
+                f"rank {', '.join(map(str, repeats))} repeats step ids; steps aligned by content instead"
+            )
             if len(ranks) > 1:
                 out.method = "content"
         if repeats or (len(ranks) > 1 and not by_id):
@@ -89,8 +93,12 @@ def align_steps(profile: Profile, lay: Layout) -> StepAlignment:
 
 
 def _signature(steps: Table, rows: np.ndarray) -> np.ndarray:
-    return distinct_rows(*(steps[c][rows].astype(np.int64) for c in
-                           ("phase", "prefill_tokens", "decode_tokens", "prefill_reqs", "decode_reqs")))[1]
+    return distinct_rows(
+        *(
+            steps[c][rows].astype(np.int64)
+            for c in ("phase", "prefill_tokens", "decode_tokens", "prefill_reqs", "decode_reqs")
+        )
+    )[1]
 
 
 def _align_engine(steps: Table, rows: np.ndarray, aligned: np.ndarray, out: StepAlignment) -> tuple[int, int]:
@@ -113,8 +121,10 @@ def _align_engine(steps: Table, rows: np.ndarray, aligned: np.ndarray, out: Step
             continue
         s, m, o = _best_shift(ref_sig, ref_start, ref_dur, sig[sel], steps["start"][rows[sel]])
         if o and m < MIN_MATCH_SHARE * o:
-            out.warnings.append(f"the steps of rank {r} do not match those of rank {ref} by content "
-                                f"({m} of {o} agree); aligned by order")
+            out.warnings.append(
+                f"the steps of rank {r} do not match those of rank {ref} by content "
+                f"({m} of {o} agree); aligned by order"
+            )
             s, m, o = 0, m, o
         aligned[rows[sel]] = np.arange(len(sel)) + s
         out.shift_by_rank[int(r)] = int(s)
@@ -137,8 +147,8 @@ def _best_shift(ref_sig, ref_start, ref_dur, sig, start) -> tuple[int, int, int]
         lo, hi = max(0, -s), min(n, n_ref - s)
         if hi <= lo:
             continue
-        matches = int(np.count_nonzero(sig[lo:hi] == ref_sig[lo + s:hi + s]))
-        gap = float(np.median(np.abs(start[lo:hi] - ref_start[lo + s:hi + s])))
+        matches = int(np.count_nonzero(sig[lo:hi] == ref_sig[lo + s : hi + s]))
+        gap = float(np.median(np.abs(start[lo:hi] - ref_start[lo + s : hi + s])))
         near = gap <= 0.5 * step  # a clock both ranks share puts the same step at the same time
         key = (matches, near, -gap if near else 0.0, hi - lo, -abs(s))
         if best_key is None or key > best_key:
@@ -210,8 +220,9 @@ def engine_view(profile: Profile, span: np.ndarray | None = None, work: np.ndarr
     return EngineView(rows, wall, wall_min, longest, slowest, np.bincount(es, minlength=k))
 
 
-def engine_steps_table(profile: Profile, align: StepAlignment, view: EngineView,
-                       clock_offsets: dict[int, int] | None) -> EngineSteps:
+def engine_steps_table(
+    profile: Profile, align: StepAlignment, view: EngineView, clock_offsets: dict[int, int] | None
+) -> EngineSteps:
     """The engine steps, with each one's start skew across ranks where the clock is aligned."""
     steps = profile.steps
     rows = view.rows
@@ -228,12 +239,18 @@ def engine_steps_table(profile: Profile, align: StepAlignment, view: EngineView,
         np.maximum.at(hi, es, t)
         skew = (hi - lo).tolist()
     return EngineSteps(
-        engine=align.engines.tolist(), step_id=align.step_ids.tolist(),
+        engine=align.engines.tolist(),
+        step_id=align.step_ids.tolist(),
         phase=[PHASES[p] for p in steps["phase"][rows].tolist()],
-        prefill_tokens=steps["prefill_tokens"][rows].tolist(), decode_tokens=steps["decode_tokens"][rows].tolist(),
-        ranks=view.n_ranks.tolist(), wall_ns=view.wall.tolist(), span_ns=view.span.tolist(),
+        prefill_tokens=steps["prefill_tokens"][rows].tolist(),
+        decode_tokens=steps["decode_tokens"][rows].tolist(),
+        ranks=view.n_ranks.tolist(),
+        wall_ns=view.wall.tolist(),
+        span_ns=view.span.tolist(),
         slowest_rank=view.slowest.tolist(),
-        wall_min_ns=view.wall_min.tolist(), start_skew_ns=skew)
+        wall_min_ns=view.wall_min.tolist(),
+        start_skew_ns=skew,
+    )
 
 
 def _positions(ranks: list[int], values: np.ndarray) -> np.ndarray:
@@ -259,12 +276,22 @@ def per_token(profile: Profile, b_idx: np.ndarray) -> tuple[np.ndarray, np.ndarr
     nf, npz = len(FUSED_OPS), len(PHASES)
     t = np.zeros((len(ranks), nf, npz), np.float64)
     if len(b_idx):
-        np.add.at(t, (_positions(ranks, ev["rank"][b_idx]), ev["fused"][b_idx].astype(np.int64),
-                      ev["phase"][b_idx].astype(np.int64)), ev["dur"][b_idx])
+        np.add.at(
+            t,
+            (
+                _positions(ranks, ev["rank"][b_idx]),
+                ev["fused"][b_idx].astype(np.int64),
+                ev["phase"][b_idx].astype(np.int64),
+            ),
+            ev["dur"][b_idx],
+        )
     tok = np.zeros((len(ranks), npz), np.float64)
     if len(steps):
-        np.add.at(tok, (_positions(ranks, steps["rank"]), steps["phase"].astype(np.int64)),
-                  steps["prefill_tokens"] + steps["decode_tokens"])
+        np.add.at(
+            tok,
+            (_positions(ranks, steps["rank"]), steps["phase"].astype(np.int64)),
+            steps["prefill_tokens"] + steps["decode_tokens"],
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
         f_cost = np.where(tok[:, None, :] > 0, t / tok[:, None, :], np.nan)
         p_cost = np.where(tok > 0, t.sum(axis=1) / tok, np.nan)
@@ -280,8 +307,9 @@ def _mean_max(cost: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray
         return np.where(n > 0, total / np.maximum(n, 1), np.nan), np.where(n > 0, mx, np.nan)
 
 
-def side_by_side(rows: list[Rank], profile: Profile, b_idx: np.ndarray, lay: Layout, view: EngineView,
-                 span: np.ndarray) -> None:
+def side_by_side(
+    rows: list[Rank], profile: Profile, b_idx: np.ndarray, lay: Layout, view: EngineView, span: np.ndarray
+) -> None:
     """Fill each rank row's place in the layout, op time by fused op, step wall time and
     span, and how often it was the slowest rank of an engine step."""
     steps = profile.steps
@@ -295,10 +323,15 @@ def side_by_side(rows: list[Rank], profile: Profile, b_idx: np.ndarray, lay: Lay
         row.slowest_steps = int(slowest.get(row.rank, 0))
 
 
-def alignment_section(align: StepAlignment, clock: str, offsets: dict[int, int], tolerance_ns: int,
-                      collectives: str) -> RankAlignment:
+def alignment_section(
+    align: StepAlignment, clock: str, offsets: dict[int, int], tolerance_ns: int, collectives: str
+) -> RankAlignment:
     return RankAlignment(
-        steps=align.method, step_shift_by_rank={str(r): s for r, s in sorted(align.shift_by_rank.items())},
-        step_match_share=align.match_share, clock=clock,
+        steps=align.method,
+        step_shift_by_rank={str(r): s for r, s in sorted(align.shift_by_rank.items())},
+        step_match_share=align.match_share,
+        clock=clock,
         clock_offset_ns_by_rank={str(r): int(v) for r, v in sorted(offsets.items())},
-        clock_tolerance_ns=tolerance_ns if clock not in ("single_rank",) else 0, collectives=collectives)
+        clock_tolerance_ns=tolerance_ns if clock not in ("single_rank",) else 0,
+        collectives=collectives,
+    )

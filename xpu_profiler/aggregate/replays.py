@@ -10,24 +10,25 @@ recorded in ``profile.run["graphs"]`` for the summary.
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import TYPE_CHECKING
 
-from ..core.sources import AttributionSource as Src
-from ..core.profile import K_RUNTIME, Profile
+import numpy as np
+
 from ..core.launches import device_mask
+from ..core.profile import K_RUNTIME, Profile
+from ..core.sources import AttributionSource as Src
 from ..knowledge.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
     from .graphs import Replays
 
 
-def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
+def find_replays(profile: Profile, rows: np.ndarray) -> Replays:
     """``graphs.find_replays``, skipped when the trace can hold no replay: no graph launch
     among its runtime calls, and every correlated device event has its runtime call
     (``rows``: ``launches.launch_rows``)."""
-    from .graphs import GRAPH_LAUNCH, Replays, find_replays as find
+    from .graphs import GRAPH_LAUNCH, Replays
+    from .graphs import find_replays as find
 
     ev = profile.events
     rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
@@ -38,8 +39,14 @@ def find_replays(profile: Profile, rows: np.ndarray) -> "Replays":
     return find(profile)
 
 
-def attribute_replays(profile: Profile, replays: "Replays", capture: Profile | None, taxonomy: Taxonomy,
-                      fused: np.ndarray, source: np.ndarray) -> None:
+def attribute_replays(
+    profile: Profile,
+    replays: Replays,
+    capture: Profile | None,
+    taxonomy: Taxonomy,
+    fused: np.ndarray,
+    source: np.ndarray,
+) -> None:
     """Overwrite ``fused``/``source`` of the replayed events the capture traces decide."""
     # graphs and capture build on aggregate.intervals: imported here, not when aggregate loads
     from .captures import read_captures

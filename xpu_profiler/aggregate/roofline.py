@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.profile import K_CPU_OP, P_DECODE, P_MIXED, P_PREFILL, PHASES, Profile
 from ..knowledge import devices
-from ..core.profile import K_CPU_OP, PHASES, P_DECODE, P_MIXED, P_PREFILL, Profile
-from ..summary import DeviceSpec, Roofline
 from ..knowledge.taxonomy import FUSED_OPS
+from ..summary import DeviceSpec, Roofline
 from .model_cost import PEAK_KEY, decode_context, model_config, model_shape, step_costs
 from .steps import token_steps
 
@@ -51,8 +51,11 @@ def _peaks(spec: DeviceSpec | None, dtype: str | None) -> tuple[float | None, fl
     key = PEAK_KEY.get(str(dtype or "").replace("torch.", ""))
     flops = spec.peak_flops.get(key) if key else None
     if flops is None:
-        notes.append(f"unknown peak FLOP/s for {key or 'this dtype'} on {spec.name or 'this device'}"
-                     if spec.peak_flops else f"unknown peak FLOP/s ({spec.source or spec.name})")
+        notes.append(
+            f"unknown peak FLOP/s for {key or 'this dtype'} on {spec.name or 'this device'}"
+            if spec.peak_flops
+            else f"unknown peak FLOP/s ({spec.source or spec.name})"
+        )
     if spec.mem_bw_bytes_s is None:
         notes.append(f"unknown peak bandwidth on {spec.name or 'this device'}")
     return flops, spec.mem_bw_bytes_s, "; ".join(notes)
@@ -75,8 +78,9 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
         ctx = decode_context(profile, rows)
         if ctx is None:
             ctx_note = "decode KV-cache reads not counted (no request table for context lengths)"
-        costs = step_costs(shape, steps["prefill_tokens"][rows], steps["decode_tokens"][rows],
-                           steps["prefill_reqs"][rows], ctx)
+        costs = step_costs(
+            shape, steps["prefill_tokens"][rows], steps["decode_tokens"][rows], steps["prefill_reqs"][rows], ctx
+        )
     traced = (ev["flops"] >= 0) & (ev["kind"] == K_CPU_OP)
     peak_f, peak_b, peak_note = _peaks(spec, dtype)
     out = []
@@ -86,7 +90,7 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
             continue
         t_flops = traced & (ev["phase"] == p)
         comp_rows = []
-        untimed = []   # components with FLOPs or bytes but no op time recorded (basic level)
+        untimed = []  # components with FLOPs or bytes but no op time recorded (basic level)
         for comp in COMPONENTS:
             t = int(time[FUSED_OPS.index(comp), p])
             flops = bytes_ = None
@@ -107,27 +111,74 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
             if t <= 0:  # no op time to divide by: the work still counts for the whole phase
                 untimed.append((source, flops, bytes_))
                 continue
-            comp_rows.append(_row(PHASES[p], comp, source, t, flops, bytes_, peak_f, peak_b, JUDGED[p],
-                                  peak_note, ctx_note if comp == "attention" and p != P_PREFILL else ""))
+            comp_rows.append(
+                _row(
+                    PHASES[p],
+                    comp,
+                    source,
+                    t,
+                    flops,
+                    bytes_,
+                    peak_f,
+                    peak_b,
+                    JUDGED[p],
+                    peak_note,
+                    ctx_note if comp == "attention" and p != P_PREFILL else "",
+                )
+            )
         w = int(wall.get(p, 0))
         parts = [(r.source, r.flops, r.bytes) for r in comp_rows] + untimed
         if comp_rows or (untimed and w > 0):
             flops = sum(f for _, f, _ in parts if f is not None) or None
             bytes_ = sum(b for _, _, b in parts if b is not None) or None
             sources = sorted({src for src, _, _ in parts})
-            out.append(_row(PHASES[p], "step", "+".join(sources), w, flops, bytes_, peak_f, peak_b, JUDGED[p],
-                            peak_note, ctx_note if p != P_PREFILL else ""))
+            out.append(
+                _row(
+                    PHASES[p],
+                    "step",
+                    "+".join(sources),
+                    w,
+                    flops,
+                    bytes_,
+                    peak_f,
+                    peak_b,
+                    JUDGED[p],
+                    peak_note,
+                    ctx_note if p != P_PREFILL else "",
+                )
+            )
             out.extend(comp_rows)
     return out
 
 
-def _row(phase: str, comp: str, source: str, t: int, flops: float | None, bytes_: float | None,
-         peak_f: float | None, peak_b: float | None, judged: str, *notes: str) -> Roofline:
+def _row(
+    phase: str,
+    comp: str,
+    source: str,
+    t: int,
+    flops: float | None,
+    bytes_: float | None,
+    peak_f: float | None,
+    peak_b: float | None,
+    judged: str,
+    *notes: str,
+) -> Roofline:
     sec = t / 1e9 if t > 0 else None
     flop_s = flops / sec if flops is not None and sec else None
     bytes_s = bytes_ / sec if bytes_ is not None and sec else None
-    return Roofline(phase=phase, component=comp, source=source, time_ns=t, flops=flops, bytes=bytes_,
-                    flop_s=flop_s, bytes_s=bytes_s, peak_flop_s=peak_f, peak_bytes_s=peak_b,
-                    flops_share=flop_s / peak_f if flop_s is not None and peak_f else None,
-                    bw_share=bytes_s / peak_b if bytes_s is not None and peak_b else None,
-                    judged_by=judged, note="; ".join(n for n in notes if n))
+    return Roofline(
+        phase=phase,
+        component=comp,
+        source=source,
+        time_ns=t,
+        flops=flops,
+        bytes=bytes_,
+        flop_s=flop_s,
+        bytes_s=bytes_s,
+        peak_flop_s=peak_f,
+        peak_bytes_s=peak_b,
+        flops_share=flop_s / peak_f if flop_s is not None and peak_f else None,
+        bw_share=bytes_s / peak_b if bytes_s is not None and peak_b else None,
+        judged_by=judged,
+        note="; ".join(n for n in notes if n),
+    )

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.launches import launch_rows
-from .steps import steps_from_annotations
 from ..core.errors import XpuProfilerError
+from ..core.launches import launch_rows
 from ..core.profile import Profile
+from .steps import steps_from_annotations
 
 
 @dataclass
@@ -35,8 +35,12 @@ def parse_steps(text: str) -> tuple[int | None, int | None]:
         hi = int(b) if b.strip() else None
     except ValueError:
         lo = hi = -1
-    if not sep or (lo is not None and lo < 0) or (hi is not None and hi < 0) or \
-            (lo is not None and hi is not None and hi <= lo):
+    if (
+        not sep
+        or (lo is not None and lo < 0)
+        or (hi is not None and hi < 0)
+        or (lo is not None and hi is not None and hi <= lo)
+    ):
         raise XpuProfilerError(f"--steps {text!r}: expected A:B with 0 <= A < B (A: or :B leave one end open)")
     return lo, hi
 
@@ -58,8 +62,10 @@ def _step_window(profile: Profile, lo: int | None, hi: int | None) -> np.ndarray
         chosen &= sid < hi
     if not chosen.any():
         have = f"steps {int(sid.min())} to {int(sid.max())}" if len(sid) else "no engine steps"
-        raise XpuProfilerError(f"--steps {'' if lo is None else lo}:{'' if hi is None else hi}: "
-                               f"no engine step in that range (the trace has {have})")
+        raise XpuProfilerError(
+            f"--steps {'' if lo is None else lo}:{'' if hi is None else hi}: "
+            f"no engine step in that range (the trace has {have})"
+        )
     ev = profile.events
     inside = np.zeros(len(ev), bool)
     for r in np.unique(steps["rank"][chosen]).tolist():
@@ -85,7 +91,7 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         keep &= _step_window(profile, *sel.steps)
     if sel.max_events is not None and int(keep.sum()) > sel.max_events:
         rows = np.flatnonzero(keep)
-        first = rows[np.argsort(ev["start"][rows], kind="stable")[:sel.max_events]]
+        first = rows[np.argsort(ev["start"][rows], kind="stable")[: sel.max_events]]
         keep = np.zeros(total, bool)
         keep[first] = True
         cut = int(ev["start"][first].max()) if len(first) else -1
@@ -98,12 +104,23 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         profile.counters = c.take(np.flatnonzero((c["t"] >= t0) & (c["t"] <= t1)))
     _keep_events(profile, keep)
     kept = int(keep.sum())
-    info = {"steps": None if sel.steps is None else
-            f"{'' if sel.steps[0] is None else sel.steps[0]}:{'' if sel.steps[1] is None else sel.steps[1]}",
-            "max_events": sel.max_events, "events_total": total, "events_kept": kept,
-            "skipped_share": round((total - kept) / total, 6) if total else 0.0}
-    what = " and ".join(x for x in (f"steps {info['steps']}" if sel.steps is not None else "",
-                                    f"at most {sel.max_events:,} events" if sel.max_events is not None else "") if x)
+    info = {
+        "steps": None
+        if sel.steps is None
+        else f"{'' if sel.steps[0] is None else sel.steps[0]}:{'' if sel.steps[1] is None else sel.steps[1]}",
+        "max_events": sel.max_events,
+        "events_total": total,
+        "events_kept": kept,
+        "skipped_share": round((total - kept) / total, 6) if total else 0.0,
+    }
+    what = " and ".join(
+        x
+        for x in (
+            f"steps {info['steps']}" if sel.steps is not None else "",
+            f"at most {sel.max_events:,} events" if sel.max_events is not None else "",
+        )
+        if x
+    )
     profile.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * info['skipped_share']:.1f} % skipped")
     profile.run["selection"] = info
     return info

@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..core.sources import KEYS, AttributionSource
 from ..core.profile import Profile
+from ..core.sources import KEYS, AttributionSource
+from ..knowledge.fused_ops import OTHER
 from ..summary import Attribution, Graphs
-from ..knowledge.taxonomy import OTHER
 
 
 def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
@@ -22,9 +22,12 @@ def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
     total = int(t.sum())
     by = {KEYS[i]: int(t[i]) for i in range(len(KEYS)) if t[i] > 0}
     share = {k: v / total for k, v in by.items()} if total else {}
-    return Attribution(time_ns_by_source=by, share_by_source=share,
-                       name_share=share.get(KEYS[AttributionSource.NAME], 0.0),
-                       unattributed_share=share.get(KEYS[AttributionSource.NONE], 0.0))
+    return Attribution(
+        time_ns_by_source=by,
+        share_by_source=share,
+        name_share=share.get(KEYS[AttributionSource.NAME], 0.0),
+        unattributed_share=share.get(KEYS[AttributionSource.NONE], 0.0),
+    )
 
 
 def graphs_section(profile: Profile) -> Graphs:

@@ -18,12 +18,16 @@ import numpy as np
 
 from ..core.ordering import lexsort
 from ..core.profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
-from .ranks import engine_rows
 from ..knowledge.step_grammar import parse_step_names, step_family
+from .ranks import engine_rows
 
 #: what ``run["step_source"]`` says for each family of step annotations
-STEP_SOURCES = {"vllm": "vllm_annotation", "sglang": "sglang_annotation", "atom": "atom_annotation",
-                "profiler": "profiler_step"}
+STEP_SOURCES = {
+    "vllm": "vllm_annotation",
+    "sglang": "sglang_annotation",
+    "atom": "atom_annotation",
+    "profiler": "profiler_step",
+}
 
 
 def phase_codes(prefill_reqs: np.ndarray, decode_reqs: np.ndarray) -> np.ndarray:
@@ -56,7 +60,10 @@ def steps_from_annotations(profile: Profile) -> Table:
     sel = sel[lexsort((ev["start"][sel], ev["rank"][sel]))]
     rows = [table[i] for i in ev["name"][sel].tolist()]
     cols: dict[str, Any] = {
-        "rank": ev["rank"][sel], "name": ev["name"][sel], "start": ev["start"][sel], "dur": ev["dur"][sel],
+        "rank": ev["rank"][sel],
+        "name": ev["name"][sel],
+        "start": ev["start"][sel],
+        "dur": ev["dur"][sel],
     }
     if family == "profiler":
         cols["step_id"] = np.array([p.step for p in rows], np.int64)
@@ -69,8 +76,7 @@ def steps_from_annotations(profile: Profile) -> Table:
         inexact = ~np.array([p.exact for p in rows], bool) & ~empty
         if inexact.any():
             profile.run["inexact_steps"] = int(inexact.sum())
-        cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt,
-                    phase=phase_codes(pr, dr))
+        cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase_codes(pr, dr))
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
         cols["step_id"] = _number_per_rank(cols["rank"])
     profile.run["step_source"] = STEP_SOURCES[family]

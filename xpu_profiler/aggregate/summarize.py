@@ -8,9 +8,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ..core import heap
+from ..core.launches import device_mask, launch_rows
 from ..core.profile import K_CPU_OP, K_KERNEL, Profile
+from ..knowledge.fused_ops import OTHER
+from ..knowledge.taxonomy import Taxonomy
 from ..summary import Summary, Totals, device_spec, run_from_metadata
-from ..knowledge.taxonomy import OTHER, Taxonomy
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
@@ -18,7 +20,6 @@ from .comm import comm_section
 from .device_steps import add_phase_bounds, device_steps_section, device_timeline
 from .idle import per_stream_rows
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
-from ..core.launches import device_mask, launch_rows
 from .layout import layout
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
@@ -39,8 +40,14 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
     basis = basis_mask(profile)
     launch = launch_rows(profile)
     if not heap.can_spare(len(profile.events) * BESIDE_BYTES_PER_EVENT):
-        return _summary(profile, top, basis, _Later(device_timeline, profile, launch),
-                        _Later(kernel_stats, profile, basis), _Later(memory, profile))
+        return _summary(
+            profile,
+            top,
+            basis,
+            _Later(device_timeline, profile, launch),
+            _Later(kernel_stats, profile, basis),
+            _Later(memory, profile),
+        )
     with ThreadPoolExecutor(1, thread_name_prefix="xpu_profiler-summary") as beside:
         # sections that only read the attributed profile, computed beside the others (numpy
         # releases the GIL for much of their work)
@@ -69,8 +76,14 @@ class _Later:
         return self._value
 
 
-def _summary(profile: Profile, top: int, basis: np.ndarray, timeline: Future | _Later, by_phase: Future | _Later,
-             mem: Future | _Later) -> Summary:
+def _summary(
+    profile: Profile,
+    top: int,
+    basis: np.ndarray,
+    timeline: Future | _Later,
+    by_phase: Future | _Later,
+    mem: Future | _Later,
+) -> Summary:
     ev, steps = profile.events, profile.steps
     kind, dur = ev["kind"], ev["dur"]
     # engine steps once, ranks as rows under them
@@ -164,8 +177,13 @@ def dropped_inputs(profile: Profile) -> list:
     out = []
     for d in profile.run.get("dropped_inputs", []):
         rank = d.get("rank")
-        out.append(DroppedInput(path=str(d.get("path", "")), reason=str(d.get("reason", "")),
-                                rank=rank if isinstance(rank, int) else None))
+        out.append(
+            DroppedInput(
+                path=str(d.get("path", "")),
+                reason=str(d.get("reason", "")),
+                rank=rank if isinstance(rank, int) else None,
+            )
+        )
     return out
 
 
@@ -176,6 +194,8 @@ def warnings(profile: Profile) -> list[str]:
     if not profile.has_timeline:
         out.append("the input has no timestamps: totals per kernel only, no timeline")
     elif untimed:
-        out.append(f"{untimed} events come from a source without timestamps: counted in the "
-                   "totals, absent from the timeline and from every step")
+        out.append(
+            f"{untimed} events come from a source without timestamps: counted in the "
+            "totals, absent from the timeline and from every step"
+        )
     return out

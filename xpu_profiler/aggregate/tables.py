@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.launches import device_mask
 from ..core.profile import K_KERNEL, PHASES, Profile
 from ..summary import Rank, Steps
 from .attribution import events_busy
 from .device_steps import DeviceTimeline
-from ..core.launches import device_mask
 from .ranks import step_engine
 
 
@@ -23,14 +23,24 @@ def steps_table(profile: Profile, span: np.ndarray, wait: np.ndarray, tl: Device
     idle = tl.idle if tl is not None else np.maximum(wall - busy, 0)
     kv = steps["kv_usage"].astype(np.float64)
     return Steps(
-        rank=steps["rank"].tolist(), step_id=steps["step_id"].tolist(), engine_step=step_engine(profile).tolist(),
+        rank=steps["rank"].tolist(),
+        step_id=steps["step_id"].tolist(),
+        engine_step=step_engine(profile).tolist(),
         phase=[PHASES[p] for p in steps["phase"].tolist()],
-        start_ns=steps["start"].tolist(), wall_ns=wall.tolist(), busy_ns=busy.tolist(),
-        idle_ns=idle.tolist(), span_ns=span.tolist(), wait_ns=wait.tolist(),
-        prefill_tokens=steps["prefill_tokens"].tolist(), decode_tokens=steps["decode_tokens"].tolist(),
-        prefill_reqs=steps["prefill_reqs"].tolist(), decode_reqs=steps["decode_reqs"].tolist(),
-        running=steps["running"].tolist(), waiting=steps["waiting"].tolist(),
-        kv_usage=[None if not np.isfinite(x) else float(x) for x in kv.tolist()])
+        start_ns=steps["start"].tolist(),
+        wall_ns=wall.tolist(),
+        busy_ns=busy.tolist(),
+        idle_ns=idle.tolist(),
+        span_ns=span.tolist(),
+        wait_ns=wait.tolist(),
+        prefill_tokens=steps["prefill_tokens"].tolist(),
+        decode_tokens=steps["decode_tokens"].tolist(),
+        prefill_reqs=steps["prefill_reqs"].tolist(),
+        decode_reqs=steps["decode_reqs"].tolist(),
+        running=steps["running"].tolist(),
+        waiting=steps["waiting"].tolist(),
+        kv_usage=[None if not np.isfinite(x) else float(x) for x in kv.tolist()],
+    )
 
 
 def rank_spans(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -63,8 +73,15 @@ def ranks_table(profile: Profile, basis: np.ndarray, tl: DeviceTimeline | None =
         step_wall = int(tl.period[sm].sum()) if tl is not None else int(steps["dur"][sm].sum())
         # busy inside the steps where there are steps, else over the rank's span
         share = (int(steps["busy"][sm].sum()) / step_wall) if step_wall else (int(basis_busy[k]) / w if w else None)
-        rows.append(Rank(
-            rank=int(r), op_time_ns=int(dur[basis & rm].sum()),
-            device_kernel_ns=int(dur[rm & (kind == K_KERNEL)].sum()),
-            device_busy_ns=int(dev_busy[k]), wall_ns=w, steps=int(sm.sum()), busy_share=share))
+        rows.append(
+            Rank(
+                rank=int(r),
+                op_time_ns=int(dur[basis & rm].sum()),
+                device_kernel_ns=int(dur[rm & (kind == K_KERNEL)].sum()),
+                device_busy_ns=int(dev_busy[k]),
+                wall_ns=w,
+                steps=int(sm.sum()),
+                busy_share=share,
+            )
+        )
     return rows, dev_busy

@@ -14,8 +14,12 @@ def distribution(values: np.ndarray) -> Distribution:
     values = values[np.isfinite(values)]
     if not len(values):
         return Distribution()
-    return Distribution(p50=float(np.percentile(values, 50)), p99=float(np.percentile(values, 99)),
-                        mean=float(values.mean()), n=int(len(values)))
+    return Distribution(
+        p50=float(np.percentile(values, 50)),
+        p99=float(np.percentile(values, 99)),
+        mean=float(values.mean()),
+        n=int(len(values)),
+    )
 
 
 def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray] | None = None) -> Throughput:

@@ -102,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _is_the_trace(self) -> bool:
         host = self.headers.get("Host") or ""
-        hostname = host[1:host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+        hostname = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
         words = self.requestline.split()  # the target as sent (self.path has "//" collapsed)
         target = words[1] if len(words) == 3 else ""
         return target == self.server.url_path and hostname.lower() in ALLOWED_HOSTS
@@ -173,8 +173,10 @@ class _Handler(BaseHTTPRequestHandler):
 def _gui_browser_likely() -> bool:
     """Whether webbrowser would open a graphical browser (not a console one, not nothing)."""
     env = os.environ
-    return bool(env.get("BROWSER") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")) or \
-        sys.platform in ("darwin", "win32")
+    return bool(env.get("BROWSER") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")) or sys.platform in (
+        "darwin",
+        "win32",
+    )
 
 
 def _bind(path: Path, port: int) -> TraceServer:
@@ -186,8 +188,13 @@ def _bind(path: Path, port: int) -> TraceServer:
     return _bind(path, 0)
 
 
-def serve_trace(trace: str | os.PathLike, port: int = DEFAULT_PORT, browser: bool = True, keep: bool = False,
-                out: TextIO | None = None) -> int:
+def serve_trace(
+    trace: str | os.PathLike,
+    port: int = DEFAULT_PORT,
+    browser: bool = True,
+    keep: bool = False,
+    out: TextIO | None = None,
+) -> int:
     """Serve ``trace`` to ui.perfetto.dev; returns the exit code (0, or 130 when stopped before a fetch)."""
     out = out or sys.stdout
     path = check_trace(trace)
@@ -207,24 +214,35 @@ def serve_trace(trace: str | os.PathLike, port: int = DEFAULT_PORT, browser: boo
 def _announce_and_wait(srv: TraceServer, port: int, browser: bool, keep: bool, say) -> int:
     path = srv.trace_path
     url = perfetto_url(srv.port, srv.url_path[1:])
-    say(f"xpu_profiler: serving {path} ({_size(path.stat().st_size)}) at "
-        f"http://{LOOPBACK}:{srv.port}{srv.url_path} (this file only, loopback only)")
+    say(
+        f"xpu_profiler: serving {path} ({_size(path.stat().st_size)}) at "
+        f"http://{LOOPBACK}:{srv.port}{srv.url_path} (this file only, loopback only)"
+    )
     if port not in (0, srv.port):
         say(f"xpu_profiler: port {port} is in use; serving on {srv.port} instead")
     if srv.port != DEFAULT_PORT:
-        say(f"xpu_profiler: note: ui.perfetto.dev only fetches from {LOOPBACK}:{DEFAULT_PORT} (its content "
+        say(
+            f"xpu_profiler: note: ui.perfetto.dev only fetches from {LOOPBACK}:{DEFAULT_PORT} (its content "
             f"security policy); free port {DEFAULT_PORT} (a trace_processor --httpd?) for the link to load, "
-            f"or open the file with 'Open trace file' in the UI")
+            f"or open the file with 'Open trace file' in the UI"
+        )
     say(url)
     hint = f"ssh -L {srv.port}:{LOOPBACK}:{srv.port} {socket.gethostname() or 'HOST'}"
     if not browser:
-        say(f"xpu_profiler: on a remote machine, forward the port from your computer first ({hint}), "
-            f"then open the link there")
+        say(
+            f"xpu_profiler: on a remote machine, forward the port from your computer first ({hint}), "
+            f"then open the link there"
+        )
     elif not (_gui_browser_likely() and webbrowser.open(url)):
-        say(f"xpu_profiler: no browser found here: open the link yourself (remote machine? forward the port "
-            f"first: {hint})")
-    say("xpu_profiler: serving until Ctrl-C" if keep else
-        "xpu_profiler: waiting for the UI to fetch it (Ctrl-C to stop)")
+        say(
+            f"xpu_profiler: no browser found here: open the link yourself (remote machine? forward the port "
+            f"first: {hint})"
+        )
+    say(
+        "xpu_profiler: serving until Ctrl-C"
+        if keep
+        else "xpu_profiler: waiting for the UI to fetch it (Ctrl-C to stop)"
+    )
     while True:
         if srv.fetched.wait(0.25):
             srv.fetched.clear()

@@ -18,9 +18,10 @@ import signal
 import stat
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Mapping
+from typing import IO
 
 from .errors import XpuProfilerError
 from .fmt import plain
@@ -61,6 +62,7 @@ def is_temp_for(candidate: str, name: str) -> bool:
 # checks before the work
 # ---------------------------------------------------------------------------------------
 
+
 def check_target(path: Path) -> os.stat_result | None:
     """Raise OutputError when ``path`` cannot be a file we write (without creating anything);
     its stat when it exists."""
@@ -93,8 +95,9 @@ def check_target(path: Path) -> os.stat_result | None:
         return None
 
 
-def input_identities(inputs: Iterable[str | os.PathLike | None],
-                     not_inputs: Callable[[list[Path]], set[Path]] | None = None) -> dict[tuple[int, int], str]:
+def input_identities(
+    inputs: Iterable[str | os.PathLike | None], not_inputs: Callable[[list[Path]], set[Path]] | None = None
+) -> dict[tuple[int, int], str]:
     """(device, inode) → path of every input file, and of every file under an input
     directory but those ``not_inputs`` picks out of a directory's files."""
     ids: dict[tuple[int, int], str] = {}
@@ -123,9 +126,11 @@ def input_identities(inputs: Iterable[str | os.PathLike | None],
     return ids
 
 
-def check_outputs(paths: Mapping[str, Path] | Iterable[Path],
-                  inputs: Iterable[str | os.PathLike | None] = (),
-                  not_inputs: Callable[[list[Path]], set[Path]] | None = None) -> None:
+def check_outputs(
+    paths: Mapping[str, Path] | Iterable[Path],
+    inputs: Iterable[str | os.PathLike | None] = (),
+    not_inputs: Callable[[list[Path]], set[Path]] | None = None,
+) -> None:
     """Refuse, before any work, outputs that cannot be written and outputs that would
     replace an input (the same file, through any link; ``not_inputs``: see
     ``input_identities``)."""
@@ -140,13 +145,17 @@ def check_outputs(paths: Mapping[str, Path] | Iterable[Path],
         hit = ids.get((st.st_dev, st.st_ino))
         if hit is not None:
             same = os.path.abspath(hit) == os.path.abspath(path)
-            raise XpuProfilerError(f"{plain(str(path))}: the output would overwrite the input "
-                                   + ("file" if same else plain(hit)) + "; choose another --output")
+            raise XpuProfilerError(
+                f"{plain(str(path))}: the output would overwrite the input "
+                + ("file" if same else plain(hit))
+                + "; choose another --output"
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------
+
 
 def _umask() -> int:
     try:
@@ -172,8 +181,10 @@ def make_parent(path: Path) -> None:
 def _sigterm_unwinds() -> Iterator[None]:
     """While a temporary file exists, SIGTERM (when nothing else handles it) unwinds like an
     exception, so the temporary file is removed before the process exits (status 143)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 
@@ -188,8 +199,9 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 
 @contextmanager
-def replacing(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None,
-              newline: str | None = None) -> Iterator[IO]:
+def replacing(
+    path: str | os.PathLike, mode: str = "wb", encoding: str | None = None, newline: str | None = None
+) -> Iterator[IO]:
     """A file object for a new version of ``path``: a temporary file in the same directory,
     renamed over ``path`` when the block ends without an exception; removed otherwise.
     OS errors become ``OutputError`` naming ``path``."""

@@ -8,14 +8,15 @@ it decompresses about 2× faster. zlib's otherwise: same formats, other bytes.
 from __future__ import annotations
 
 import zlib
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 try:
     from isal import isal_zlib as _impl
 except ImportError:  # pragma: no cover - isal is a dependency; a build without it still works
     _impl = zlib
 
-LEVEL = 1                       # fast: traces are large, and the text compresses ~9x even so
+LEVEL = 1  # fast: traces are large, and the text compresses ~9x even so
 ERRORS: tuple[type[BaseException], ...] = tuple({zlib.error, _impl.error})
 SYNC_FLUSH, FINISH = zlib.Z_SYNC_FLUSH, zlib.Z_FINISH
 

@@ -15,9 +15,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Style:
-    micro: str             # the µs unit's spelling
-    missing: str           # what an unknown value shows
-    significant: int = 0   # significant digits below 100; 0: two decimals everywhere
+    micro: str  # the µs unit's spelling
+    missing: str  # what an unknown value shows
+    significant: int = 0  # significant digits below 100; 0: two decimals everywhere
 
 
 TERMINAL = Style(micro="us", missing="-")

@@ -23,8 +23,8 @@ LARGE_INPUT_BYTES = 256 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 MMAP_THRESHOLD = 1 << 20
 TRIM_THRESHOLD = 64 << 20
-OVERLAP_MAX_BYTES = 192 << 20      # what overlapping two stages may add to the peak, bounded
-WORKER_MMAP_THRESHOLD = 32 << 20   # glibc's own ceiling for its dynamic threshold
+OVERLAP_MAX_BYTES = 192 << 20  # what overlapping two stages may add to the peak, bounded
+WORKER_MMAP_THRESHOLD = 32 << 20  # glibc's own ceiling for its dynamic threshold
 WORKER_TRIM_THRESHOLD = 256 << 20
 _active = False
 

@@ -65,8 +65,14 @@ def top_level(gid: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     return mask
 
 
-def containing(cand_gid: np.ndarray, cand_start: np.ndarray, cand_end: np.ndarray,
-               q_gid: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+def containing(
+    cand_gid: np.ndarray,
+    cand_start: np.ndarray,
+    cand_end: np.ndarray,
+    q_gid: np.ndarray,
+    q_start: np.ndarray,
+    q_end: np.ndarray,
+) -> np.ndarray:
     """For each query interval, the index of the candidate of its group that holds it, else -1.
 
     Candidates are taken as non-overlapping within a group (the latest one starting at or
@@ -126,8 +132,9 @@ def merged_intervals(gid: np.ndarray, start: np.ndarray, end: np.ndarray):
     return g[opens], s[opens], run_end
 
 
-def covered_in_windows(gid: np.ndarray, start: np.ndarray, end: np.ndarray,
-                       w_gid: np.ndarray, w_start: np.ndarray, w_end: np.ndarray) -> np.ndarray:
+def covered_in_windows(
+    gid: np.ndarray, start: np.ndarray, end: np.ndarray, w_gid: np.ndarray, w_start: np.ndarray, w_end: np.ndarray
+) -> np.ndarray:
     """Length of the union of the intervals of its group inside each window."""
     g, s, e = merged_intervals(gid, start, end)
     out = np.zeros(len(w_start), np.int64)
@@ -150,8 +157,7 @@ def covered_in_windows(gid: np.ndarray, start: np.ndarray, end: np.ndarray,
     return np.maximum(covered(w_gid, w_end) - covered(w_gid, w_start), 0)
 
 
-def within_union(gid: np.ndarray, start: np.ndarray, end: np.ndarray,
-                 q_gid: np.ndarray, q_t: np.ndarray) -> np.ndarray:
+def within_union(gid: np.ndarray, start: np.ndarray, end: np.ndarray, q_gid: np.ndarray, q_t: np.ndarray) -> np.ndarray:
     """Mask of query points that lie inside (ends included) the union of their group's
     intervals; False for a group without any interval."""
     g, s, e = merged_intervals(gid, start, end)
@@ -171,7 +177,7 @@ def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:
     n = len(start)
     if (end < start).any():
         return False
-    ids = np.int32 if 2 * n < 2 ** 31 else np.int64  # halves the largest temporaries
+    ids = np.int32 if 2 * n < 2**31 else np.int64  # halves the largest temporaries
     opened = np.empty(n, ids)
     opened[lexsort((-end, start))] = np.arange(n, dtype=ids)
     t = np.concatenate([start, end])

@@ -13,8 +13,8 @@ import threading
 
 import numpy as np
 
-from .profile import DEVICE_KINDS, K_RUNTIME, KINDS, Profile
 from .intervals import group_ids
+from .profile import DEVICE_KINDS, K_RUNTIME, KINDS, Profile
 
 _DEVICE_KIND = np.zeros(len(KINDS), bool)
 _DEVICE_KIND[list(DEVICE_KINDS)] = True
@@ -51,8 +51,12 @@ def launch_rows(profile: Profile) -> np.ndarray:
 def thread_ids(profile: Profile) -> np.ndarray:
     """Per event row, a dense id of the host thread or device stream it is on, ranks kept
     apart: equal (rank, track), equal ids. The one grouping every sweep by thread uses."""
-    return _cached(profile, "_thread_ids", ("rank", "track"),
-                   lambda p: group_ids(p.events["rank"].astype(np.int64), p.events["track"]))
+    return _cached(
+        profile,
+        "_thread_ids",
+        ("rank", "track"),
+        lambda p: group_ids(p.events["rank"].astype(np.int64), p.events["track"]),
+    )
 
 
 def _launch_rows(profile: Profile) -> np.ndarray:

@@ -9,7 +9,7 @@ the same as ``np.lexsort``'s (both are stable); other keys go to ``np.lexsort``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -10,9 +10,10 @@ Never a Python object per event: traces hold millions of them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -30,31 +31,31 @@ P_UNKNOWN, P_PREFILL, P_DECODE, P_MIXED = range(len(PHASES))
 NO_TIME = np.int64(-1)  # start of an event whose source has no timeline (XPURT_PROF logs)
 
 EVENT_SCHEMA: dict[str, np.dtype] = {
-    "name": np.dtype(np.int32),     # string id
-    "kind": np.dtype(np.int8),      # index into KINDS
-    "start": np.dtype(np.int64),    # ns relative to base; -1 when the source has no timeline
-    "dur": np.dtype(np.int64),      # ns
+    "name": np.dtype(np.int32),  # string id
+    "kind": np.dtype(np.int8),  # index into KINDS
+    "start": np.dtype(np.int64),  # ns relative to base; -1 when the source has no timeline
+    "dur": np.dtype(np.int64),  # ns
     "rank": np.dtype(np.int32),
-    "device": np.dtype(np.int32),   # device index for device-side events, -1 on the host
-    "track": np.dtype(np.int64),    # host thread id, or device stream id
-    "corr": np.dtype(np.int64),     # correlation id linking a runtime launch to its device work, -1
-    "ext": np.dtype(np.int64),      # External id linking a cpu_op to the launches it made, -1
-    "cat": np.dtype(np.int32),      # string id of the source category (kept for unknown kinds)
-    "step": np.dtype(np.int32),     # derived: row in `steps`, -1
-    "phase": np.dtype(np.int8),     # derived: index into PHASES
-    "fused": np.dtype(np.int16),    # derived: index into taxonomy.FUSED_OPS, -1 before attribution
-    "depth": np.dtype(np.int8),     # derived: 0 for a top-level host op, 1 nested; -1 n/a
-    "group": np.dtype(np.int32),    # string id of an optional grouping level (XPURT scopes), -1
-    "launch": np.dtype(np.int32),   # runtime launches: string id of the kernel it names (ROCm), -1
-    "comm": np.dtype(np.int32),     # row in `comms`: the collective's metadata the source wrote, -1
-    "source": np.dtype(np.int8),    # derived: how the fused op was decided (attribution_source codes)
-    "flops": np.dtype(np.int64),    # host ops: FLOPs the trace records (with_flops) or shapes give, -1
+    "device": np.dtype(np.int32),  # device index for device-side events, -1 on the host
+    "track": np.dtype(np.int64),  # host thread id, or device stream id
+    "corr": np.dtype(np.int64),  # correlation id linking a runtime launch to its device work, -1
+    "ext": np.dtype(np.int64),  # External id linking a cpu_op to the launches it made, -1
+    "cat": np.dtype(np.int32),  # string id of the source category (kept for unknown kinds)
+    "step": np.dtype(np.int32),  # derived: row in `steps`, -1
+    "phase": np.dtype(np.int8),  # derived: index into PHASES
+    "fused": np.dtype(np.int16),  # derived: index into taxonomy.FUSED_OPS, -1 before attribution
+    "depth": np.dtype(np.int8),  # derived: 0 for a top-level host op, 1 nested; -1 n/a
+    "group": np.dtype(np.int32),  # string id of an optional grouping level (XPURT scopes), -1
+    "launch": np.dtype(np.int32),  # runtime launches: string id of the kernel it names (ROCm), -1
+    "comm": np.dtype(np.int32),  # row in `comms`: the collective's metadata the source wrote, -1
+    "source": np.dtype(np.int8),  # derived: how the fused op was decided (attribution_source codes)
+    "flops": np.dtype(np.int64),  # host ops: FLOPs the trace records (with_flops) or shapes give, -1
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
     "rank": np.dtype(np.int32),
-    "step_id": np.dtype(np.int64),      # engine step number as the source counts it
-    "name": np.dtype(np.int32),         # string id of the source label (annotation name)
+    "step_id": np.dtype(np.int64),  # engine step number as the source counts it
+    "name": np.dtype(np.int32),  # string id of the source label (annotation name)
     "start": np.dtype(np.int64),
     "dur": np.dtype(np.int64),
     "phase": np.dtype(np.int8),
@@ -62,25 +63,25 @@ STEP_SCHEMA: dict[str, np.dtype] = {
     "decode_tokens": np.dtype(np.int64),
     "prefill_reqs": np.dtype(np.int32),
     "decode_reqs": np.dtype(np.int32),
-    "running": np.dtype(np.int32),      # -1 unknown
-    "waiting": np.dtype(np.int32),      # -1 unknown
-    "kv_usage": np.dtype(np.float32),   # 0..1, NaN unknown
-    "busy": np.dtype(np.int64),         # derived: device-busy (or host-op) ns inside the step
+    "running": np.dtype(np.int32),  # -1 unknown
+    "waiting": np.dtype(np.int32),  # -1 unknown
+    "kv_usage": np.dtype(np.float32),  # 0..1, NaN unknown
+    "busy": np.dtype(np.int64),  # derived: device-busy (or host-op) ns inside the step
 }
 
 COUNTER_SCHEMA: dict[str, np.dtype] = {
     "rank": np.dtype(np.int32),
-    "name": np.dtype(np.int32),   # string id, e.g. "device_allocated_bytes"
+    "name": np.dtype(np.int32),  # string id, e.g. "device_allocated_bytes"
     "t": np.dtype(np.int64),
     "value": np.dtype(np.float64),
 }
 
 REQUEST_SCHEMA: dict[str, np.dtype] = {
     "rank": np.dtype(np.int32),
-    "req": np.dtype(np.int32),          # string id of the request id
+    "req": np.dtype(np.int32),  # string id of the request id
     "arrival": np.dtype(np.int64),
     "first_token": np.dtype(np.int64),  # -1 never
-    "finish": np.dtype(np.int64),       # -1 never
+    "finish": np.dtype(np.int64),  # -1 never
     "prompt_len": np.dtype(np.int64),
     "output_len": np.dtype(np.int64),
 }
@@ -89,28 +90,54 @@ REQUEST_SCHEMA: dict[str, np.dtype] = {
 #: NCCL kernels): one row per event that carries them, referenced by the event's ``comm``
 COMM_SCHEMA: dict[str, np.dtype] = {
     "rank": np.dtype(np.int32),
-    "coll": np.dtype(np.int32),         # string id of the collective's name ("allreduce"), -1
-    "pg": np.dtype(np.int32),           # string id of the process group's name, -1
-    "pg_ranks": np.dtype(np.int32),     # string id of the group's global ranks as written ("[0, 1]"), -1
-    "seq": np.dtype(np.int64),          # the group's collective sequence number, -1
-    "in_nelems": np.dtype(np.int64),    # -1 unknown
-    "out_nelems": np.dtype(np.int64),   # -1 unknown
-    "group_size": np.dtype(np.int32),   # -1 unknown
-    "dtype": np.dtype(np.int32),        # string id of the element type ("BFloat16"), -1
+    "coll": np.dtype(np.int32),  # string id of the collective's name ("allreduce"), -1
+    "pg": np.dtype(np.int32),  # string id of the process group's name, -1
+    "pg_ranks": np.dtype(np.int32),  # string id of the group's global ranks as written ("[0, 1]"), -1
+    "seq": np.dtype(np.int64),  # the group's collective sequence number, -1
+    "in_nelems": np.dtype(np.int64),  # -1 unknown
+    "out_nelems": np.dtype(np.int64),  # -1 unknown
+    "group_size": np.dtype(np.int32),  # -1 unknown
+    "dtype": np.dtype(np.int32),  # string id of the element type ("BFloat16"), -1
 }
 
-SCHEMAS = {"events": EVENT_SCHEMA, "steps": STEP_SCHEMA, "counters": COUNTER_SCHEMA, "requests": REQUEST_SCHEMA,
-           "comms": COMM_SCHEMA}
+SCHEMAS = {
+    "events": EVENT_SCHEMA,
+    "steps": STEP_SCHEMA,
+    "counters": COUNTER_SCHEMA,
+    "requests": REQUEST_SCHEMA,
+    "comms": COMM_SCHEMA,
+}
 #: string-id columns of every table (re-mapped when profiles merge)
 STRING_COLUMNS = ("name", "cat", "group", "launch", "req", "coll", "pg", "pg_ranks", "dtype")
 
 # Defaults used when a column is not given: ids that mean "none" are -1.
 _DEFAULTS = {
-    "corr": -1, "ext": -1, "step": -1, "fused": -1, "depth": -1, "group": -1, "launch": -1, "device": -1,
+    "corr": -1,
+    "ext": -1,
+    "step": -1,
+    "fused": -1,
+    "depth": -1,
+    "group": -1,
+    "launch": -1,
+    "device": -1,
     "flops": -1,
-    "cat": -1, "running": -1, "waiting": -1, "kv_usage": np.nan, "first_token": -1, "finish": -1,
-    "step_id": -1, "name": -1, "comm": -1, "coll": -1, "pg": -1, "pg_ranks": -1, "seq": -1,
-    "in_nelems": -1, "out_nelems": -1, "group_size": -1, "dtype": -1,
+    "cat": -1,
+    "running": -1,
+    "waiting": -1,
+    "kv_usage": np.nan,
+    "first_token": -1,
+    "finish": -1,
+    "step_id": -1,
+    "name": -1,
+    "comm": -1,
+    "coll": -1,
+    "pg": -1,
+    "pg_ranks": -1,
+    "seq": -1,
+    "in_nelems": -1,
+    "out_nelems": -1,
+    "group_size": -1,
+    "dtype": -1,
 }
 
 
@@ -149,11 +176,11 @@ class Table:
             raise ValueError(f"column {name!r} has shape {arr.shape}, expected ({len(self)},)")
         self.cols[name] = arr
 
-    def take(self, index: Any) -> "Table":
+    def take(self, index: Any) -> Table:
         return Table(self.schema, {k: v[index] for k, v in self.cols.items()})
 
     @staticmethod
-    def concat(schema: Mapping[str, np.dtype], tables: Iterable["Table"]) -> "Table":
+    def concat(schema: Mapping[str, np.dtype], tables: Iterable[Table]) -> Table:
         tables = [t for t in tables if len(t)]
         if not tables:
             return Table(schema)
@@ -256,15 +283,16 @@ class Profile:
         for key in ("thread_names", "process_names"):
             d = self.run.get(key)
             if isinstance(d, dict):
-                self.run[key] = {str(mapping.get(int(k), int(k))) if k.lstrip("-").isdigit() else k: v
-                                 for k, v in d.items()}
+                self.run[key] = {
+                    str(mapping.get(int(k), int(k))) if k.lstrip("-").isdigit() else k: v for k, v in d.items()
+                }
 
     def table(self, name: str) -> Table:
         return getattr(self, name)
 
     # -- merging ------------------------------------------------------------
     @staticmethod
-    def merge(profiles: list["Profile"]) -> "Profile":
+    def merge(profiles: list[Profile]) -> Profile:
         """Join profiles of one run (ranks, or scheduler + worker records) onto one time base.
 
         Each profile's times are shifted so that they share the earliest base; string ids are
@@ -314,11 +342,17 @@ class Profile:
     def save(self, path: str | Path) -> Path:
         """Write the whole profile as one .npz file (columns + strings + run as JSON)."""
         path = Path(path)
-        meta = {"format": "xpu_profiler.profile", "version": 1, "base_ns": int(self.base_ns),
-                "run": self.run, "strings": self.strings.strings}
+        meta = {
+            "format": "xpu_profiler.profile",
+            "version": 1,
+            "base_ns": int(self.base_ns),
+            "run": self.run,
+            "strings": self.strings.strings,
+        }
         # "meta" first: readers sniff its member name in the zip's first header.
         arrays: dict[str, np.ndarray] = {
-            "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)}
+            "meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+        }
         for tname in SCHEMAS:
             for c, v in self.table(tname).cols.items():
                 arrays[f"{tname}.{c}"] = v
@@ -329,7 +363,7 @@ class Profile:
         return path
 
     @staticmethod
-    def load(path: str | Path) -> "Profile":
+    def load(path: str | Path) -> Profile:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode("utf-8"))
             if meta.get("format") != "xpu_profiler.profile":

@@ -36,15 +36,26 @@ import os
 import re
 from pathlib import Path
 
-
 #: one per engine step (scheduler output), made in the EngineCore
-SCHED_FIELDS = ("step", "t_sched", "t_sched_end", "t_end", "prefill_tokens", "decode_tokens",
-                "prefill_reqs", "decode_reqs", "running", "waiting", "kv_usage", "dp_rank", "first_tokens")
+SCHED_FIELDS = (
+    "step",
+    "t_sched",
+    "t_sched_end",
+    "t_end",
+    "prefill_tokens",
+    "decode_tokens",
+    "prefill_reqs",
+    "decode_reqs",
+    "running",
+    "waiting",
+    "kv_usage",
+    "dp_rank",
+    "first_tokens",
+)
 #: one per execute_model call, made in each worker. ``rank`` is the worker's rank inside its
 #: engine (what vLLM calls its rank), ``dp_rank`` its engine's data-parallel index (the
 #: scheduler rows of that engine carry the same), ``global_rank`` = dp_rank x world size + rank
-WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens", "dp_rank",
-                 "global_rank")
+WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_end", "tokens", "dp_rank", "global_rank")
 #: one per request (arrival / first token / finish ns, -1 when not seen)
 REQUEST_FIELDS = ("req", "arrival", "first_token", "finish", "prompt_len", "output_len")
 #: one per counter sample
@@ -95,8 +106,16 @@ def step_range_name(step: int) -> str:
 
 
 def has_records(batch: dict) -> bool:
-    return bool(batch["sched"] or batch["worker"] or batch["counters"] or batch["requests"]
-                or batch.get("torch_files") or batch.get("errors") or batch.get("hooks") or batch.get("fatal"))
+    return bool(
+        batch["sched"]
+        or batch["worker"]
+        or batch["counters"]
+        or batch["requests"]
+        or batch.get("torch_files")
+        or batch.get("errors")
+        or batch.get("hooks")
+        or batch.get("fatal")
+    )
 
 
 def worker_keys(row) -> tuple[int, int, int]:
@@ -148,7 +167,7 @@ def append_batch(directory: str, batch: dict) -> None:
         size = os.fstat(fd).st_size
         try:
             while line:
-                line = line[os.write(fd, line):]
+                line = line[os.write(fd, line) :]
         except OSError:  # a full disk: no half line is left behind (the caller keeps the batch)
             try:
                 os.ftruncate(fd, size)
@@ -185,8 +204,7 @@ def _read_text(f: Path, offset: int) -> str:
         return fh.read().decode("utf-8", errors="replace")
 
 
-def read_record_files(directory: str | Path, since: dict[str, int] | None = None,
-                      growing: bool = False) -> list[dict]:
+def read_record_files(directory: str | Path, since: dict[str, int] | None = None, growing: bool = False) -> list[dict]:
     """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs);
     with ``since`` ({file name: offset}, see ``record_sizes``) only the lines appended
     after those offsets. A line cut by a crash, or a file that cannot be read, is skipped
@@ -212,8 +230,9 @@ def read_record_files(directory: str | Path, since: dict[str, int] | None = None
         if cut:
             problems.append(f"{f.name}: {cut} record line(s) cut short (a process killed while writing), skipped")
     if problems:
-        out.append({"pid": 0, "process": "", "sched": [], "worker": [], "counters": [], "requests": [],
-                    "warnings": problems})
+        out.append(
+            {"pid": 0, "process": "", "sched": [], "worker": [], "counters": [], "requests": [], "warnings": problems}
+        )
     return out
 
 

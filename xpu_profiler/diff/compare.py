@@ -7,7 +7,7 @@ TTFT/TPOT, the settings that differ, and the findings that appeared or disappear
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ..knowledge.kernel_names import strip_call_args
 from ..summary import Summary
@@ -20,7 +20,7 @@ PHASE_METRICS = ("step_p50_ns", "step_p99_ns", "per_token_ns")
 NOISE = 1e-9
 
 
-def _change(base: Optional[float], new: Optional[float]) -> Optional[float]:
+def _change(base: float | None, new: float | None) -> float | None:
     if base is None or new is None or not base:
         return None
     return new / base - 1.0
@@ -53,8 +53,11 @@ def metrics(base: Summary, new: Summary) -> list[MetricDelta]:
     for name in ("ttft_ns", "tpot_ns", "e2e_ns"):
         bd, nd = getattr(bt, name), getattr(nt, name)
         for q in ("p50", "p99"):
-            out.append(_metric(f"{name[:-3]}_{q}_ns", getattr(bd, q, None) if bd else None,
-                               getattr(nd, q, None) if nd else None))
+            out.append(
+                _metric(
+                    f"{name[:-3]}_{q}_ns", getattr(bd, q, None) if bd else None, getattr(nd, q, None) if nd else None
+                )
+            )
     return [m for m in out if m.base is not None or m.new is not None]
 
 
@@ -68,24 +71,43 @@ def fused_deltas(base: Summary, new: Summary) -> list[OpDelta]:
     for ph in ("prefill", "decode", "mixed"):
         if not bt.get(ph) or not nt.get(ph):
             continue
-        bmap = {f.fused_op: f.time_ns_by_phase.get(ph, 0) / bt[ph] for f in base.fused_ops if f.time_ns_by_phase.get(ph)}
+        bmap = {
+            f.fused_op: f.time_ns_by_phase.get(ph, 0) / bt[ph] for f in base.fused_ops if f.time_ns_by_phase.get(ph)
+        }
         nmap = {f.fused_op: f.time_ns_by_phase.get(ph, 0) / nt[ph] for f in new.fused_ops if f.time_ns_by_phase.get(ph)}
         rows += _deltas(ph, bmap, nmap, "fused_op", {k: k for k in {**bmap, **nmap}})
     return rows
 
 
-def _deltas(ph: str, bmap: dict[str, float], nmap: dict[str, float], kind: str,
-            fused_of: dict[str, str]) -> list[OpDelta]:
+def _deltas(
+    ph: str, bmap: dict[str, float], nmap: dict[str, float], kind: str, fused_of: dict[str, str]
+) -> list[OpDelta]:
     total = sum(nmap.values()) - sum(bmap.values())
     rows = []
     for key in sorted(set(bmap) | set(nmap)):
         b, n = bmap.get(key), nmap.get(key)
         d = (n or 0.0) - (b or 0.0)
-        status = "added" if b is None else "removed" if n is None else \
-            ("unchanged" if abs(d) <= NOISE * max(abs(b), 1.0) else "changed")
-        rows.append(OpDelta(phase=ph, key=key, kind=kind, fused_op=fused_of.get(key, ""), base_per_token_ns=b,
-                            new_per_token_ns=n, delta_per_token_ns=d, change=_change(b, n),
-                            share_of_change=(d / total) if abs(total) > NOISE else None, status=status))
+        status = (
+            "added"
+            if b is None
+            else "removed"
+            if n is None
+            else ("unchanged" if abs(d) <= NOISE * max(abs(b), 1.0) else "changed")
+        )
+        rows.append(
+            OpDelta(
+                phase=ph,
+                key=key,
+                kind=kind,
+                fused_op=fused_of.get(key, ""),
+                base_per_token_ns=b,
+                new_per_token_ns=n,
+                delta_per_token_ns=d,
+                change=_change(b, n),
+                share_of_change=(d / total) if abs(total) > NOISE else None,
+                status=status,
+            )
+        )
     rows.sort(key=lambda r: -abs(r.delta_per_token_ns or 0.0))
     return rows
 
@@ -137,10 +159,16 @@ def finding_deltas(base: Summary, new: Summary) -> list[FindingDelta]:
     for rule in list(n) + [r for r in b if r not in n]:
         fb, fn = b.get(rule), n.get(rule)
         f = fn or fb
-        out.append(FindingDelta(rule=rule, status="kept" if fb and fn else "appeared" if fn else "disappeared",
-                                title=f.title, phase=f.phase,
-                                base_at_stake_share=fb.at_stake_share if fb else None,
-                                new_at_stake_share=fn.at_stake_share if fn else None))
+        out.append(
+            FindingDelta(
+                rule=rule,
+                status="kept" if fb and fn else "appeared" if fn else "disappeared",
+                title=f.title,
+                phase=f.phase,
+                base_at_stake_share=fb.at_stake_share if fb else None,
+                new_at_stake_share=fn.at_stake_share if fn else None,
+            )
+        )
     return out
 
 
@@ -171,41 +199,72 @@ def _headline(report: DiffReport) -> tuple[str, str | None]:
         text += f", step p50 {100 * step.change:+.1f}%"
     op = next((r for r in report.fused_ops if r.phase == m.phase and r.status != "unchanged"), None)
     if op is not None and op.share_of_change is not None:
-        text += f"; largest part: {op.key} {op.delta_per_token_ns:+,.0f} ns/token " \
-                f"({100 * op.share_of_change:.0f}% of the phase's change)"
+        text += (
+            f"; largest part: {op.key} {op.delta_per_token_ns:+,.0f} ns/token "
+            f"({100 * op.share_of_change:.0f}% of the phase's change)"
+        )
     return text, m.phase
 
 
 def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = "") -> DiffReport:
     both, added, removed, unlisted = kernel_deltas(base, new)
     report = DiffReport(
-        base=base_label, new=new_label, base_run=_run_facts(base), new_run=_run_facts(new),
-        settings=settings(base, new), metrics=metrics(base, new), fused_ops=fused_deltas(base, new),
-        kernels=both, kernels_added=added, kernels_removed=removed, kernels_unlisted=unlisted,
-        findings=finding_deltas(base, new))
+        base=base_label,
+        new=new_label,
+        base_run=_run_facts(base),
+        new_run=_run_facts(new),
+        settings=settings(base, new),
+        metrics=metrics(base, new),
+        fused_ops=fused_deltas(base, new),
+        kernels=both,
+        kernels_added=added,
+        kernels_removed=removed,
+        kernels_unlisted=unlisted,
+        findings=finding_deltas(base, new),
+    )
     moved = [m for m in report.metrics if m.change is not None and abs(m.change) > NOISE]
-    report.unchanged = not moved and not added and not removed and \
-        all(r.status == "unchanged" for r in report.fused_ops + report.kernels)
+    report.unchanged = (
+        not moved
+        and not added
+        and not removed
+        and all(r.status == "unchanged" for r in report.fused_ops + report.kernels)
+    )
     report.headline, report.headline_phase = _headline(report)
     for side, s in (("BASE", base), ("NEW", new)):
         if s.top_kernels and not any(k.time_ns_by_phase for k in s.top_kernels):
-            report.notes.append(f"{side} has no per-phase kernel times (a summary.json of an older "
-                                "xpu_profiler): kernels are not compared")
+            report.notes.append(
+                f"{side} has no per-phase kernel times (a summary.json of an older "
+                "xpu_profiler): kernels are not compared"
+            )
     if unlisted:
-        report.notes.append(f"{unlisted} kernels appear in one run's top-kernels list only while the other's "
-                            "list is cut: they may be below its cut rather than added or removed")
+        report.notes.append(
+            f"{unlisted} kernels appear in one run's top-kernels list only while the other's "
+            "list is cut: they may be below its cut rather than added or removed"
+        )
     return report
 
 
 def _run_facts(s: Summary) -> dict[str, Any]:
-    return {"model": s.run.model, "device": s.run.device, "detail_level": s.run.detail_level,
-            "steps": s.totals.steps, "ranks": s.totals.ranks}
+    return {
+        "model": s.run.model,
+        "device": s.run.device,
+        "detail_level": s.run.detail_level,
+        "steps": s.totals.steps,
+        "ranks": s.totals.ranks,
+    }
 
 
 def gate(report: DiffReport, pct: float, phase: str = "decode", metric: str = "per_token_ns") -> Gate:
     """Fail when ``metric`` (of ``phase`` for per-phase metrics) regressed by more than ``pct`` %."""
-    m = next((m for m in report.metrics if m.name == metric and m.phase == (phase if metric in PHASE_METRICS else None)),
-             None)
+    m = next(
+        (m for m in report.metrics if m.name == metric and m.phase == (phase if metric in PHASE_METRICS else None)),
+        None,
+    )
     reg = m.regression if m is not None else None
-    return Gate(metric=metric, phase=m.phase if m is not None else phase, threshold=pct / 100.0,
-                regression=reg, failed=reg is not None and reg > pct / 100.0)
+    return Gate(
+        metric=metric,
+        phase=m.phase if m is not None else phase,
+        threshold=pct / 100.0,
+        regression=reg,
+        failed=reg is not None and reg > pct / 100.0,
+    )

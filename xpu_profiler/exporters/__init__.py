@@ -12,9 +12,9 @@ is attributed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterable
 
 
 def registry() -> dict[str, ModuleType]:

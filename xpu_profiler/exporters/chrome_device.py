@@ -20,8 +20,8 @@ from ..core.launches import launch_rows
 from ..core.profile import DEVICE_KINDS, Profile
 from ..summary import Summary
 
-DEVICE_STEP_TID = 2      # tids 2.. (one per lane) of each rank: the steps' device spans
-MAX_STEP_LANES = 90      # below HOST_TID0
+DEVICE_STEP_TID = 2  # tids 2.. (one per lane) of each rank: the steps' device spans
+MAX_STEP_LANES = 90  # below HOST_TID0
 
 
 def flow_pairs(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -37,12 +37,19 @@ def flow_pairs(profile: Profile, idx: np.ndarray, tid: np.ndarray, pid: np.ndarr
     src_at = np.minimum(np.searchsorted(idx, src), max(len(idx) - 1, 0))  # idx is ascending
     ok = (idx[src_at] == src) & (ev["dur"][src] > 0) & (ev["dur"][dev] > 0) & (ev["start"][src] <= ev["start"][dev])
     at, src_at, dev, src = at[ok], src_at[ok], dev[ok], src[ok]
-    return (ev["start"][src].astype(np.int64), pid[src_at], tid[src_at],
-            ev["start"][dev].astype(np.int64), pid[at], tid[at])
+    return (
+        ev["start"][src].astype(np.int64),
+        pid[src_at],
+        tid[src_at],
+        ev["start"][dev].astype(np.int64),
+        pid[at],
+        tid[at],
+    )
 
 
-def device_step_tracks(summary: Summary | None, pid_of: dict[int, int], encode) -> tuple[list[dict], list[str],
-                                                                                        np.ndarray, np.ndarray]:
+def device_step_tracks(
+    summary: Summary | None, pid_of: dict[int, int], encode
+) -> tuple[list[dict], list[str], np.ndarray, np.ndarray]:
     """Per rank: a track of the steps' device spans (lanes where they overlap) and a
     counter of each step's device idle by cause. (metadata, texts, ts, dur)."""
     meta: list[dict[str, Any]] = []
@@ -68,24 +75,64 @@ def device_step_tracks(summary: Summary | None, pid_of: dict[int, int], encode) 
                 continue
             s0, s1 = int(start[i]), int(end[i])
             us = lambda key: getattr(d, key)[i] / 1000.0  # noqa: E731
-            args = {"step_id": d.step_id[i], "phase": d.phase[i], "bound": d.bound[i] or "",
-                    "busy_us": us("device_busy_ns"), "idle_us": us("device_idle_ns"), "starved_us": us("starved_ns"),
-                    "host_wait_us": us("host_wait_ns"), "kernel_wait_us": us("kernel_wait_ns"),
-                    "other_us": us("other_ns")}
+            args = {
+                "step_id": d.step_id[i],
+                "phase": d.phase[i],
+                "bound": d.bound[i] or "",
+                "busy_us": us("device_busy_ns"),
+                "idle_us": us("device_idle_ns"),
+                "starved_us": us("starved_ns"),
+                "host_wait_us": us("host_wait_ns"),
+                "kernel_wait_us": us("kernel_wait_ns"),
+                "other_us": us("other_ns"),
+            }
             name = f"{d.phase[i]} step {d.step_id[i]} on device" + (f" ({d.bound[i]}-bound)" if d.bound[i] else "")
-            texts.append(encode({"ph": "X", "name": name, "pid": pid, "tid": DEVICE_STEP_TID + int(lane[k]),
-                                 "ts": s0 / 1000.0, "dur": (s1 - s0) / 1000.0, "args": args}).decode())
+            texts.append(
+                encode(
+                    {
+                        "ph": "X",
+                        "name": name,
+                        "pid": pid,
+                        "tid": DEVICE_STEP_TID + int(lane[k]),
+                        "ts": s0 / 1000.0,
+                        "dur": (s1 - s0) / 1000.0,
+                        "args": args,
+                    }
+                ).decode()
+            )
             ts_l.append(s0)
             dur_l.append(s1 - s0)
-            texts.append(encode({"ph": "C", "name": "step device idle (us)", "pid": pid, "tid": pid,
-                                 "ts": s0 / 1000.0,
-                                 "args": {"host_wait": us("host_wait_ns"), "kernel_wait": us("kernel_wait_ns"),
-                                          "other": us("other_ns")}}).decode())
+            texts.append(
+                encode(
+                    {
+                        "ph": "C",
+                        "name": "step device idle (us)",
+                        "pid": pid,
+                        "tid": pid,
+                        "ts": s0 / 1000.0,
+                        "args": {
+                            "host_wait": us("host_wait_ns"),
+                            "kernel_wait": us("kernel_wait_ns"),
+                            "other": us("other_ns"),
+                        },
+                    }
+                ).decode()
+            )
             ts_l.append(s0)
             dur_l.append(0)
         last = int(end[m].max())
-        texts.append(encode({"ph": "C", "name": "step device idle (us)", "pid": pid, "tid": pid, "ts": last / 1000.0,
-                             "args": {"host_wait": 0, "kernel_wait": 0, "other": 0}}).decode())
+        texts.append(
+            encode(
+                {
+                    "ph": "C",
+                    "name": "step device idle (us)",
+                    "pid": pid,
+                    "tid": pid,
+                    "ts": last / 1000.0,
+                    "args": {"host_wait": 0, "kernel_wait": 0, "other": 0},
+                }
+            ).decode()
+        )
         ts_l.append(last)
         dur_l.append(0)
         for lane_no in range(min(int(lane.max()) + 1, MAX_STEP_LANES)):

@@ -13,16 +13,20 @@ writer can format, compress and write any range without holding the whole text.
 
 from __future__ import annotations
 
-import numpy as np
-
 import msgspec
+import numpy as np
 
 ROW_SEP = b",\n"
 _enc = msgspec.json.Encoder()
 
 S_SLICE, S_FLOW, S_TEXT, S_COUNTER = 0, 1, 2, 3
 # the optional int args of a slice: step (with its phase) and correlation
-_VARIANT_TAIL = {0: b"", 1: b',"step":%d,"phase":"%s"', 2: b',"correlation":%d', 3: b',"step":%d,"phase":"%s","correlation":%d'}
+_VARIANT_TAIL = {
+    0: b"",
+    1: b',"step":%d,"phase":"%s"',
+    2: b',"correlation":%d',
+    3: b',"step":%d,"phase":"%s","correlation":%d',
+}
 
 
 def _objects(items: list) -> np.ndarray:
@@ -33,8 +37,12 @@ def _objects(items: list) -> np.ndarray:
 
 
 _FRAC = _objects([b"%03d" % i for i in range(1000)])  # a ns remainder's 3 digits
-_FLOW_FMT = _objects([b'{"ph":"s","id":%d,"pid":%d,"tid":%d,"ts":%d.%s,"cat":"ac2g","name":"ac2g"}',
-                      b'{"ph":"f","id":%d,"pid":%d,"tid":%d,"ts":%d.%s,"cat":"ac2g","name":"ac2g","bp":"e"}'])
+_FLOW_FMT = _objects(
+    [
+        b'{"ph":"s","id":%d,"pid":%d,"tid":%d,"ts":%d.%s,"cat":"ac2g","name":"ac2g"}',
+        b'{"ph":"f","id":%d,"pid":%d,"tid":%d,"ts":%d.%s,"cat":"ac2g","name":"ac2g","bp":"e"}',
+    ]
+)
 
 
 def _split_us(ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,14 +59,24 @@ class Rows:
     """Every non-metadata event of the trace, in the order written, formatted on demand."""
 
     def __init__(self) -> None:
-        self.kind = np.zeros(0, np.int8)   # per sorted row: which source
-        self.row = np.zeros(0, np.int64)   # per sorted row: its row in that source
+        self.kind = np.zeros(0, np.int8)  # per sorted row: which source
+        self.row = np.zeros(0, np.int64)  # per sorted row: its row in that source
         self.texts_fmt = _objects([])  # the few ready texts, as formats (their "%" doubled)
 
     # -- sources ------------------------------------------------------------------------
 
-    def set_slices(self, ev, idx: np.ndarray, tid: np.ndarray, pid: np.ndarray, name_json: dict[int, bytes],
-                   kind_names: list[str], fused_names: list[str], phase_names: list[str], corr_max: int) -> None:
+    def set_slices(
+        self,
+        ev,
+        idx: np.ndarray,
+        tid: np.ndarray,
+        pid: np.ndarray,
+        name_json: dict[int, bytes],
+        kind_names: list[str],
+        fused_names: list[str],
+        phase_names: list[str],
+        corr_max: int,
+    ) -> None:
         """Slices: rows ``idx`` of the event columns ``ev``, on tracks ``tid`` of processes ``pid``.
         The columns are read per chunk through ``idx``: nothing per slice is copied but its
         row, track and template."""
@@ -73,15 +91,30 @@ class Rows:
         del variant
         uniq_code, key = np.unique(code, return_inverse=True)
         del code
-        uniq = np.stack([uniq_code >> 28, (uniq_code >> 16) & 0xFFF, (uniq_code >> 12) & 0xF,
-                         ((uniq_code >> 2) & 0x3FF) - 1, uniq_code & 3], axis=1)
+        uniq = np.stack(
+            [
+                uniq_code >> 28,
+                (uniq_code >> 16) & 0xFFF,
+                (uniq_code >> 12) & 0xF,
+                ((uniq_code >> 2) & 0x3FF) - 1,
+                uniq_code & 3,
+            ],
+            axis=1,
+        )
         fmts = []
         for n, p, k, f, v in uniq.tolist():
             args = b'"kind":"' + kind_names[k].encode() + b'"'
             if f >= 0:
                 args += b',"fused_op":"' + fused_names[f].encode() + b'"'
-            fmts.append(b'{"ph":"X","name":' + _pct(name_json[n]) + b',"pid":%d' % p
-                        + b',"tid":%d,"ts":%d.%s,"dur":%d.%s,"args":{' + _pct(args) + _VARIANT_TAIL[v] + b"}}")
+            fmts.append(
+                b'{"ph":"X","name":'
+                + _pct(name_json[n])
+                + b',"pid":%d' % p
+                + b',"tid":%d,"ts":%d.%s,"dur":%d.%s,"args":{'
+                + _pct(args)
+                + _VARIANT_TAIL[v]
+                + b"}}"
+            )
         self.s_fmt = _objects(fmts)
         self.s_key = key.reshape(-1).astype(np.int32)
         del key
@@ -95,18 +128,39 @@ class Rows:
         """Events formatted one by one (engine steps, device steps, findings)."""
         self.texts_fmt = _objects([_pct(t.encode()) for t in texts])
 
-    def set_flows(self, src_ts: np.ndarray, src_pid: np.ndarray, src_tid: np.ndarray,
-                  dev_ts: np.ndarray, dev_pid: np.ndarray, dev_tid: np.ndarray) -> None:
+    def set_flows(
+        self,
+        src_ts: np.ndarray,
+        src_pid: np.ndarray,
+        src_tid: np.ndarray,
+        dev_ts: np.ndarray,
+        dev_pid: np.ndarray,
+        dev_tid: np.ndarray,
+    ) -> None:
         """Flow pairs: row 2i is pair i's start, 2i+1 its end (ids 1, 2, ...)."""
-        self.f_cols = (src_ts, src_pid.astype(np.int32), src_tid.astype(np.int32),
-                       dev_ts, dev_pid.astype(np.int32), dev_tid.astype(np.int32))
+        self.f_cols = (
+            src_ts,
+            src_pid.astype(np.int32),
+            src_tid.astype(np.int32),
+            dev_ts,
+            dev_pid.astype(np.int32),
+            dev_tid.astype(np.int32),
+        )
 
-    def set_counters(self, name_json: dict[int, bytes], name: np.ndarray, pid: np.ndarray, t: np.ndarray,
-                     value: np.ndarray) -> None:
+    def set_counters(
+        self, name_json: dict[int, bytes], name: np.ndarray, pid: np.ndarray, t: np.ndarray, value: np.ndarray
+    ) -> None:
         code = name.astype(np.int64) * (1 << 20) + pid.astype(np.int64)
         uniq, key = np.unique(code, return_inverse=True)
-        self.c_fmt = _objects([b'{"ph":"C","name":' + _pct(name_json[int(c) >> 20]) + b',"pid":%d,"tid":%d' % ((int(c) & 0xFFFFF,) * 2)
-                      + b',"ts":%d.%s,"args":{"value":%s}}' for c in uniq.tolist()])
+        self.c_fmt = _objects(
+            [
+                b'{"ph":"C","name":'
+                + _pct(name_json[int(c) >> 20])
+                + b',"pid":%d,"tid":%d' % ((int(c) & 0xFFFFF,) * 2)
+                + b',"ts":%d.%s,"args":{"value":%s}}'
+                for c in uniq.tolist()
+            ]
+        )
         self.c_key, self.c_t, self.c_value = key.reshape(-1), t, value
 
     # -- formatting -----------------------------------------------------------------------
@@ -139,7 +193,7 @@ class Rows:
             pos = np.flatnonzero(ends == e)
             if len(pos):
                 p = rows[pos] >> 1
-                ts, pid, tid = self.f_cols[3 * e: 3 * e + 3]
+                ts, pid, tid = self.f_cols[3 * e : 3 * e + 3]
                 groups.append((pos, [p + 1, pid[p], tid[p], *_split_us(ts[p])]))
         return fmts, groups
 
@@ -175,4 +229,3 @@ class Rows:
         """The texts of sorted rows lo..hi, in order (no row's text holds ROW_SEP: a JSON
         string never holds a raw newline)."""
         return self.text(lo, hi).split(ROW_SEP) if hi > lo else []
-

@@ -13,25 +13,26 @@ partially overlapping slices on a track, no NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from ..core import atomic_write
-from ..core.intervals import distinct_rows, lanes
 from ..core.fmt import place
+from ..core.intervals import distinct_rows, lanes
+from ..core.ordering import lexsort
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
+from ..knowledge.taxonomy import FUSED_OPS
+from ..summary import Summary
 from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
-from ..core.ordering import lexsort
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
-from ..summary import Summary
-from ..knowledge.taxonomy import FUSED_OPS
-from .validate import JS_SAFE
 from .trace_findings import markers
+from .validate import JS_SAFE
 
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
@@ -47,7 +48,6 @@ _encoder = msgspec.json.Encoder()
 def _us(ns: int) -> float:
     """Integer ns → µs with at most 3 decimals (exact: relative times stay small)."""
     return ns / 1000.0
-
 
 
 def _changes(c: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -73,11 +73,11 @@ class _Bulk:
     meta: list[dict[str, Any]]
     rows: Rows
     kinds: list[np.ndarray]  # per source block, in the order the rows are numbered: kind, ts, dur
-    ts: list[np.ndarray | None]   # None: the slices' events' own starts
+    ts: list[np.ndarray | None]  # None: the slices' events' own starts
     dur: list[np.ndarray | None]  # None: those events' own durations (slices), else zeros
-    idx: np.ndarray          # the exported events (rows of the event columns), ascending
-    tid: np.ndarray          # their tracks
-    pid: np.ndarray          # their processes
+    idx: np.ndarray  # the exported events (rows of the event columns), ascending
+    tid: np.ndarray  # their tracks
+    pid: np.ndarray  # their processes
     name_json: dict[int, bytes]
     columns: tuple  # the profile's columns it was made from (``take_ahead``)
 
@@ -131,7 +131,7 @@ def bulk(profile: Profile) -> _Bulk:
     ev_start, ev_dur = ev["start"], ev["dur"]
     next_tid: dict[tuple[int, int], int] = {}
     for u, (r, dev, d, tr) in enumerate(uniq.tolist()):
-        m = by_track[bounds[u]:bounds[u + 1]]
+        m = by_track[bounds[u] : bounds[u + 1]]
         rows_m = idx[m]
         start_m = ev_start[rows_m]
         lane_of = lanes(start_m, start_m + ev_dur[rows_m], MAX_DEPTH)
@@ -147,16 +147,26 @@ def bulk(profile: Profile) -> _Bulk:
         tid[m] = base + lane_of
         for lane in range(n_lanes):
             t = base + lane
-            meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_name",
-                         "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"}})
+            meta.append(
+                {
+                    "ph": "M",
+                    "pid": pid_of[r],
+                    "tid": t,
+                    "name": "thread_name",
+                    "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"},
+                }
+            )
             meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
 
     del by_track
     enc = _encoder.encode
     rows = Rows()
     name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
-    pid_col = np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)] \
-        if len(idx) else np.zeros(0, np.int32)
+    pid_col = (
+        np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)]
+        if len(idx)
+        else np.zeros(0, np.int32)
+    )
     del rank
     # per block of rows: kind, ts and dur (None: the slices' own columns; zeros)
     kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [None], [None]
@@ -174,23 +184,29 @@ def bulk(profile: Profile) -> _Bulk:
     if len(c):
         ok = _changes(c, np.isin(c["rank"], ranks) & (c["t"] >= 0) & np.isfinite(c["value"]))
         cname = {int(i): enc(strings[int(i)]) for i in np.unique(c["name"][ok])}
-        c_pid = np.array([pid_of.get(int(r_), 0) for r_ in range(int(c["rank"].max()) + 1)] if len(c) else [],
-                         np.int64)
+        c_pid = np.array([pid_of.get(int(r_), 0) for r_ in range(int(c["rank"].max()) + 1)] if len(c) else [], np.int64)
         c_rank = c["rank"][ok].astype(np.int64)
-        rows.set_counters(cname, c["name"][ok], c_pid[c_rank] if len(c_rank) else c_rank, c["t"][ok].astype(np.int64),
-                          c["value"][ok].astype(np.float64))
+        rows.set_counters(
+            cname,
+            c["name"][ok],
+            c_pid[c_rank] if len(c_rank) else c_rank,
+            c["t"][ok].astype(np.int64),
+            c["value"][ok].astype(np.float64),
+        )
         kinds_all.append(np.full(int(ok.sum()), S_COUNTER, np.int8))
         ts_all.append(c["t"][ok])
         dur_all.append(None)
 
-    return _Bulk(pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json,
-                 _columns(profile))
+    return _Bulk(
+        pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json, _columns(profile)
+    )
 
 
 def _set_slices(profile: Profile, b: _Bulk) -> None:
     """The slices, with what the attribution says of each event (fused op, step, phase)."""
-    b.rows.set_slices(profile.events, b.idx, b.tid, b.pid, b.name_json, list(KINDS), list(FUSED_OPS),
-                      list(PHASES), JS_SAFE)
+    b.rows.set_slices(
+        profile.events, b.idx, b.tid, b.pid, b.name_json, list(KINDS), list(FUSED_OPS), list(PHASES), JS_SAFE
+    )
 
 
 def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict], list[str], np.ndarray, np.ndarray]:
@@ -208,9 +224,15 @@ def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict],
                 continue
             ph = PHASES[int(steps["phase"][i])]
             pt, dt = int(steps["prefill_tokens"][i]), int(steps["decode_tokens"][i])
-            args = {"step_id": int(steps["step_id"][i]), "phase": ph, "prefill_tokens": pt,
-                    "decode_tokens": dt, "prefill_reqs": int(steps["prefill_reqs"][i]),
-                    "decode_reqs": int(steps["decode_reqs"][i]), "busy_us": _us(int(steps["busy"][i]))}
+            args = {
+                "step_id": int(steps["step_id"][i]),
+                "phase": ph,
+                "prefill_tokens": pt,
+                "decode_tokens": dt,
+                "prefill_reqs": int(steps["prefill_reqs"][i]),
+                "decode_reqs": int(steps["decode_reqs"][i]),
+                "busy_us": _us(int(steps["busy"][i])),
+            }
             if engine_of is not None and engine_of[i] >= 0:
                 args["engine_step"] = int(engine_of[i])
             for c in ("running", "waiting"):
@@ -220,15 +242,34 @@ def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict],
             if math.isfinite(kv):
                 args["kv_usage"] = kv
             s, d = int(steps["start"][i]), int(steps["dur"][i])
-            append(enc({"ph": "X", "name": f"{ph} step {int(steps['step_id'][i])} ({pt + dt} tok)",
-                        "pid": pid_of[r], "tid": STEP_TID, "ts": _us(s), "dur": _us(d), "args": args}).decode())
+            append(
+                enc(
+                    {
+                        "ph": "X",
+                        "name": f"{ph} step {int(steps['step_id'][i])} ({pt + dt} tok)",
+                        "pid": pid_of[r],
+                        "tid": STEP_TID,
+                        "ts": _us(s),
+                        "dur": _us(d),
+                        "args": args,
+                    }
+                ).decode()
+            )
             s_ts.append(s)
             s_dur.append(d)
         for r in pid_of:
-            meta.append({"ph": "M", "pid": pid_of[r], "tid": STEP_TID, "name": "thread_name",
-                         "args": {"name": "engine steps"}})
-            meta.append({"ph": "M", "pid": pid_of[r], "tid": STEP_TID, "name": "thread_sort_index",
-                         "args": {"sort_index": STEP_TID}})
+            meta.append(
+                {"ph": "M", "pid": pid_of[r], "tid": STEP_TID, "name": "thread_name", "args": {"name": "engine steps"}}
+            )
+            meta.append(
+                {
+                    "ph": "M",
+                    "pid": pid_of[r],
+                    "tid": STEP_TID,
+                    "name": "thread_sort_index",
+                    "args": {"sort_index": STEP_TID},
+                }
+            )
     return meta, texts, np.array(s_ts, np.int64), np.array(s_dur, np.int64)
 
 
@@ -266,8 +307,9 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     _set_slices(profile, b)
     pid_of, rows = b.pid_of, b.rows
     meta: list[dict[str, Any]] = []
-    places = {row.rank: place(row.groups, summary.parallel.sizes) for row in summary.ranks} \
-        if summary is not None else {}
+    places = (
+        {row.rank: place(row.groups, summary.parallel.sizes) for row in summary.ranks} if summary is not None else {}
+    )
     for r, pid in pid_of.items():
         label = f"rank {r} ({places[r]})" if places.get(r) else f"rank {r}"
         meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_name", "args": {"name": label}})
@@ -278,10 +320,13 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
     meta += d_meta + s_meta + f_meta
     texts = d_texts + s_texts + f_texts  # the few events formatted one by one, numbered across their blocks
-    blocks = [*zip(b.kinds[:2], b.ts[:2], b.dur[:2]),  # slices, flows
-              _text_block(d_ts, d_dur), _text_block(s_ts, s_dur),
-              *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters
-              _text_block(f_ts, np.zeros(len(f_ts), np.int64))]
+    blocks = [
+        *zip(b.kinds[:2], b.ts[:2], b.dur[:2]),  # slices, flows
+        _text_block(d_ts, d_dur),
+        _text_block(s_ts, s_dur),
+        *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters
+        _text_block(f_ts, np.zeros(len(f_ts), np.int64)),
+    ]
     kinds_all, ts_all, dur_all = (list(x) for x in zip(*blocks))
     del b
 

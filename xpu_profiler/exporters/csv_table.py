@@ -23,13 +23,26 @@ def rows(summary: Summary) -> list[dict]:
             if not t:
                 continue
             per_token = f.per_token_ns_by_phase.get(phase)
-            out.append({
-                "fused_op": f.fused_op, "phase": phase, "time_ns": t,
-                "count": f.count_by_phase.get(phase, 0), "share": f"{t / op_time:.6f}" if op_time else "",
-                "per_token_ns": "" if per_token is None else f"{per_token:.3f}",
-            })
-        out.append({"fused_op": f.fused_op, "phase": "all", "time_ns": f.time_ns, "count": f.count,
-                    "share": f"{f.share:.6f}", "per_token_ns": ""})
+            out.append(
+                {
+                    "fused_op": f.fused_op,
+                    "phase": phase,
+                    "time_ns": t,
+                    "count": f.count_by_phase.get(phase, 0),
+                    "share": f"{t / op_time:.6f}" if op_time else "",
+                    "per_token_ns": "" if per_token is None else f"{per_token:.3f}",
+                }
+            )
+        out.append(
+            {
+                "fused_op": f.fused_op,
+                "phase": "all",
+                "time_ns": f.time_ns,
+                "count": f.count,
+                "share": f"{f.share:.6f}",
+                "per_token_ns": "",
+            }
+        )
     return out
 
 

@@ -18,7 +18,9 @@ MAX_MARKERS = 200  # per finding and rank: a finding seen in every step marks th
 _enc = msgspec.json.Encoder()
 
 
-def markers(profile: Profile, summary: Summary | None, pid_of: dict[int, int]) -> tuple[list[dict], list[str], np.ndarray]:
+def markers(
+    profile: Profile, summary: Summary | None, pid_of: dict[int, int]
+) -> tuple[list[dict], list[str], np.ndarray]:
     """(metadata events, instant events as JSON text, their timestamps in ns)."""
     if summary is None or not summary.findings or not len(profile.steps):
         return [], [], np.zeros(0, np.int64)
@@ -39,16 +41,39 @@ def markers(profile: Profile, summary: Summary | None, pid_of: dict[int, int]) -
             else:
                 rows = rows[[int(np.argmin(st["start"][rows]))]]
             for t in np.sort(st["start"][rows])[:MAX_MARKERS].tolist():
-                args: dict[str, Any] = {"rule": f.rule, "rank": rank_no, "at_stake_share": round(f.at_stake_share, 4),
-                                        "fix": f.fix}
-                texts.append(_enc.encode({"ph": "i", "s": "t", "name": f"{f.rule}: {f.title}", "pid": pid_of[r],
-                                          "tid": FINDINGS_TID, "ts": int(t) / 1000.0, "args": args}).decode())
+                args: dict[str, Any] = {
+                    "rule": f.rule,
+                    "rank": rank_no,
+                    "at_stake_share": round(f.at_stake_share, 4),
+                    "fix": f.fix,
+                }
+                texts.append(
+                    _enc.encode(
+                        {
+                            "ph": "i",
+                            "s": "t",
+                            "name": f"{f.rule}: {f.title}",
+                            "pid": pid_of[r],
+                            "tid": FINDINGS_TID,
+                            "ts": int(t) / 1000.0,
+                            "args": args,
+                        }
+                    ).decode()
+                )
                 ts.append(int(t))
                 used.add(r)
     meta = []
     for r in sorted(used):
-        meta.append({"ph": "M", "pid": pid_of[r], "tid": FINDINGS_TID, "name": "thread_name",
-                     "args": {"name": "findings"}})
-        meta.append({"ph": "M", "pid": pid_of[r], "tid": FINDINGS_TID, "name": "thread_sort_index",
-                     "args": {"sort_index": FINDINGS_TID}})
+        meta.append(
+            {"ph": "M", "pid": pid_of[r], "tid": FINDINGS_TID, "name": "thread_name", "args": {"name": "findings"}}
+        )
+        meta.append(
+            {
+                "ph": "M",
+                "pid": pid_of[r],
+                "tid": FINDINGS_TID,
+                "name": "thread_sort_index",
+                "args": {"sort_index": FINDINGS_TID},
+            }
+        )
     return meta, texts, np.asarray(ts, np.int64)

@@ -26,7 +26,7 @@ _TS_DECIMALS = re.compile(rb'"(?:ts|dur)":\s*-?\d+\.(\d{4,})')
 
 
 MAX_TS_US = 1e12  # relative times: beyond this, 3 decimals of a double are no longer exact
-JS_SAFE = 2 ** 53
+JS_SAFE = 2**53
 _PHASES = set("XBEiICMstfben")
 _SURROGATE = re.compile(rb"\\u[dD][89abAB]")
 
@@ -61,7 +61,9 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         data = data[3:]
     head = data[:128].lstrip()
     if not head.startswith(b'{"traceEvents"'):
-        problems.append('must start with {"traceEvents" (object form, traceEvents first) so no other importer claims it')
+        problems.append(
+            'must start with {"traceEvents" (object form, traceEvents first) so no other importer claims it'
+        )
     m = _TS_DECIMALS.search(data)
     if m:
         problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
@@ -119,8 +121,10 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
             if ts < 0:
                 problems.append(f"event #{i} ({e.get('name')!r}): negative ts is dropped")
             elif ts >= MAX_TS_US:
-                problems.append(f"event #{i} ({e.get('name')!r}): ts {ts} is not relative to a base "
-                                "(3 decimals would not stay exact)")
+                problems.append(
+                    f"event #{i} ({e.get('name')!r}): ts {ts} is not relative to a base "
+                    "(3 decimals would not stay exact)"
+                )
         if ph == "X":
             dur = e.get("dur")
             if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
@@ -194,7 +198,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
                 problems.append(f"event #{i}: flow id {fid!r} is not an integer in 0..2^53 (a string is read as hex)")
                 continue
             if ph == "f" and e.get("bp") != "e":
-                problems.append(f"event #{i}: flow end without \"bp\": \"e\" binds to the next slice, not its own")
+                problems.append(f'event #{i}: flow end without "bp": "e" binds to the next slice, not its own')
             if "tid" not in e or "pid" not in e:
                 problems.append(f"event #{i}: flow event without pid/tid")
                 continue
@@ -220,8 +224,10 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
             while stack and stack[-1] <= s:
                 stack.pop()
             if stack and e_ > stack[-1]:
-                problems.append(f"event #{i}: slice on pid {pid} tid {tid} partially overlaps its parent "
-                                f"(Perfetto spills or drops it)")
+                problems.append(
+                    f"event #{i}: slice on pid {pid} tid {tid} partially overlaps its parent "
+                    f"(Perfetto spills or drops it)"
+                )
                 continue
             stack.append(e_)
             if len(stack) > MAX_DEPTH:
@@ -255,15 +261,19 @@ def _check_flows(flows: dict[tuple, list[tuple]], slices: dict[tuple, list[tuple
         begins = [x for x in evs if x[0] == "s"]
         ends = [x for x in evs if x[0] == "f"]
         if len(begins) != 1 or len(ends) > 1:
-            problems.append(f"flow {cat}/{name} id {fid}: {len(begins)} starts and {len(ends)} ends "
-                            "(exactly one start, at most one end; Perfetto reports a duplicate id)")
+            problems.append(
+                f"flow {cat}/{name} id {fid}: {len(begins)} starts and {len(ends)} ends "
+                "(exactly one start, at most one end; Perfetto reports a duplicate id)"
+            )
             continue
         if ends and ends[0][1] < begins[0][1]:
             problems.append(f"flow {cat}/{name} id {fid}: ends before it starts")
         for ph, t, pid, tid, i in evs:
             if not inside(pid, tid, t):
-                problems.append(f"event #{i}: flow {ph!r} of id {fid} is inside no slice on pid {pid} tid {tid} "
-                                "(Perfetto: flow_no_enclosing_slice)")
+                problems.append(
+                    f"event #{i}: flow {ph!r} of id {fid} is inside no slice on pid {pid} tid {tid} "
+                    "(Perfetto: flow_no_enclosing_slice)"
+                )
     return problems
 
 

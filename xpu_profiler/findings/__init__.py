@@ -9,5 +9,15 @@ from .config import DEFAULT, FindingsConfig, current, load_config, using
 from .engine import attach, evaluate
 from .rules import RULE_IDS, RULES, Rule
 
-__all__ = ["DEFAULT", "FindingsConfig", "RULES", "RULE_IDS", "Rule", "attach", "current", "evaluate",
-           "load_config", "using"]
+__all__ = [
+    "DEFAULT",
+    "FindingsConfig",
+    "RULES",
+    "RULE_IDS",
+    "Rule",
+    "attach",
+    "current",
+    "evaluate",
+    "load_config",
+    "using",
+]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from ..summary import Summary
 
@@ -13,21 +14,21 @@ class Context:
     """Inputs beyond the one Summary: a reference run (a ``basic``-level run of the same
     workload) for the profiler-overhead rule."""
 
-    reference: Optional[Summary] = None
+    reference: Summary | None = None
 
 
 @dataclass
 class Hit:
     """One rule firing: how much step time is at stake and the evidence for it."""
 
-    at_stake: float                       # share of step time (0..1)
-    title: str                            # one line, with the numbers
+    at_stake: float  # share of step time (0..1)
+    title: str  # one line, with the numbers
     evidence: dict[str, Any] = field(default_factory=dict)
-    phase: Optional[str] = None
-    steps: list[int] = field(default_factory=list)   # step ids where it was seen
+    phase: str | None = None
+    steps: list[int] = field(default_factory=list)  # step ids where it was seen
     ranks: list[int] = field(default_factory=list)
-    fix: Optional[str] = None             # a fix more specific than the rule's own
-    why: Optional[str] = None
+    fix: str | None = None  # a fix more specific than the rule's own
+    why: str | None = None
 
 
 Thresholds = Mapping[str, float]

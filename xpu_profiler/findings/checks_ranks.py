@@ -29,18 +29,34 @@ def exposed_comm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     worst = max(ranks, key=lambda r: r.exposed_ns)
     gloo = s.comm.basis == "host" and any(c.name.startswith(GLOO_OPS) for c in s.comm.collectives)
     return Hit(
-        at_stake=exposed / wall, ranks=[r.rank for r in ranks],
-        title=(f"Exposed communication: {pct(exposed / wall)} of step time at TP {tensor_parallel(s)} "
-               f"(rank {worst.rank}: {dur(worst.exposed_ns)} exposed of {dur(worst.comm_ns)})"),
-        evidence={"exposed_ns": exposed, "step_wall_ns": wall, "share": exposed / wall,
-                  "by_rank": {str(r.rank): r.exposed_ns for r in ranks}, "backend": "gloo" if gloo else None},
-        fix=(("the collectives run over gloo (torch.distributed): vLLM's shared-memory all-reduce "
-              "(_C::shm_allreduce) needs neither gloo's threads nor its queue and comes with its AVX-512 CPU kernels "
-              "(a CPU with AVX-512); "
-              "else trade TP for data parallelism (fewer tensor_parallel_size ranks, more replicas)") if gloo else
-             ("keep vLLM's custom all-reduce on (no disable_custom_all_reduce), fuse all-reduce with RMSNorm "
-              "(compilation_config.pass_config.fuse_allreduce_rms), or trade TP for data parallelism "
-              "(fewer tensor_parallel_size ranks, more replicas)")))
+        at_stake=exposed / wall,
+        ranks=[r.rank for r in ranks],
+        title=(
+            f"Exposed communication: {pct(exposed / wall)} of step time at TP {tensor_parallel(s)} "
+            f"(rank {worst.rank}: {dur(worst.exposed_ns)} exposed of {dur(worst.comm_ns)})"
+        ),
+        evidence={
+            "exposed_ns": exposed,
+            "step_wall_ns": wall,
+            "share": exposed / wall,
+            "by_rank": {str(r.rank): r.exposed_ns for r in ranks},
+            "backend": "gloo" if gloo else None,
+        },
+        fix=(
+            (
+                "the collectives run over gloo (torch.distributed): vLLM's shared-memory all-reduce "
+                "(_C::shm_allreduce) needs neither gloo's threads nor its queue and comes with its AVX-512 CPU kernels "
+                "(a CPU with AVX-512); "
+                "else trade TP for data parallelism (fewer tensor_parallel_size ranks, more replicas)"
+            )
+            if gloo
+            else (
+                "keep vLLM's custom all-reduce on (no disable_custom_all_reduce), fuse all-reduce with RMSNorm "
+                "(compilation_config.pass_config.fuse_allreduce_rms), or trade TP for data parallelism "
+                "(fewer tensor_parallel_size ranks, more replicas)"
+            )
+        ),
+    )
 
 
 def straggler_rank(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -54,12 +70,18 @@ def straggler_rank(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     wait = sum(r.wait_ns for r in ranks if r.rank != worst.rank)
     wall = sum(s.steps.wall_ns)
     return Hit(
-        at_stake=wait / wall if wall else 0.0, ranks=[worst.rank],
-        title=(f"Rank {worst.rank} arrives last at {pct(worst.arrived_last_share)} of collectives; "
-               f"the other ranks wait {dur(wait)} for it"),
+        at_stake=wait / wall if wall else 0.0,
+        ranks=[worst.rank],
+        title=(
+            f"Rank {worst.rank} arrives last at {pct(worst.arrived_last_share)} of collectives; "
+            f"the other ranks wait {dur(wait)} for it"
+        ),
         evidence={"rank": worst.rank, "arrived_last_share": worst.arrived_last_share, "others_wait_ns": wait},
-        fix=(f"look at rank {worst.rank}'s host and device: CPU binding (VLLM_CPU_OMP_THREADS_BIND, NUMA), "
-             "a busy or throttled device, its share of MoE experts (--enable-eplb)"))
+        fix=(
+            f"look at rank {worst.rank}'s host and device: CPU binding (VLLM_CPU_OMP_THREADS_BIND, NUMA), "
+            "a busy or throttled device, its share of MoE experts (--enable-eplb)"
+        ),
+    )
 
 
 def moe_imbalance(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -73,12 +95,16 @@ def moe_imbalance(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         return None
     wall = all_wall(s) / len(moe)  # one rank's step time
     return Hit(
-        at_stake=(moe[hot] - mean) / wall if wall else 0.0, ranks=[hot],
+        at_stake=(moe[hot] - mean) / wall if wall else 0.0,
+        ranks=[hot],
         title=f"MoE time is uneven across ranks: rank {hot} {dur(moe[hot])}, {ratio:.2f}x the mean {dur(mean)}",
         evidence={"moe_ns_by_rank": {str(r): v for r, v in moe.items()}, "max_over_mean": ratio, "rank": hot},
-        fix=("rebalance experts across the expert-parallel ranks: --enable-eplb (eplb_config: window and "
-             "redundant experts)"),
-        why="every rank waits at the next collective for the one with the hottest experts")
+        fix=(
+            "rebalance experts across the expert-parallel ranks: --enable-eplb (eplb_config: window and "
+            "redundant experts)"
+        ),
+        why="every rank waits at the next collective for the one with the hottest experts",
+    )
 
 
 def kunlun_no_kernels(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -97,11 +123,21 @@ def kunlun_no_kernels(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         return None
     total = sum(by_rank.values())
     return Hit(
-        at_stake=sum(by_rank[r] for r in missing) / total if total else 0.0, ranks=missing,
-        title=(f"torch.profiler saw no XPU kernels on rank(s) {', '.join(map(str, missing))} although their "
-               f"[XPURT_PROF] logs hold {logs.get('kernel_lines')} kernel lines (TP {tensor_parallel(s)})"),
-        evidence={"ranks_without_traced_kernels": missing, "log_kernel_ns_by_rank": {str(k): v for k, v in by_rank.items()},
-                  "kernel_lines": logs.get("kernel_lines"), "logs_used": bool(logs.get("used"))},
-        fix=("set XPU_CUPTI_ENABLE_DEVICE to each worker's own local device index (per rank, not once for the "
-             "job); xpu_profiler --device-logs does this in every worker"),
-        why="vllm-kunlun's profiler backend traces only the device XPU_CUPTI_ENABLE_DEVICE names")
+        at_stake=sum(by_rank[r] for r in missing) / total if total else 0.0,
+        ranks=missing,
+        title=(
+            f"torch.profiler saw no XPU kernels on rank(s) {', '.join(map(str, missing))} although their "
+            f"[XPURT_PROF] logs hold {logs.get('kernel_lines')} kernel lines (TP {tensor_parallel(s)})"
+        ),
+        evidence={
+            "ranks_without_traced_kernels": missing,
+            "log_kernel_ns_by_rank": {str(k): v for k, v in by_rank.items()},
+            "kernel_lines": logs.get("kernel_lines"),
+            "logs_used": bool(logs.get("used")),
+        },
+        fix=(
+            "set XPU_CUPTI_ENABLE_DEVICE to each worker's own local device index (per rank, not once for the "
+            "job); xpu_profiler --device-logs does this in every worker"
+        ),
+        why="vllm-kunlun's profiler backend traces only the device XPU_CUPTI_ENABLE_DEVICE names",
+    )

@@ -61,14 +61,21 @@ def profiler_overhead(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if not (fired_drop or fired_hooks):
         return None
     if fired_drop:
-        title = (f"Profiling at '{level}' cut throughput by {pct(drop)} ({evidence['tok_s']:,.0f} vs "
-                 f"{evidence['basic_tok_s']:,.0f} tok/s at 'basic'): tune against the basic run's numbers")
+        title = (
+            f"Profiling at '{level}' cut throughput by {pct(drop)} ({evidence['tok_s']:,.0f} vs "
+            f"{evidence['basic_tok_s']:,.0f} tok/s at 'basic'): tune against the basic run's numbers"
+        )
         at_stake = drop
     else:
-        title = (f"The step hooks cost {dur(hooks['per_step_ns'])} per step, {pct(hook_share)} of the median step")
+        title = f"The step hooks cost {dur(hooks['per_step_ns'])} per step, {pct(hook_share)} of the median step"
         at_stake = hook_share
     return Hit(
-        at_stake=at_stake, title=title, evidence=evidence,
-        fix=("read throughput and latency from a --detail-level basic run; use standard/comprehensive for the "
-             "breakdown only, over a short window (--profile-steps N)"),
-        why="torch.profiler's per-op and per-kernel records slow the host: absolute times here include its cost")
+        at_stake=at_stake,
+        title=title,
+        evidence=evidence,
+        fix=(
+            "read throughput and latency from a --detail-level basic run; use standard/comprehensive for the "
+            "breakdown only, over a short window (--profile-steps N)"
+        ),
+        why="torch.profiler's per-op and per-kernel records slow the host: absolute times here include its cost",
+    )

@@ -42,10 +42,17 @@ def small_batch_waiting(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     tokens = v.prefill_tokens[small] + v.decode_tokens[small]
     budget_hit = float((tokens >= budget).mean()) if budget else None
     if kv_med is not None and kv_med >= th["kv_full"]:
-        cause, fix = "kv_cache", ("more KV-cache blocks: raise gpu_memory_utilization (CPU: VLLM_CPU_KVCACHE_SPACE), "
-                                  "lower max_model_len, or kv_cache_dtype=fp8")
-        why = (f"the KV cache is {pct(kv_med)} full with only {int(np.median(batch))} requests: the scheduler "
-               "cannot admit the waiting ones")
+        cause, fix = (
+            "kv_cache",
+            (
+                "more KV-cache blocks: raise gpu_memory_utilization (CPU: VLLM_CPU_KVCACHE_SPACE), "
+                "lower max_model_len, or kv_cache_dtype=fp8"
+            ),
+        )
+        why = (
+            f"the KV cache is {pct(kv_med)} full with only {int(np.median(batch))} requests: the scheduler "
+            "cannot admit the waiting ones"
+        )
     elif budget_hit is not None and budget_hit >= 0.5:
         cause, fix = "token_budget", "raise max_num_batched_tokens"
         why = "the steps use the whole token budget: waiting prompts do not fit into a step"
@@ -53,13 +60,25 @@ def small_batch_waiting(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         cause, fix = "unknown", "check what keeps requests waiting (max_num_seqs, KV cache, token budget)"
         why = "requests wait while the batch is small"
     return Hit(
-        at_stake=saved / v.total_wall, phase="decode", steps=step_ids(v, small),
-        title=(f"Decode batch {int(np.median(batch))} (< {pct(th['batch_share'])} of max_num_seqs {cap}) "
-               f"while {int(np.median(waiting))} requests wait, in {int(small.sum())} steps"),
-        evidence={"steps": int(small.sum()), "batch_p50": float(np.median(batch)), "max_num_seqs": cap,
-                  "waiting_p50": float(np.median(waiting)), "kv_usage_p50": kv_med,
-                  "budget_hit_share": budget_hit, "cause": cause},
-        fix=fix, why=why)
+        at_stake=saved / v.total_wall,
+        phase="decode",
+        steps=step_ids(v, small),
+        title=(
+            f"Decode batch {int(np.median(batch))} (< {pct(th['batch_share'])} of max_num_seqs {cap}) "
+            f"while {int(np.median(waiting))} requests wait, in {int(small.sum())} steps"
+        ),
+        evidence={
+            "steps": int(small.sum()),
+            "batch_p50": float(np.median(batch)),
+            "max_num_seqs": cap,
+            "waiting_p50": float(np.median(waiting)),
+            "kv_usage_p50": kv_med,
+            "budget_hit_share": budget_hit,
+            "cause": cause,
+        },
+        fix=fix,
+        why=why,
+    )
 
 
 def batch_capped(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -75,14 +94,23 @@ def batch_capped(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     kv = v.kv[capped]
     kv_med = float(np.nanmedian(kv)) if np.isfinite(kv).any() else None
     return Hit(
-        at_stake=_saving(v.wall[capped], batch, batch + waiting) / v.total_wall, phase="decode",
+        at_stake=_saving(v.wall[capped], batch, batch + waiting) / v.total_wall,
+        phase="decode",
         steps=step_ids(v, capped),
-        title=(f"Decode batch held at max_num_seqs {cap} while {int(np.median(waiting))} requests wait, "
-               f"in {int(capped.sum())} steps"),
-        evidence={"steps": int(capped.sum()), "max_num_seqs": cap, "batch_p50": float(np.median(batch)),
-                  "waiting_p50": float(np.median(waiting)), "kv_usage_p50": kv_med},
+        title=(
+            f"Decode batch held at max_num_seqs {cap} while {int(np.median(waiting))} requests wait, "
+            f"in {int(capped.sum())} steps"
+        ),
+        evidence={
+            "steps": int(capped.sum()),
+            "max_num_seqs": cap,
+            "batch_p50": float(np.median(batch)),
+            "waiting_p50": float(np.median(waiting)),
+            "kv_usage_p50": kv_med,
+        },
         fix=f"raise max_num_seqs (to about {int(np.median(batch + waiting))}) if the KV cache has room "
-            f"(KV usage {pct(kv_med)})")
+        f"(KV usage {pct(kv_med)})",
+    )
 
 
 def client_limited(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -100,16 +128,27 @@ def client_limited(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     # what the KV cache could hold at this usage (the batch the engine could run)
     room = np.full(len(batch), float(cap))
     if kv_med and kv_med > 0:
-        room = np.minimum(room, np.maximum(batch, 1) * th["kv_full"] / np.where(np.isfinite(kv), np.maximum(kv, 1e-9), kv_med))
+        room = np.minimum(
+            room, np.maximum(batch, 1) * th["kv_full"] / np.where(np.isfinite(kv), np.maximum(kv, 1e-9), kv_med)
+        )
     return Hit(
-        at_stake=_saving(v.wall[idle], batch, np.floor(room)) / v.total_wall, phase="decode",
+        at_stake=_saving(v.wall[idle], batch, np.floor(room)) / v.total_wall,
+        phase="decode",
         steps=step_ids(v, idle),
-        title=(f"Client-limited: decode batch {int(np.median(batch))} of max_num_seqs {cap} and no request "
-               f"waiting, in {int(idle.sum())} steps"),
-        evidence={"steps": int(idle.sum()), "batch_p50": float(np.median(batch)), "max_num_seqs": cap,
-                  "kv_usage_p50": kv_med, "batch_the_kv_cache_holds": float(np.median(room))},
+        title=(
+            f"Client-limited: decode batch {int(np.median(batch))} of max_num_seqs {cap} and no request "
+            f"waiting, in {int(idle.sum())} steps"
+        ),
+        evidence={
+            "steps": int(idle.sum()),
+            "batch_p50": float(np.median(batch)),
+            "max_num_seqs": cap,
+            "kv_usage_p50": kv_med,
+            "batch_the_kv_cache_holds": float(np.median(room)),
+        },
         fix="send more concurrent requests (the engine had room for about "
-            f"{int(np.median(room))}); throughput here is set by the offered load, not by the engine")
+        f"{int(np.median(room))}); throughput here is set by the offered load, not by the engine",
+    )
 
 
 def _returned_to_queue(v) -> tuple[int, np.ndarray]:
@@ -146,13 +185,20 @@ def kv_cache_pressure(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if recomputed:
         parts.append(f"{recomputed} prompt tokens computed again")
     return Hit(
-        at_stake=min(1.0, (saved + recompute_ns) / v.total_wall), phase=None,
+        at_stake=min(1.0, (saved + recompute_ns) / v.total_wall),
+        phase=None,
         steps=step_ids(v, full | preempt_at),
         title="; ".join(parts),
-        evidence={"full_share": full_share, "kv_usage_max": float(np.nanmax(v.kv)) if known.any() else None,
-                  "preemptions": preempted, "recomputed_tokens": recomputed,
-                  "prefill_tokens": tp.prefill_tokens, "prompt_tokens": tp.prompt_tokens,
-                  "steps_kv_full_waiting": int(limited.sum())})
+        evidence={
+            "full_share": full_share,
+            "kv_usage_max": float(np.nanmax(v.kv)) if known.any() else None,
+            "preemptions": preempted,
+            "recomputed_tokens": recomputed,
+            "prefill_tokens": tp.prefill_tokens,
+            "prompt_tokens": tp.prompt_tokens,
+            "steps_kv_full_waiting": int(limited.sum()),
+        },
+    )
 
 
 def chunked_prefill_budget(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -172,15 +218,28 @@ def chunked_prefill_budget(s: Summary, th: Thresholds, ctx: Context) -> Hit | No
     stall = float(np.maximum(v.wall[slow] - th["ratio"] * dec_p50, 0).sum())
     suggest = max(16, int(budget * th["ratio"] * dec_p50 / mixed_p50) // 16 * 16)
     return Hit(
-        at_stake=stall / v.total_wall, phase="mixed", steps=step_ids(v, slow),
-        title=(f"Mixed steps {dur(mixed_p50)} = {mixed_p50 / dec_p50:.1f}x the decode step "
-               f"({dur(dec_p50)}) while prefill fills max_num_batched_tokens {budget}, in {int(slow.sum())} steps"),
-        evidence={"steps": int(slow.sum()), "mixed_step_p50_ns": mixed_p50, "decode_step_p50_ns": dec_p50,
-                  "ratio": mixed_p50 / dec_p50, "max_num_batched_tokens": budget,
-                  "prefill_tokens_p50": float(np.median(v.prefill_tokens[slow])), "suggested_budget": suggest},
+        at_stake=stall / v.total_wall,
+        phase="mixed",
+        steps=step_ids(v, slow),
+        title=(
+            f"Mixed steps {dur(mixed_p50)} = {mixed_p50 / dec_p50:.1f}x the decode step "
+            f"({dur(dec_p50)}) while prefill fills max_num_batched_tokens {budget}, in {int(slow.sum())} steps"
+        ),
+        evidence={
+            "steps": int(slow.sum()),
+            "mixed_step_p50_ns": mixed_p50,
+            "decode_step_p50_ns": dec_p50,
+            "ratio": mixed_p50 / dec_p50,
+            "max_num_batched_tokens": budget,
+            "prefill_tokens_p50": float(np.median(v.prefill_tokens[slow])),
+            "suggested_budget": suggest,
+        },
         fix=f"lower max_num_batched_tokens (about {suggest}): smaller prefill chunks per step",
-        why=("every running decode waits for the whole chunk in a mixed step: a smaller budget bounds the "
-             "inter-token latency (TPOT) at some cost to TTFT"))
+        why=(
+            "every running decode waits for the whole chunk in a mixed step: a smaller budget bounds the "
+            "inter-token latency (TPOT) at some cost to TTFT"
+        ),
+    )
 
 
 def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -194,7 +253,7 @@ def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     per_tok = v.wall / tokens
     window_per_tok = float(np.median(per_tok))
     out = np.zeros(len(v.wall), bool)
-    expected = np.zeros(len(v.wall))    # what each step should have taken
+    expected = np.zeros(len(v.wall))  # what each step should have taken
     for ph in np.unique(v.phase).tolist():
         m = v.of(ph)
         if m.sum() >= th["min_steps"]:
@@ -209,10 +268,19 @@ def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     excess = float((v.wall[out] - expected[out]).sum())
     worst = int(np.flatnonzero(out)[np.argmax(v.wall[out])])
     return Hit(
-        at_stake=excess / v.total_wall, phase=str(v.phase[worst]), steps=step_ids(v, out),
-        title=(f"{int(out.sum())} steps take over {th['ratio']:g}x what their phase's other steps take; the "
-               f"slowest, step {int(v.step_id[worst])}, {dur(v.wall[worst])} instead of about "
-               f"{dur(expected[worst])}"),
-        evidence={"steps": int(out.sum()), "slowest_step": int(v.step_id[worst]),
-                  "slowest_wall_ns": int(v.wall[worst]), "expected_wall_ns": float(expected[worst]),
-                  "excess_ns": excess})
+        at_stake=excess / v.total_wall,
+        phase=str(v.phase[worst]),
+        steps=step_ids(v, out),
+        title=(
+            f"{int(out.sum())} steps take over {th['ratio']:g}x what their phase's other steps take; the "
+            f"slowest, step {int(v.step_id[worst])}, {dur(v.wall[worst])} instead of about "
+            f"{dur(expected[worst])}"
+        ),
+        evidence={
+            "steps": int(out.sum()),
+            "slowest_step": int(v.step_id[worst]),
+            "slowest_wall_ns": int(v.wall[worst]),
+            "expected_wall_ns": float(expected[worst]),
+            "excess_ns": excess,
+        },
+    )

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from ..core.errors import XpuProfilerError
 from ..core.toml import TOMLDecodeError, loads
@@ -78,8 +78,7 @@ def load_config(path: str | Path) -> FindingsConfig:
                 raise XpuProfilerError(f"{p}: rule {key!r} has no threshold {name!r} (thresholds: {known})")
             else:
                 thresholds.setdefault(key, {})[name] = _number(p, f"{key}.{name}", v)
-    return FindingsConfig(thresholds=thresholds, disabled=frozenset(disabled), min_at_stake=min_at_stake,
-                          source=str(p))
+    return FindingsConfig(thresholds=thresholds, disabled=frozenset(disabled), min_at_stake=min_at_stake, source=str(p))
 
 
 def _number(p: Path, key: str, v: object) -> float:

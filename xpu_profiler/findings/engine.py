@@ -17,8 +17,7 @@ from .config import FindingsConfig, current
 from .rules import RULES
 
 
-def evaluate(summary: Summary, config: FindingsConfig | None = None,
-             reference: Summary | None = None) -> list[Finding]:
+def evaluate(summary: Summary, config: FindingsConfig | None = None, reference: Summary | None = None) -> list[Finding]:
     """The findings of ``summary`` (``reference``: a basic-level run of the same workload)."""
     config = config or current()
     ctx = Context(reference=reference)
@@ -34,10 +33,24 @@ def evaluate(summary: Summary, config: FindingsConfig | None = None,
             continue
         if hit is None or not math.isfinite(hit.at_stake) or hit.at_stake < config.min_at_stake:
             continue
-        ranked.append((-min(hit.at_stake, 1.0), order, Finding(
-            rule=rule.id, title=hit.title, phase=hit.phase, at_stake_share=min(max(hit.at_stake, 0.0), 1.0),
-            trigger=rule.trigger_text(th), evidence=_plain(hit.evidence), fix=hit.fix or rule.fix,
-            why=hit.why or rule.why, steps=list(hit.steps), ranks=list(hit.ranks))))
+        ranked.append(
+            (
+                -min(hit.at_stake, 1.0),
+                order,
+                Finding(
+                    rule=rule.id,
+                    title=hit.title,
+                    phase=hit.phase,
+                    at_stake_share=min(max(hit.at_stake, 0.0), 1.0),
+                    trigger=rule.trigger_text(th),
+                    evidence=_plain(hit.evidence),
+                    fix=hit.fix or rule.fix,
+                    why=hit.why or rule.why,
+                    steps=list(hit.steps),
+                    ranks=list(hit.ranks),
+                ),
+            )
+        )
     ranked.sort(key=lambda t: t[:2])
     return [f for *_, f in ranked]
 

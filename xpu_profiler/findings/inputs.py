@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +16,7 @@ class StepView:
     """One rank's step rows as numpy arrays (every TP rank runs the same batch)."""
 
     step_id: np.ndarray
-    phase: np.ndarray          # str
+    phase: np.ndarray  # str
     wall: np.ndarray
     busy: np.ndarray
     idle: np.ndarray
@@ -24,9 +24,9 @@ class StepView:
     decode_tokens: np.ndarray
     prefill_reqs: np.ndarray
     decode_reqs: np.ndarray
-    running: np.ndarray        # -1 unknown
-    waiting: np.ndarray        # -1 unknown
-    kv: np.ndarray             # NaN unknown
+    running: np.ndarray  # -1 unknown
+    waiting: np.ndarray  # -1 unknown
+    kv: np.ndarray  # NaN unknown
 
     @property
     def total_wall(self) -> int:
@@ -35,7 +35,7 @@ class StepView:
     def of(self, phase: str) -> np.ndarray:
         return self.phase == phase
 
-    def median_wall(self, phase: str) -> Optional[float]:
+    def median_wall(self, phase: str) -> float | None:
         m = self.of(phase)
         return float(np.median(self.wall[m])) if m.any() else None
 
@@ -48,14 +48,25 @@ def step_view(summary: Summary) -> StepView:
     def col(values: list, dtype: Any) -> np.ndarray:
         return np.asarray(values, dtype=dtype)[keep] if len(values) == len(rank) else np.zeros(int(keep.sum()), dtype)
 
-    kv = np.array([np.nan if v is None else float(v) for v in st.kv_usage], np.float64)[keep] \
-        if len(st.kv_usage) == len(rank) else np.full(int(keep.sum()), np.nan)
+    kv = (
+        np.array([np.nan if v is None else float(v) for v in st.kv_usage], np.float64)[keep]
+        if len(st.kv_usage) == len(rank)
+        else np.full(int(keep.sum()), np.nan)
+    )
     return StepView(
-        step_id=col(st.step_id, np.int64), phase=col(st.phase, object).astype(str),
-        wall=col(st.wall_ns, np.int64), busy=col(st.busy_ns, np.int64), idle=col(st.idle_ns, np.int64),
-        prefill_tokens=col(st.prefill_tokens, np.int64), decode_tokens=col(st.decode_tokens, np.int64),
-        prefill_reqs=col(st.prefill_reqs, np.int64), decode_reqs=col(st.decode_reqs, np.int64),
-        running=col(st.running, np.int64), waiting=col(st.waiting, np.int64), kv=kv)
+        step_id=col(st.step_id, np.int64),
+        phase=col(st.phase, object).astype(str),
+        wall=col(st.wall_ns, np.int64),
+        busy=col(st.busy_ns, np.int64),
+        idle=col(st.idle_ns, np.int64),
+        prefill_tokens=col(st.prefill_tokens, np.int64),
+        decode_tokens=col(st.decode_tokens, np.int64),
+        prefill_reqs=col(st.prefill_reqs, np.int64),
+        decode_reqs=col(st.decode_reqs, np.int64),
+        running=col(st.running, np.int64),
+        waiting=col(st.waiting, np.int64),
+        kv=kv,
+    )
 
 
 def all_wall(summary: Summary) -> float:
@@ -71,7 +82,7 @@ def engine_value(summary: Summary, key: str) -> Any:
     return summary.run.engine.get(key) if isinstance(summary.run.engine, dict) else None
 
 
-def engine_int(summary: Summary, key: str) -> Optional[int]:
+def engine_int(summary: Summary, key: str) -> int | None:
     v = engine_value(summary, key)
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -81,7 +92,7 @@ def tensor_parallel(summary: Summary) -> int:
     return engine_int(summary, "tensor_parallel_size") or max(1, summary.totals.ranks)
 
 
-def phase_row(summary: Summary, name: str) -> Optional[Phase]:
+def phase_row(summary: Summary, name: str) -> Phase | None:
     return next((p for p in summary.phases if p.phase == name), None)
 
 
@@ -90,13 +101,16 @@ def fused_time(summary: Summary, fused: str, phase: str) -> int:
     return int(f.time_ns_by_phase.get(phase, 0)) if f is not None else 0
 
 
-def share_below(pct_ns: list[float], limit_ns: float) -> Optional[float]:
+def share_below(pct_ns: list[float], limit_ns: float) -> float | None:
     """Share of durations under ``limit_ns`` from the 0..100 percentiles (1% resolution)."""
     if len(pct_ns) != 101:
         return None
     p = np.asarray(pct_ns, np.float64)
-    return float(np.interp(limit_ns, p, np.arange(101) / 100.0, left=0.0, right=1.0)) if p[-1] > p[0] \
+    return (
+        float(np.interp(limit_ns, p, np.arange(101) / 100.0, left=0.0, right=1.0))
+        if p[-1] > p[0]
         else (1.0 if p[0] < limit_ns else 0.0)
+    )
 
 
 def time_below(pct_ns: list[float], count: int, limit_ns: float) -> float:
@@ -112,10 +126,10 @@ def step_ids(view: StepView, mask: np.ndarray, limit: int = 200) -> list[int]:
     return [int(x) for x in view.step_id[mask][:limit].tolist()]
 
 
-def pct(x: Optional[float]) -> str:
+def pct(x: float | None) -> str:
     """A share in a finding's title (terminal style: titles are plain text)."""
     return fmt.pct(x, fmt.TERMINAL)
 
 
-def dur(ns: Optional[float]) -> str:
+def dur(ns: float | None) -> str:
     return fmt.ns(ns, fmt.TERMINAL)

@@ -7,15 +7,42 @@ from __future__ import annotations
 from typing import NamedTuple
 
 FUSED_OPS = (
-    "attention", "moe", "gemm", "norm", "activation", "rope", "kv_cache", "communication",
-    "sampling", "embedding", "quantization", "convolution", "memcpy", "memset", "elementwise", "other",
+    "attention",
+    "moe",
+    "gemm",
+    "norm",
+    "activation",
+    "rope",
+    "kv_cache",
+    "communication",
+    "sampling",
+    "embedding",
+    "quantization",
+    "convolution",
+    "memcpy",
+    "memset",
+    "elementwise",
+    "other",
 )
 OTHER = FUSED_OPS.index("other")
 
 #: structural families, in the order the table searches them (epilogue/dtype words last)
 FAMILIES = (
-    "memory", "runtime", "communication", "moe", "kv_cache", "attention", "rope", "norm",
-    "convolution", "gemm", "sampling", "embedding", "activation", "quantization", "elementwise",
+    "memory",
+    "runtime",
+    "communication",
+    "moe",
+    "kv_cache",
+    "attention",
+    "rope",
+    "norm",
+    "convolution",
+    "gemm",
+    "sampling",
+    "embedding",
+    "activation",
+    "quantization",
+    "elementwise",
 )
 
 

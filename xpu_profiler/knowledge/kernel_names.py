@@ -52,11 +52,12 @@ def short_name(name: str, limit: int = SHORT_NAME_LEN) -> str:
     s = s.replace("\x00", "<…>")
     if len(s) > limit:
         keep = limit - 1
-        s = s[: keep - keep // 3] + "…" + s[len(s) - keep // 3:]
+        s = s[: keep - keep // 3] + "…" + s[len(s) - keep // 3 :]
     return s
 
 
 # -- demangling ----------------------------------------------------------------------
+
 
 def _cxa_demangle():
     try:
@@ -106,8 +107,14 @@ def demangle_names(names: list[str]) -> tuple[list[str], str]:
     exe = shutil.which("c++filt")
     if exe:
         try:
-            res = subprocess.run([exe], input="\n".join(names[i] for i in mangled) + "\n",
-                                 capture_output=True, text=True, timeout=60, check=True)
+            res = subprocess.run(
+                [exe],
+                input="\n".join(names[i] for i in mangled) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
             lines = res.stdout.splitlines()
             if len(lines) == len(mangled):
                 for i, d in zip(mangled, lines):
@@ -135,7 +142,7 @@ def kernel_key(name: str, kind: int = -1) -> str:
         while i < len(s) and s[i].isdigit():
             m = _MANGLED_PART.match(s, i)
             n = int(m.group(1))
-            parts.append(s[m.end():m.end() + n])
+            parts.append(s[m.end() : m.end() + n])
             i = m.end() + n
             if not s.startswith("_ZN"):
                 break

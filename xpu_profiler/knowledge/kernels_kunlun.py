@@ -63,26 +63,39 @@ from __future__ import annotations
 from .fused_ops import Rule
 
 # identifiers that must not fall into the "plain runtime kernel" catch-all below
-_NOT_PLAIN = (r"norm|rope|rotary|softmax|topk|top_k|embed|attn|attention|gemm|matmul|quant|"
-              r"moe|sampl|multinomial|philox|all_?reduce|all_?gather|reduce_?scatter|send|recv")
+_NOT_PLAIN = (
+    r"norm|rope|rotary|softmax|topk|top_k|embed|attn|attention|gemm|matmul|quant|"
+    r"moe|sampl|multinomial|philox|all_?reduce|all_?gather|reduce_?scatter|send|recv"
+)
 
 KUNLUN_PATTERNS: list[Rule] = [
     # -- communication: XCCL/BKCL collectives and XLink ring kernels [KD][X3] ----------
-    Rule(r"\bkl[23]_(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|broadcast|"
-         r"group_send_recv|send|recv)|\d+kl[23]_(all_?reduce|all_?gather|reduce_?scatter|all2all|"
-         r"group_send_recv)", "communication", "communication"),
+    Rule(
+        r"\bkl[23]_(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|broadcast|"
+        r"group_send_recv|send|recv)|\d+kl[23]_(all_?reduce|all_?gather|reduce_?scatter|all2all|"
+        r"group_send_recv)",
+        "communication",
+        "communication",
+    ),
     Rule(r"xlink_\w*(reduce|gather|scatter|send|recv|all2all)|\bbkcl_|\bxccl_", "communication", "communication"),
     # -- MoE routing statistics kernel (no "moe" in its name) [KO] ---------------------
     Rule(r"gen_block_statistic|moe_active_expert_balance|moe_pre_small", "moe", "moe"),
     # -- KV-cache inserts of vllm-kunlun's attention paths [KA] -----------------------
     Rule(r"qkv_cache_insert|\bkv_insert|dsv4_kv_insert|\bcache_insert", "kv_cache", "kv_cache"),
     # -- linear / sparse attention kernels of vllm-kunlun [KA] ------------------------
-    Rule(r"chunk_gated_delta_rule|fused_recurrent_gated_delta|fla_chunk|\bkda_(fwd|decode|prefill|chunk)|"
-         r"sparse_attn_indexer|indexer_decode|deepseek_v4_sparse_index|(\b|\d)xfa(_|::|\d)|(\b|\d)xft_?\w*attention",
-         "attention", "attention"),
+    Rule(
+        r"chunk_gated_delta_rule|fused_recurrent_gated_delta|fla_chunk|\bkda_(fwd|decode|prefill|chunk)|"
+        r"sparse_attn_indexer|indexer_decode|deepseek_v4_sparse_index|(\b|\d)xfa(_|::|\d)|(\b|\d)xft_?\w*attention",
+        "attention",
+        "attention",
+    ),
     # -- GEMMs whose names say "quant" (they are matmuls) [KO][KA][X3] -----------------
-    Rule(r"smooth_quant_matmul\w*|gemm_i8_i8\w*|kunlun_scale_mm|scale_mm_\w*|exllama\w*|"
-         r"xft_?\w*(fc|gemm|matmul)|xblas_xpu\d|xblas\w*::|xdnn_?\w*fc", "gemm", "gemm"),
+    Rule(
+        r"smooth_quant_matmul\w*|gemm_i8_i8\w*|kunlun_scale_mm|scale_mm_\w*|exllama\w*|"
+        r"xft_?\w*(fc|gemm|matmul)|xblas_xpu\d|xblas\w*::|xdnn_?\w*fc",
+        "gemm",
+        "gemm",
+    ),
     # -- activations the generic rows miss [KO][X3] -------------------------------------
     Rule(r"quick_gelu|gelu_tanh_and_mul|fast_swiglu", "activation", "activation"),
     # -- XPU runtime (xpukernel) kernels [X3]: the runtime's own tensor library, searched

@@ -83,7 +83,7 @@ BUILTIN_FOR_ARCH: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ModelAlias:
-    name: str           # as the user wrote it
+    name: str  # as the user wrote it
     hf_id: str
     architecture: str
 

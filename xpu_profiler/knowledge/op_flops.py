@@ -9,19 +9,21 @@ and would count twice).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from math import prod
-from typing import Callable, Sequence
 
 Dims = Sequence[Sequence[int]]
 
 
 def _mm(a: int, b: int) -> Callable[[Dims], int | None]:
     """``out = x[a] @ w[b]``: x is (..., M, K), w is (K, N) (or batched (B, K, N))."""
+
     def f(d: Dims) -> int | None:
         x, w = d[a], d[b]
         if len(x) < 2 or len(w) < 2 or x[-1] != w[-2]:
             return None
         return 2 * prod(x) * w[-1]
+
     return f
 
 

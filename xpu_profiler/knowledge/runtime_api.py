@@ -22,8 +22,11 @@ import re
 CAPTURE_BEGIN = re.compile(r"StreamBeginCapture|^xpu_?stream_?begin_?capture", re.I)
 CAPTURE_END = re.compile(r"StreamEndCapture|^xpu_?stream_?end_?capture", re.I)
 #: runtime calls that enqueue device work (a graph node, when inside a stream capture)
-LAUNCH_API = re.compile(r"^(?!.*graph).*(launch(cooperative|host)?kernel|launchkernelex|^xpu_launch|"
-                        r"memcpy\w*async|memset\w*async|memcpywithstream)", re.I)
+LAUNCH_API = re.compile(
+    r"^(?!.*graph).*(launch(cooperative|host)?kernel|launchkernelex|^xpu_launch|"
+    r"memcpy\w*async|memset\w*async|memcpywithstream)",
+    re.I,
+)
 #: the runtime call that replays a graph. Kunlun's XPU runtime spells its API in snake
 #: case (``xpu_launch_async``, ``xpu_memcpy``); its graph launch is taken as
 #: ``xpu_graph_launch`` / ``xpuGraphLaunch`` (not verified in public sources). Kunlun's

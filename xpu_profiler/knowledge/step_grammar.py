@@ -32,7 +32,8 @@ engine steps; ``xpu_profiler.aggregate.graphs`` reads them.
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 
 class StepName(NamedTuple):
@@ -42,10 +43,10 @@ class StepName(NamedTuple):
     prefill_tokens: int = 0
     decode_reqs: int = 0
     decode_tokens: int = 0
-    total_tokens: int = 0      # scheduled tokens; for a capture, the graph's token count
-    exact: bool = True         # False: the prefill/decode token split is inferred
-    capture_mode: str = ""     # FULL, PIECEWISE, DECODE...: captures only
-    step: int = -1             # ProfilerStep#N only
+    total_tokens: int = 0  # scheduled tokens; for a capture, the graph's token count
+    exact: bool = True  # False: the prefill/decode token split is inferred
+    capture_mode: str = ""  # FULL, PIECEWISE, DECODE...: captures only
+    step: int = -1  # ProfilerStep#N only
 
     @property
     def phase(self) -> str:
@@ -69,8 +70,10 @@ MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
-_VLLM_DETAILED = re.compile(r"^execute_(?:(\d+)_)?context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
-                            r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$")
+_VLLM_DETAILED = re.compile(
+    r"^execute_(?:(\d+)_)?context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
+    r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$"
+)
 _VLLM_TOTAL = re.compile(r"^execute_(\d+)_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
 _VLLM_TOTAL_RAW = re.compile(r"^execute_(\d+)_context_(\d+)\(([^)]*)\)_generation_(\d+)\(([^)]*)\)$")
 _VLLM_OLD = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
@@ -155,9 +158,17 @@ def _profiler_step(m: re.Match) -> StepName:
 
 
 # most specific first: the detailed vLLM form before the raw one that also matches it
-_FORMS = ((_VLLM, _vllm), (_VLLM_DETAILED, _vllm_detailed), (_VLLM_TOTAL, _vllm_total),
-          (_VLLM_TOTAL_RAW, _vllm_total_raw), (_VLLM_OLD, _vllm_old), (_SGLANG, _sglang),
-          (_ATOM, _atom), (_CAPTURE, _capture), (_PROFILER_STEP, _profiler_step))
+_FORMS = (
+    (_VLLM, _vllm),
+    (_VLLM_DETAILED, _vllm_detailed),
+    (_VLLM_TOTAL, _vllm_total),
+    (_VLLM_TOTAL_RAW, _vllm_total_raw),
+    (_VLLM_OLD, _vllm_old),
+    (_SGLANG, _sglang),
+    (_ATOM, _atom),
+    (_CAPTURE, _capture),
+    (_PROFILER_STEP, _profiler_step),
+)
 
 
 def parse_step_name(name: str) -> StepName | None:

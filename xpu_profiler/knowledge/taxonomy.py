@@ -36,38 +36,49 @@ front of the built-in ones::
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..core.errors import XpuProfilerError
 from ..core.records import MODULE_RANGE_PREFIX
 from ..core.toml import TOMLDecodeError, loads
-from .fused_ops import FAMILIES, FUSED_OPS, OTHER, Rule
+from .fused_ops import FAMILIES, FUSED_OPS, Rule
 from .kernels_generic import PATTERNS
 from .kernels_kunlun import KUNLUN_PATTERNS
 
 #: (regex, fused_op) over layer module class names (instance suffix stripped).
 MODULE_PATTERNS: list[tuple[str, str]] = [
     (r"^(RMSNorm|GemmaRMSNorm|LayerNorm|RMSNormGated|.*LayerNorm|.*RMSNorm)$", "norm"),
-    (r"^(SiluAndMul|GeluAndMul|MulAndSilu|FatreluAndMul|SwigluOAIAndMul|GeluAndMulSparse|"
-     r"NewGELU|FastGELU|QuickGELU|ReLUSquaredActivation|SiLU|GELU)$", "activation"),
+    (
+        r"^(SiluAndMul|GeluAndMul|MulAndSilu|FatreluAndMul|SwigluOAIAndMul|GeluAndMulSparse|"
+        r"NewGELU|FastGELU|QuickGELU|ReLUSquaredActivation|SiLU|GELU)$",
+        "activation",
+    ),
     (r"RotaryEmbedding$|^RoPE", "rope"),
     (r"^(FusedMoE|SharedFusedMoE|.*FusedMoE|EPMoE|DeepEPMoE|TopK|FusedTopK)$", "moe"),
-    (r"^(Attention|MLAAttention|MultiHeadAttention|EncoderOnlyAttention|CrossAttention|"
-     r"ChunkedLocalAttention|MMEncoderAttention|RadixAttention)$", "attention"),
-    (r"^(QKVParallelLinear|MergedColumnParallelLinear|RowParallelLinear|ColumnParallelLinear|"
-     r"ReplicatedLinear|QKVCrossParallelLinear|LinearBase|Linear|ParallelLMHead|"
-     r"LogitsProcessor)$", "gemm"),
+    (
+        r"^(Attention|MLAAttention|MultiHeadAttention|EncoderOnlyAttention|CrossAttention|"
+        r"ChunkedLocalAttention|MMEncoderAttention|RadixAttention)$",
+        "attention",
+    ),
+    (
+        r"^(QKVParallelLinear|MergedColumnParallelLinear|RowParallelLinear|ColumnParallelLinear|"
+        r"ReplicatedLinear|QKVCrossParallelLinear|LinearBase|Linear|ParallelLMHead|"
+        r"LogitsProcessor)$",
+        "gemm",
+    ),
     (r"^(VocabParallelEmbedding|Embedding)$", "embedding"),
     (r"^(Sampler|TopKTopPSampler|RejectionSampler)$", "sampling"),
 ]
 
 #: host ops that are custom ops (vLLM, SGLang, kernel libraries, vendor plugins): their
 #: name decides what they launch.
-CUSTOM_OP = r"^(vllm|_C|_moe_C|_rocm_C|_C_cache_ops|_C_custom_ar|_vllm_fa\d?_C|_flashmla_C|" \
-            r"sgl_kernel|sglang|sglang_profiler|aiter|flashinfer|trtllm|" \
-            r"vllm_kunlun|kunlun_ops|xspeedgate_ops|_kunlun_C|torch_xmlir|xtorch_ops)::"
+CUSTOM_OP = (
+    r"^(vllm|_C|_moe_C|_rocm_C|_C_cache_ops|_C_custom_ar|_vllm_fa\d?_C|_flashmla_C|"
+    r"sgl_kernel|sglang|sglang_profiler|aiter|flashinfer|trtllm|"
+    r"vllm_kunlun|kunlun_ops|xspeedgate_ops|_kunlun_C|torch_xmlir|xtorch_ops)::"
+)
 
 #: the range our live collector opens around each vLLM layer module
 OUR_MODULE_PREFIX = MODULE_RANGE_PREFIX
@@ -80,7 +91,7 @@ def module_class(range_name: str) -> str | None:
     """`nn.Module: RMSNorm_3` → `RMSNorm`; None when the name is not a module range."""
     for prefix in MODULE_RANGE_PREFIXES:
         if range_name.startswith(prefix):
-            return _INSTANCE_SUFFIX.sub("", range_name[len(prefix):].strip())
+            return _INSTANCE_SUFFIX.sub("", range_name[len(prefix) :].strip())
     return None
 
 
@@ -160,7 +171,7 @@ class Taxonomy:
         return [self.classify(n) for n in names]
 
     @staticmethod
-    def from_file(path: str | Path) -> "Taxonomy":
+    def from_file(path: str | Path) -> Taxonomy:
         """Built-in tables with the user's rows in front."""
         path = Path(path)
         try:
@@ -173,13 +184,20 @@ class Taxonomy:
         mods: list = []
         for key, out in (("pattern", rows), ("module", mods)):
             for i, row in enumerate(data.get(key, [])):
-                if not isinstance(row, dict) or not isinstance(row.get("regex"), str) \
-                        or not isinstance(row.get("fused_op"), str) \
-                        or not isinstance(row.get("note", ""), str):
-                    raise XpuProfilerError(f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op "
-                                           "(and an optional string note)")
-                out.append(Rule(row["regex"], row["fused_op"], "user", row.get("note", "")) if key == "pattern"
-                           else (row["regex"], row["fused_op"]))
+                if (
+                    not isinstance(row, dict)
+                    or not isinstance(row.get("regex"), str)
+                    or not isinstance(row.get("fused_op"), str)
+                    or not isinstance(row.get("note", ""), str)
+                ):
+                    raise XpuProfilerError(
+                        f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op (and an optional string note)"
+                    )
+                out.append(
+                    Rule(row["regex"], row["fused_op"], "user", row.get("note", ""))
+                    if key == "pattern"
+                    else (row["regex"], row["fused_op"])
+                )
         try:
             return Taxonomy(patterns=rows + rules(), modules=mods + MODULE_PATTERNS)
         except XpuProfilerError as e:

@@ -12,14 +12,39 @@ from __future__ import annotations
 FRONTEND_TRACE_MARK = ".async_llm"
 
 #: layer classes that get an ``xpu_module:<Class>`` range, and any class ending like these
-LAYER_CLASSES = frozenset((
-    "RMSNorm", "GemmaRMSNorm", "LayerNorm", "SiluAndMul", "GeluAndMul", "MulAndSilu", "FatreluAndMul",
-    "RotaryEmbedding", "Llama3RotaryEmbedding", "LinearScalingRotaryEmbedding", "YaRNScalingRotaryEmbedding",
-    "DynamicNTKScalingRotaryEmbedding", "MRotaryEmbedding", "DeepseekScalingRotaryEmbedding",
-    "FusedMoE", "SharedFusedMoE", "MoERunner", "Attention", "MLAAttention", "MultiHeadAttention",
-    "QKVParallelLinear", "MergedColumnParallelLinear", "RowParallelLinear", "ColumnParallelLinear",
-    "ReplicatedLinear", "VocabParallelEmbedding", "ParallelLMHead", "LogitsProcessor", "Sampler",
-))
+LAYER_CLASSES = frozenset(
+    (
+        "RMSNorm",
+        "GemmaRMSNorm",
+        "LayerNorm",
+        "SiluAndMul",
+        "GeluAndMul",
+        "MulAndSilu",
+        "FatreluAndMul",
+        "RotaryEmbedding",
+        "Llama3RotaryEmbedding",
+        "LinearScalingRotaryEmbedding",
+        "YaRNScalingRotaryEmbedding",
+        "DynamicNTKScalingRotaryEmbedding",
+        "MRotaryEmbedding",
+        "DeepseekScalingRotaryEmbedding",
+        "FusedMoE",
+        "SharedFusedMoE",
+        "MoERunner",
+        "Attention",
+        "MLAAttention",
+        "MultiHeadAttention",
+        "QKVParallelLinear",
+        "MergedColumnParallelLinear",
+        "RowParallelLinear",
+        "ColumnParallelLinear",
+        "ReplicatedLinear",
+        "VocabParallelEmbedding",
+        "ParallelLMHead",
+        "LogitsProcessor",
+        "Sampler",
+    )
+)
 LAYER_SUFFIXES = ("RotaryEmbedding", "RMSNorm")
 #: range labels for classes whose role has another name in the fused-op taxonomy
 LAYER_ALIASES = {"MoERunner": "FusedMoE"}

@@ -22,9 +22,9 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..core import fmt
 from .vllm.log_capture import put_back_fds
@@ -35,8 +35,10 @@ BAR_WIDTH = 28
 LABEL_WIDTH = 22  # stage labels padded to it, so that their times line up
 
 #: a vLLM log line: "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] message"
-_LOG_LINE = re.compile(r"^(?P<proc>\([\w:-]+ pid=\d+\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-                       r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] (?P<msg>.*)$")
+_LOG_LINE = re.compile(
+    r"^(?P<proc>\([\w:-]+ pid=\d+\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] (?P<msg>.*)$"
+)
 #: what says why, outside vLLM's own error logging: an exception's message, a crash
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b(: .*)?$")
 _CRASH = re.compile(r"Segmentation fault|core dumped|Killed|out of memory|Aborted", re.IGNORECASE)
@@ -68,7 +70,7 @@ def why(log_path: str | os.PathLike, n: int = 8) -> list[str]:
 class _Bar:
     """What ``LLM.generate(use_tqdm=...)`` drives: the few parts of tqdm's interface it uses."""
 
-    def __init__(self, console: "Console", total: int, label: str):
+    def __init__(self, console: Console, total: int, label: str):
         self.console, self.total, self.label = console, int(total or 0), label
         self.n = 0
         self.postfix = ""
@@ -98,8 +100,14 @@ class Console:
     """``stages``: the labels of the stages, in order (numbered on screen); ``log_path``:
     where ``capture()`` sends vLLM's output."""
 
-    def __init__(self, log_path: str | os.PathLike | None = None, *, verbose: bool = False, quiet: bool = False,
-                 stages: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        log_path: str | os.PathLike | None = None,
+        *,
+        verbose: bool = False,
+        quiet: bool = False,
+        stages: tuple[str, ...] = (),
+    ):
         self.log_path = Path(log_path) if log_path is not None else None  # None: nothing to capture
         self.verbose, self.quiet = verbose, quiet
         self.stages = list(stages)
@@ -117,7 +125,7 @@ class Console:
 
     # -- capture ----------------------------------------------------------------------
     @contextmanager
-    def capture(self) -> Iterator["Console"]:
+    def capture(self) -> Iterator[Console]:
         """Capture for the block; when it fails, what the log says about why is shown."""
         from ..core.atomic_write import OutputError
 
@@ -159,8 +167,9 @@ class Console:
             target = log_fd
             if self.verbose:
                 r, w = os.pipe()
-                self._tee = threading.Thread(target=_tee, args=(r, log_fd, self._saved[2]), daemon=True,
-                                             name="xpu_profiler-vllm-log")
+                self._tee = threading.Thread(
+                    target=_tee, args=(r, log_fd, self._saved[2]), daemon=True, name="xpu_profiler-vllm-log"
+                )
                 self._tee.start()
                 target = w
             for fd in (1, 2):
@@ -235,12 +244,14 @@ class Console:
 
     def progress(self) -> Callable:
         """A ``use_tqdm`` callable for ``LLM.generate``: its request bar is the running stage's."""
+
         def factory(*args, **kwargs):
             if args:  # vLLM wraps an iterable (rendering prompts): nothing to show
                 return args[0]
             self._bar = _Bar(self, kwargs.get("total", 0), kwargs.get("desc", ""))
             self.redraw()
             return self._bar
+
         return factory
 
     # -- drawing ----------------------------------------------------------------------------

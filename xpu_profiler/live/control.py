@@ -7,8 +7,10 @@ from __future__ import annotations
 from ..core.errors import XpuProfilerError
 from .vllm import commands, compat, compat_llm
 
-NOT_LOADED = ("the xpu_profiler vLLM plugin is not loaded in the {where} (install xpu_profiler in the same "
-              "environment; if VLLM_PLUGINS is set it must include xpu_profiler)")
+NOT_LOADED = (
+    "the xpu_profiler vLLM plugin is not loaded in the {where} (install xpu_profiler in the same "
+    "environment; if VLLM_PLUGINS is set it must include xpu_profiler)"
+)
 
 
 class HookError(XpuProfilerError):
@@ -52,6 +54,8 @@ def check_started(answers: list[dict]) -> None:
         missing = a.get("missing") if isinstance(a, dict) else None
         if missing:
             more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
-            raise HookError(f"vLLM {a.get('vllm', '?')}: the step hook on {missing[0]}{more} did not install in "
-                            f"{a.get('process', '?')} (pid {a.get('pid', '?')}): this vLLM no longer has it where "
-                            f"xpu_profiler expects it (xpu_profiler/live/vllm/compat.py)")
+            raise HookError(
+                f"vLLM {a.get('vllm', '?')}: the step hook on {missing[0]}{more} did not install in "
+                f"{a.get('process', '?')} (pid {a.get('pid', '?')}): this vLLM no longer has it where "
+                f"xpu_profiler expects it (xpu_profiler/live/vllm/compat.py)"
+            )

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import XpuProfilerError
+from ..core.records import read_record_files
 from .processes import Ended, EngineProcessDied, ProcessWatch
 from .vllm import compat_llm
-from ..core.records import read_record_files
 
 #: how long the engine's processes get to end after a failure or Ctrl-C (s). They got the
 #: signal themselves, or a peer died: the EngineCore waits on a worker that is gone and
@@ -73,6 +73,7 @@ def failure_reason(exc: BaseException, llm, watch: ProcessWatch | None) -> str:
 
 def watch_processes(llm) -> ProcessWatch:
     """Watch the engine's processes; the first one to end makes ``generate()`` raise."""
+
     def died(e: Ended) -> None:
         compat_llm.wake_front_end(llm, EngineProcessDied(f"{e.name} (pid {e.pid}) ended"))
 

@@ -36,7 +36,7 @@ class EnvScope:
             else:
                 os.environ[key] = value
 
-    def __enter__(self) -> "EnvScope":
+    def __enter__(self) -> EnvScope:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -79,14 +79,17 @@ def cpu_thread_binding(workers: int, cpus=None, nodes: int | None = None) -> str
         return None
     if (numa_nodes() if nodes is None else nodes) >= workers:
         return None
-    allowed = sorted(cpus if cpus is not None else (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
-                                                      else range(os.cpu_count() or 1)))
+    allowed = sorted(
+        cpus
+        if cpus is not None
+        else (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1))
+    )
     if len(allowed) < workers:
         return "|".join(str(allowed[i % len(allowed)]) for i in range(workers))
     per, extra = divmod(len(allowed), workers)
     lists, i = [], 0
     for w in range(workers):
         n = per + (w < extra)
-        lists.append(_cpu_list(allowed[i:i + n]))
+        lists.append(_cpu_list(allowed[i : i + n]))
         i += n
     return "|".join(lists)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..core.profile import Profile
 from .vllm import compat, compat_llm
@@ -41,11 +41,15 @@ def enable(kw: dict, device_kind: str, level: str, work_dir: Path, say: Callable
     if level != "comprehensive" or not captures_graphs(kw, device_kind):
         return None
     if not compat_llm.supports_capture_profiler():
-        say(f"vLLM {compat.vllm_version()} cannot trace its graph capture: replayed kernels are "
-            "attributed by their names only")
+        say(
+            f"vLLM {compat.vllm_version()} cannot trace its graph capture: replayed kernels are "
+            "attributed by their names only"
+        )
         return None
     given = kw.get(compat_llm.PROFILER_CONFIG_KWARG)
-    cfg = compat_llm.capture_profiler_config(str(work_dir / "vllm_profiler"), given if isinstance(given, dict) else None)
+    cfg = compat_llm.capture_profiler_config(
+        str(work_dir / "vllm_profiler"), given if isinstance(given, dict) else None
+    )
     if cfg is None or (given is not None and not isinstance(given, dict)):
         say("the engine's own profiler_config is not torch.profiler: its graph capture is not traced")
         return None

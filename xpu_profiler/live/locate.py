@@ -16,8 +16,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..core.errors import XpuProfilerError
-from .vllm import compat
 from ..core.records import ENV_DIR
+from .vllm import compat
 
 
 @dataclass
@@ -25,9 +25,9 @@ class Server:
     url: str
     host: str
     port: int
-    pid: int | None = None          # the process listening on the port, when found
+    pid: int | None = None  # the process listening on the port, when found
     record_dir: Path | None = None
-    how: str = ""                   # how the record directory was found
+    how: str = ""  # how the record directory was found
     profiler_dir: Path | None = None  # where the server's own profiler writes (--profiler-config)
 
 
@@ -154,4 +154,5 @@ def no_way_to_record(srv: Server) -> XpuProfilerError:
         f"cannot tell where the server at {srv.url}{who} records: start it with {ENV_DIR}=/some/dir in its "
         f"environment (the xpu_profiler plugin then takes profile windows) and pass --dir /some/dir if this "
         f"machine cannot see its processes, or start it with {compat.PROFILER_CONFIG_ARG} and use --via vllm "
-        f"--trace-dir DIR")
+        f"--trace-dir DIR"
+    )

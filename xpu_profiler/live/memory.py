@@ -20,7 +20,7 @@ class HostSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "HostSampler":
+    def start(self) -> HostSampler:
         self._thread = threading.Thread(target=self._run, name="xpu_profiler-rss", daemon=True)
         self._thread.start()
         return self

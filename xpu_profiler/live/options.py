@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.errors import XpuProfilerError
 from ..core.records import METRICS
@@ -90,6 +91,7 @@ def engine_kwargs(model_path: str, is_builtin: bool, device_kind: str, options: 
 def local_workers(kw: dict) -> int:
     """Worker processes an engine configuration starts on this machine: TP x PP per
     engine, times the data-parallel engines (all local unless said otherwise)."""
+
     def size(key: str) -> int:
         try:
             return max(1, int(kw.get(key) or 1))
@@ -116,7 +118,7 @@ def load_prompts(path: str | Path, default_output_len: int) -> list[tuple[Any, i
         if isinstance(obj, str):
             obj = {"prompt": obj}
         if not isinstance(obj, dict) or not ("prompt" in obj or "prompt_token_ids" in obj):
-            raise XpuProfilerError(f"{p}:{i}: expected an object with \"prompt\" or \"prompt_token_ids\"")
+            raise XpuProfilerError(f'{p}:{i}: expected an object with "prompt" or "prompt_token_ids"')
         n = int(obj.get("output_len", obj.get("max_tokens", default_output_len)))
         if "prompt_token_ids" in obj:
             out.append(({"prompt_token_ids": [int(t) for t in obj["prompt_token_ids"]]}, n))

@@ -16,8 +16,8 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psutil
 
@@ -58,7 +58,7 @@ class ProcessWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "ProcessWatch":
+    def start(self) -> ProcessWatch:
         self.procs = descendants(self.root)
         self._thread = threading.Thread(target=self._run, name="xpu_profiler-processes", daemon=True)
         self._thread.start()

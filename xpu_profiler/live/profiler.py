@@ -19,21 +19,31 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..core.errors import XpuProfilerError
 from ..core.profile import Profile
+from ..core.records import read_record_files
 from ..readers.records import assemble
 from . import control, options
 from .memory import HostSampler
 from .vllm import compat, compat_llm
-from ..core.records import read_record_files
+
 
 class Profiler:
-    def __init__(self, llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard",
-                 warmup_steps: int = 0, profile_steps: int | None = None, trace_dir: str | Path | None = None,
-                 keep_traces: bool = False, run_info: dict | None = None):
+    def __init__(
+        self,
+        llm,
+        metrics: str | Iterable[str] | None = None,
+        detail_level: str = "standard",
+        warmup_steps: int = 0,
+        profile_steps: int | None = None,
+        trace_dir: str | Path | None = None,
+        keep_traces: bool = False,
+        run_info: dict | None = None,
+    ):
         self.llm = llm
         self.metrics = options.parse_metrics(metrics)
         self.detail_level = options.check_level(detail_level)
@@ -58,12 +68,16 @@ class Profiler:
         return self.detail_level != "basic" and "execution_time" in self.metrics
 
     # -- control --------------------------------------------------------------------
-    def start(self) -> "Profiler":
+    def start(self) -> Profiler:
         cfg: dict[str, Any] = {"metrics": list(self.metrics)}
         wcfg = dict(cfg)
         if self.torch_enabled:
-            wcfg["torch"] = {"dir": str(self.trace_dir / "torch"), "first": self.warmup_steps,
-                             "count": int(self.profile_steps or 0), "level": self.detail_level}
+            wcfg["torch"] = {
+                "dir": str(self.trace_dir / "torch"),
+                "first": self.warmup_steps,
+                "count": int(self.profile_steps or 0),
+                "level": self.detail_level,
+            }
         self.t_start = time.time_ns()
         self.engine_info = control.call_engine(self.llm, "start", cfg)
         self.worker_info = control.call_workers(self.llm, "start", wcfg)
@@ -108,8 +122,13 @@ class Profiler:
             self.records += read_record_files(self.record_dir)
         samples = self._sampler.stop() if self._sampler else []
         self.profile = assemble.build_profile(
-            self.records, t_start=self.t_start, t_end=self.t_end, metrics=self.metrics, extra_counters=samples,
-            run={"detail_level": self.detail_level, **self.run_info})
+            self.records,
+            t_start=self.t_start,
+            t_end=self.t_end,
+            metrics=self.metrics,
+            extra_counters=samples,
+            run={"detail_level": self.detail_level, **self.run_info},
+        )
         for e in errors:
             self.profile.warn(f"could not collect from the {e}")
             if not self.incomplete:
@@ -126,8 +145,10 @@ class Profiler:
         """Stop recording everywhere and take the records; what failed, one line per side."""
         errors = []
         arg = {"files_off": True} if self.record_dir is not None else None
-        for what, call in (("workers", lambda: control.call_workers(self.llm, "stop", arg)),
-                           ("engine", lambda: [control.call_engine(self.llm, "stop", arg)])):
+        for what, call in (
+            ("workers", lambda: control.call_workers(self.llm, "stop", arg)),
+            ("engine", lambda: [control.call_engine(self.llm, "stop", arg)]),
+        ):
             try:
                 self.records += [r for r in call() if isinstance(r, dict)]
             except XpuProfilerError:
@@ -152,7 +173,7 @@ class Profiler:
         if not self.keep_traces and self._own_dir:
             shutil.rmtree(self.trace_dir, ignore_errors=True)
 
-    def __enter__(self) -> "Profiler":
+    def __enter__(self) -> Profiler:
         return self.start()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -204,7 +225,6 @@ def versions() -> dict:
     return out
 
 
-
 def _set_device(run: dict) -> None:
     """The run's device, its name and the key of its spec (for MFU and bandwidth)."""
     from ..knowledge import devices
@@ -217,7 +237,6 @@ def _set_device(run: dict) -> None:
     run.update(device=info.kind, device_name=info.name, device_info=info.to_json())
 
 
-def profile(llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard",
-            **kwargs) -> Profiler:
+def profile(llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard", **kwargs) -> Profiler:
     """Profile what ``llm`` (a ``vllm.LLM``) does inside the ``with`` block."""
     return Profiler(llm, metrics=metrics, detail_level=detail_level, **kwargs)

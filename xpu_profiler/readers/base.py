@@ -12,8 +12,8 @@ from .content import ProgressFn
 
 @dataclass
 class ReadOptions:
-    rank: int | None = None          # force the rank of a single-rank file
-    xpu_gen: int | None = None       # Kunlun generation for XPURT_PROF logs (1, 2, 3)
+    rank: int | None = None  # force the rank of a single-rank file
+    xpu_gen: int | None = None  # Kunlun generation for XPURT_PROF logs (1, 2, 3)
     progress: ProgressFn | None = None
     extra: dict = field(default_factory=dict)
 

@@ -22,8 +22,8 @@ from ..core.profile import KINDS, PHASES, SCHEMAS, STRING_COLUMNS, Profile, Stri
 
 NAME = "bundle"
 
-MAX_NS = 1 << 62          # no time of a real trace comes near it (int64 sums stay safe)
-MAX_DUR_NS = 10 ** 15     # ~11.6 days, as the trace readers
+MAX_NS = 1 << 62  # no time of a real trace comes near it (int64 sums stay safe)
+MAX_DUR_NS = 10**15  # ~11.6 days, as the trace readers
 #: columns that refer to a row of another table (-1: none)
 ROW_REFS = {("events", "comm"): "comms", ("events", "step"): "steps"}
 #: small-code columns and how many codes they have
@@ -46,8 +46,10 @@ def read(path: Path, options) -> Profile:
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError, UnicodeDecodeError) as e:
         raise TraceError(path, f"broken xpu_profiler bundle ({str(e)[:160]})") from None
     for table, (n, first) in dropped.items():
-        prof.warn(f"{path.name}: skipped {n} {table} row{'s' if n > 1 else ''} with a negative or out-of-range "
-                  f"time or value (first: row {first})")
+        prof.warn(
+            f"{path.name}: skipped {n} {table} row{'s' if n > 1 else ''} with a negative or out-of-range "
+            f"time or value (first: row {first})"
+        )
     prof.run.setdefault("sources", []).append({"path": str(path), "format": NAME})
     return prof
 
@@ -120,8 +122,9 @@ def _drop_odd_rows(prof: Profile) -> dict:
     odd = {
         "events": ~(((ev["start"] >= -1) & (ev["start"] < MAX_NS)) & (ev["dur"] >= 0) & (ev["dur"] <= MAX_DUR_NS)),
         "counters": ~((co["t"] >= 0) & (co["t"] < MAX_NS) & np.isfinite(co["value"])),
-        "requests": ~np.logical_and.reduce([(rq[c] >= -1) & (rq[c] < MAX_NS) for c in
-                                            ("arrival", "first_token", "finish", "prompt_len", "output_len")]),
+        "requests": ~np.logical_and.reduce(
+            [(rq[c] >= -1) & (rq[c] < MAX_NS) for c in ("arrival", "first_token", "finish", "prompt_len", "output_len")]
+        ),
     }
     if ((st["start"] < -1) | (st["start"] >= MAX_NS) | (st["dur"] < 0) | (st["dur"] > MAX_DUR_NS)).any():
         raise _Broken("steps hold negative or out-of-range times")

@@ -18,9 +18,8 @@ import numpy as np
 from ..core.profile import K_ANNOTATION, Profile
 from ..knowledge.step_grammar import parse_step_name
 
-
 #: directory and worker names under which engines write their capture traces
-CAPTURE_DIR = "capture_traces"          # vLLM: <torch_profiler_dir>/capture_traces/
+CAPTURE_DIR = "capture_traces"  # vLLM: <torch_profiler_dir>/capture_traces/
 CAPTURE_WORKER = "graph_capture_rank_"  # vLLM: worker name of those files
 #: which capture file holds which batch size and mode: [{"file", "batch_size", "mode"}]
 #: (SGLang's capture-details.json; TraceLens's execution_details.json beside vLLM's)
@@ -61,7 +60,10 @@ def capture_details(path: Path) -> dict[str, tuple[int, str]]:
     """SGLang's capture-details.json: file name → (batch size, mode); {} when unreadable."""
     try:
         rows = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {str(r["file"]): (int(r["batch_size"]), str(r.get("mode", "")).upper())
-                for r in rows if isinstance(r, dict) and "file" in r and "batch_size" in r}
+        return {
+            str(r["file"]): (int(r["batch_size"]), str(r.get("mode", "")).upper())
+            for r in rows
+            if isinstance(r, dict) and "file" in r and "batch_size" in r
+        }
     except (OSError, ValueError, TypeError, KeyError):
         return {}

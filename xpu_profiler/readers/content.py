@@ -7,8 +7,8 @@ import functools
 import gzip
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..core import deflate
 from ..core.errors import TraceError

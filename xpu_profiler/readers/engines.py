@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..core.errors import TraceError, XpuProfilerError
 from ..core.profile import Profile
@@ -35,10 +35,10 @@ MAX_JOBS = 16
 @dataclass(frozen=True)
 class FileTask:
     path: str
-    reader: str                 # the reader's NAME
+    reader: str  # the reader's NAME
     size: int = 0
-    node: str | None = None     # Ray node that holds the file; None: any
-    optional: bool = False      # one file of a directory: a broken one is dropped, not fatal
+    node: str | None = None  # Ray node that holds the file; None: any
+    optional: bool = False  # one file of a directory: a broken one is dropped, not fatal
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,9 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
                 try:
                     out[i] = f.result()
                 except BrokenProcessPool:
-                    raise TraceError(tasks[i].path, "the worker process reading it died "
-                                                    "(out of memory? try --jobs 1)") from None
+                    raise TraceError(
+                        tasks[i].path, "the worker process reading it died (out of memory? try --jobs 1)"
+                    ) from None
                 if progress:
                     progress(tasks[i].size)
         except BaseException:  # Ctrl-C or a worker that died: do not wait for the other files
@@ -122,12 +123,14 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
 
 # -- Ray -----------------------------------------------------------------------------
 
+
 def _ray():
     try:
         import ray
     except ImportError:
-        raise XpuProfilerError("--engine ray needs Ray, which is not installed "
-                               "(pip install 'xpu_profiler[ray]')") from None
+        raise XpuProfilerError(
+            "--engine ray needs Ray, which is not installed (pip install 'xpu_profiler[ray]')"
+        ) from None
     return ray
 
 
@@ -156,8 +159,12 @@ def ray_tasks(paths: list[str]) -> list[FileTask]:
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
     remote = ray.remote(num_cpus=0)(probe)
     try:
-        seen = ray.get([remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False))
-                        .remote(paths) for n in nodes])
+        seen = ray.get(
+            [
+                remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(paths)
+                for n in nodes
+            ]
+        )
     except ray.exceptions.RayError as e:
         raise XpuProfilerError(f"asking the Ray nodes for the files failed ({type(e).__name__})") from None
     found: dict[tuple[int, str], dict[str, tuple]] = {}
@@ -178,7 +185,7 @@ def ray_tasks(paths: list[str]) -> list[FileTask]:
             copies = found[(i, f)]
             same = len({v for v in copies.values()}) == 1
             if same and len(copies) > 1:  # a shared file system: any node reads it
-                (reader, size, _), = set(copies.values())
+                ((reader, size, _),) = set(copies.values())
                 tasks.append(FileTask(f, reader, size, None))
             else:
                 for node, (reader, size, _) in sorted(copies.items()):
@@ -207,8 +214,10 @@ def ray_engine(tasks: Sequence[FileTask], options, jobs: int, address: str | Non
                 out[i] = ray.get(ref)
             except ray.exceptions.RayError as e:  # the task's worker died (Ray's memory monitor, a lost node)
                 reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-                raise TraceError(tasks[i].path, f"the Ray task reading it failed ({type(e).__name__}"
-                                                + (f": {reason}" if reason else "") + ")") from None
+                raise TraceError(
+                    tasks[i].path,
+                    f"the Ray task reading it failed ({type(e).__name__}" + (f": {reason}" if reason else "") + ")",
+                ) from None
             if progress:
                 progress(tasks[i].size)
     return [_unwrap(out[i]) for i in range(len(tasks))]

@@ -4,8 +4,8 @@ merged into one Profile with ranks side by side; inputs that could not be read a
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..core.errors import TraceError
 from ..core.profile import Profile
@@ -15,8 +15,13 @@ from .capture_files import DETAILS_FILES, capture_details, details_files, is_cap
 from .registry import expand
 
 
-def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine: str | None = "serial",
-         jobs: int | None = None, captures: list[Path] | None = None) -> Profile:
+def load(
+    paths: Iterable[str | Path],
+    options: ReadOptions | None = None,
+    engine: str | None = "serial",
+    jobs: int | None = None,
+    captures: list[Path] | None = None,
+) -> Profile:
     """Read every input and merge them into one Profile (ranks side by side).
 
     ``engine`` says how the files are read (``engines.ENGINES``: serial, process, ray,
@@ -49,8 +54,9 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
         skipped_files: list[tuple[Path, str]] = []
         in_dirs: set[Path] = set()
         found = expand(paths, dropped_files, in_dirs, skipped_files)
-        tasks = runs_only([engines.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs)
-                           for path, mod in found])
+        tasks = runs_only(
+            [engines.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
+        )
         jobs = jobs or engines.default_jobs(len(tasks))
         if name == "auto":
             name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
@@ -79,7 +85,7 @@ def load(paths: Iterable[str | Path], options: ReadOptions | None = None, engine
         raise TraceError(drops[0]["path"], drops[0]["reason"])
     merged = Profile.merge(kept_profiles)
     _note_dropped(merged, drops)
-    for path, why in (skipped_files if name != "ray" else []):
+    for path, why in skipped_files if name != "ray" else []:
         merged.warn(f"{path}: skipped ({why})")
     return merged
 
@@ -92,8 +98,11 @@ def _note_dropped(prof: Profile, drops: list[dict]) -> None:
     for d in drops:
         rank = rank_from_name(Path(d["path"]))
         d["rank"] = rank
-        missing = f"rank {rank} is missing from the analysis" if rank is not None and rank not in prof.ranks \
+        missing = (
+            f"rank {rank} is missing from the analysis"
+            if rank is not None and rank not in prof.ranks
             else "its events are missing from the analysis"
+        )
         prof.warn(f"{d['path']}: dropped ({d['reason']}); {missing}")
     prof.run.setdefault("dropped_inputs", []).extend(drops)
 
@@ -119,8 +128,9 @@ def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:
     taken.update(prof.ranks)
 
 
-def load_run(paths, capture_paths=(), options=None, engine: str | None = "serial",
-             jobs: int | None = None) -> tuple[Profile, Profile | None]:
+def load_run(
+    paths, capture_paths=(), options=None, engine: str | None = "serial", jobs: int | None = None
+) -> tuple[Profile, Profile | None]:
     """(the run, its graph-capture traces as one Profile or None) from the input paths and
     the ``--capture`` paths (files or directories). Capture traces among the inputs (a
     vLLM profiler directory's ``capture_traces/``) are read as captures, not as ranks."""
@@ -131,8 +141,7 @@ def load_run(paths, capture_paths=(), options=None, engine: str | None = "serial
     if not caps:
         return profile, None
     capture = load(caps)
-    details = {k: v for d in {c.parent for c in caps} for g in details_files(d)
-               for k, v in capture_details(g).items()}
+    details = {k: v for d in {c.parent for c in caps} for g in details_files(d) for k, v in capture_details(g).items()}
     named = [details[c.name] for c in caps if c.name in details]
     if len(caps) == 1 and named:  # SGLang: the size and mode of a file without capture ranges
         capture.run["capture_details"] = {"size": named[0][0], "mode": named[0][1]}

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
 
 from ..core.errors import TraceError
 from . import own_outputs
 from .base import rank_from_name
 from .content import is_gzip, read_bytes, read_head
-
 
 #: the readers, in the order a file is offered to them (more specific formats first:
 #: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
@@ -50,9 +49,12 @@ def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
     return units, claimed
 
 
-def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None = None,
-           in_dirs: set[Path] | None = None,
-           skipped: list[tuple[Path, str]] | None = None) -> list[tuple[Path, ModuleType]]:
+def expand(
+    paths: Iterable[str | Path],
+    dropped: list[tuple[Path, str]] | None = None,
+    in_dirs: set[Path] | None = None,
+    skipped: list[tuple[Path, str]] | None = None,
+) -> list[tuple[Path, ModuleType]]:
     """Resolve files and directories into (file, reader) pairs.
 
     A directory contributes itself as one input when a directory-level reader claims
@@ -111,9 +113,12 @@ def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None =
             if mod is None:
                 if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
                     raise TraceError(p, "empty file (nothing inside the gzip)")
-                raise TraceError(p, "not a supported trace or log format "
-                                    "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
-                                    "an [XPURT_PROF] log or an xpu_profiler bundle)")
+                raise TraceError(
+                    p,
+                    "not a supported trace or log format "
+                    "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
+                    "an [XPURT_PROF] log or an xpu_profiler bundle)",
+                )
             out.append((p, mod))
     return out
 
@@ -121,7 +126,7 @@ def expand(paths: Iterable[str | Path], dropped: list[tuple[Path, str]] | None =
 def _kind_of_name(path: Path) -> str:
     """`rank_3.pt.trace.json.gz` → `.pt.trace.json.gz`: what kind of file its name says."""
     name = path.name.lower()
-    return name[name.find("."):] if "." in name else ""
+    return name[name.find(".") :] if "." in name else ""
 
 
 #: endings of the names traces and logs have (a file with a rank in its name but another

@@ -37,10 +37,21 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import TraceError
-from ..core.profile import (COUNTER_SCHEMA, EVENT_SCHEMA, K_COMM, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, Profile, Table)
+from ..core.profile import (
+    COUNTER_SCHEMA,
+    EVENT_SCHEMA,
+    K_COMM,
+    K_KERNEL,
+    K_MEMCPY,
+    K_MEMSET,
+    K_RUNTIME,
+    K_UNKNOWN,
+    Profile,
+    Table,
+)
+from ..knowledge.kernel_names import demangle_names
 from .base import ReadOptions, has_kineto_markers, is_chrome_json, resolve_rank
 from .content import read_bytes
-from ..knowledge.kernel_names import demangle_names
 from .kineto.columns import MAX_DUR_US, MAX_US
 from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 
@@ -51,18 +62,38 @@ SETTINGS_NAME = "xprofiler.settings.json"
 # Names and categories specific to the Kunlun runtime / XProfiler.
 _XPU_MARKERS = re.compile(
     rb'"(?:xpu_launch[a-z_]*|xpu_wait|xpu_memcpy[a-z_]*|xpu_malloc|xpu_free|xpurt[a-z_]*|'
-    rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"')
+    rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"'
+)
 
 # category (lower case) → kind
 CATEGORY_KINDS = {
-    "api": K_RUNTIME, "runtime": K_RUNTIME, "runtime api": K_RUNTIME, "driver": K_RUNTIME,
-    "driver api": K_RUNTIME, "xpu_api": K_RUNTIME, "xpu_runtime": K_RUNTIME, "xpurt": K_RUNTIME,
+    "api": K_RUNTIME,
+    "runtime": K_RUNTIME,
+    "runtime api": K_RUNTIME,
+    "driver": K_RUNTIME,
+    "driver api": K_RUNTIME,
+    "xpu_api": K_RUNTIME,
+    "xpu_runtime": K_RUNTIME,
+    "xpurt": K_RUNTIME,
     "xpu_driver": K_RUNTIME,
-    "wait": K_RUNTIME, "sync": K_RUNTIME, "synchronize": K_RUNTIME,
-    "kernel": K_KERNEL, "xpu_kernel": K_KERNEL, "device_kernel": K_KERNEL, "kernels": K_KERNEL,
-    "memcpy": K_MEMCPY, "xpu_memcpy": K_MEMCPY, "gpu_memcpy": K_MEMCPY, "memory copy": K_MEMCPY,
-    "memset": K_MEMSET, "xpu_memset": K_MEMSET, "gpu_memset": K_MEMSET,
-    "bkcl": K_COMM, "xccl": K_COMM, "communication": K_COMM, "collective": K_COMM,
+    "wait": K_RUNTIME,
+    "sync": K_RUNTIME,
+    "synchronize": K_RUNTIME,
+    "kernel": K_KERNEL,
+    "xpu_kernel": K_KERNEL,
+    "device_kernel": K_KERNEL,
+    "kernels": K_KERNEL,
+    "memcpy": K_MEMCPY,
+    "xpu_memcpy": K_MEMCPY,
+    "gpu_memcpy": K_MEMCPY,
+    "memory copy": K_MEMCPY,
+    "memset": K_MEMSET,
+    "xpu_memset": K_MEMSET,
+    "gpu_memset": K_MEMSET,
+    "bkcl": K_COMM,
+    "xccl": K_COMM,
+    "communication": K_COMM,
+    "collective": K_COMM,
 }
 _DEVICE_KEYS = ("device", "device_id", "deviceId", "dev", "xpu", "devid")
 _STREAM_KEYS = ("stream", "stream_id", "streamId", "hwq", "queue")
@@ -230,8 +261,16 @@ def read(path: Path, options: ReadOptions) -> Profile:
     c_t: list[float] = []
     c_v: list[float] = []
     open_b: dict = {}
-    counts = {"complete": 0, "begin_end": 0, "counter": 0, "metadata": 0, "instant": 0, "flow": 0,
-              "skipped": 0, "unmatched_begin_end": 0}
+    counts = {
+        "complete": 0,
+        "begin_end": 0,
+        "counter": 0,
+        "metadata": 0,
+        "instant": 0,
+        "flow": 0,
+        "skipped": 0,
+        "unmatched_begin_end": 0,
+    }
 
     def add(e: dict, ts: float, dur: float) -> None:
         name = e.get("name")
@@ -284,8 +323,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
             stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
             # an E closes the innermost open B of the same name (or any, if it has none)
             name = e.get("name")
-            j = next((k for k in range(len(stack or []) - 1, -1, -1)
-                      if not name or stack[k][0].get("name") == name), None)
+            j = next(
+                (k for k in range(len(stack or []) - 1, -1, -1) if not name or stack[k][0].get("name") == name), None
+            )
             if ts is None or j is None:
                 counts["unmatched_begin_end"] += 1
                 continue
@@ -299,14 +339,19 @@ def read(path: Path, options: ReadOptions) -> Profile:
         elif ph == "C":
             args = e.get("args")
             if _time(e, ts, 0.0) or not isinstance(args, dict):
-                skip("with odd counter args or time" if isinstance(args, dict) or args is None else
-                     "with odd counter args or time", i, e)
+                skip(
+                    "with odd counter args or time"
+                    if isinstance(args, dict) or args is None
+                    else "with odd counter args or time",
+                    i,
+                    e,
+                )
                 continue
             counts["counter"] += 1
             base = e.get("name") if isinstance(e.get("name"), str) else "counter"
             for k, v in args.items():
                 x = _num(v)
-                if x is not None and abs(x) < 2.0 ** 62:
+                if x is not None and abs(x) < 2.0**62:
                     c_names.append(base if len(args) == 1 else f"{base}.{k}")
                     c_t.append(ts)
                     c_v.append(x)
@@ -338,31 +383,47 @@ def read(path: Path, options: ReadOptions) -> Profile:
         names = [rename.get(x, x) for x in names]
     start_ns = np.rint((np.array(starts, dtype=np.float64) - origin) * 1000).astype(np.int64)
     dur_ns = np.rint(np.array(durs, dtype=np.float64) * 1000).astype(np.int64)
-    prof.events = Table(EVENT_SCHEMA, {
-        "name": strings.intern_many(names) if n else np.zeros(0, np.int32),
-        "kind": np.array(kinds, dtype=np.int8),
-        "start": start_ns,
-        "dur": dur_ns,
-        "rank": np.full(n, rank, dtype=np.int32),
-        "device": np.array(devices, dtype=np.int32),
-        "track": np.array(tracks, dtype=np.int64),
-        "corr": np.array(corrs, dtype=np.int64),
-        "cat": strings.intern_many(cats) if n else np.zeros(0, np.int32),
-    }, n=n)
+    prof.events = Table(
+        EVENT_SCHEMA,
+        {
+            "name": strings.intern_many(names) if n else np.zeros(0, np.int32),
+            "kind": np.array(kinds, dtype=np.int8),
+            "start": start_ns,
+            "dur": dur_ns,
+            "rank": np.full(n, rank, dtype=np.int32),
+            "device": np.array(devices, dtype=np.int32),
+            "track": np.array(tracks, dtype=np.int64),
+            "corr": np.array(corrs, dtype=np.int64),
+            "cat": strings.intern_many(cats) if n else np.zeros(0, np.int32),
+        },
+        n=n,
+    )
     if c_names:
         m = len(c_names)
-        prof.counters = Table(COUNTER_SCHEMA, {
-            "rank": np.full(m, rank, dtype=np.int32),
-            "name": strings.intern_many(c_names),
-            "t": np.rint((np.array(c_t) - origin) * 1000).astype(np.int64),
-            "value": np.array(c_v, dtype=np.float64),
-        }, n=m)
+        prof.counters = Table(
+            COUNTER_SCHEMA,
+            {
+                "rank": np.full(m, rank, dtype=np.int32),
+                "name": strings.intern_many(c_names),
+                "t": np.rint((np.array(c_t) - origin) * 1000).astype(np.int64),
+                "value": np.array(c_v, dtype=np.float64),
+            },
+            n=m,
+        )
 
     kinds_arr = prof.events["kind"]
     unknown = int((kinds_arr == K_UNKNOWN).sum())
-    by_kind = {k: int((kinds_arr == i).sum()) for i, k in
-               ((K_KERNEL, "kernel"), (K_RUNTIME, "runtime"), (K_MEMCPY, "memcpy"), (K_MEMSET, "memset"),
-                (K_COMM, "communication"), (K_UNKNOWN, "unknown"))}
+    by_kind = {
+        k: int((kinds_arr == i).sum())
+        for i, k in (
+            (K_KERNEL, "kernel"),
+            (K_RUNTIME, "runtime"),
+            (K_MEMCPY, "memcpy"),
+            (K_MEMSET, "memset"),
+            (K_COMM, "communication"),
+            (K_UNKNOWN, "unknown"),
+        )
+    }
     info = {"path": str(path), "format": NAME, "rank": rank, "events": n, "by_kind": by_kind, **counts}
     settings_path = path.parent / SETTINGS_NAME
     settings = _load_settings(settings_path) if settings_path.is_file() else None
@@ -379,15 +440,20 @@ def read(path: Path, options: ReadOptions) -> Profile:
             prof.run["xprofiler_trace_fields"] = other
     if n and unknown:
         cats_unknown = sorted({c for c, k in zip(cats, kinds) if k == K_UNKNOWN})[:10]
-        prof.warn(f"{path.name}: {unknown} of {n} XProfiler events have no known kind "
-                  f"(categories {', '.join(repr(c) for c in cats_unknown)}); kept as 'unknown'")
+        prof.warn(
+            f"{path.name}: {unknown} of {n} XProfiler events have no known kind "
+            f"(categories {', '.join(repr(c) for c in cats_unknown)}); kept as 'unknown'"
+        )
     if counts["unmatched_begin_end"]:
         prof.warn(f"{path.name}: {counts['unmatched_begin_end']} begin/end event(s) without a partner skipped")
     for line in skip_lines(path.name, skips):
         prof.warn(line)
     if n == 0 and skips and not c_names:
-        raise TraceError(path, f"not a valid trace: no usable event, all {counts['skipped']} skipped "
-                               f"({'; '.join(x.removeprefix(': skipped ') for x in skip_lines('', skips))})")
+        raise TraceError(
+            path,
+            f"not a valid trace: no usable event, all {counts['skipped']} skipped "
+            f"({'; '.join(x.removeprefix(': skipped ') for x in skip_lines('', skips))})",
+        )
     if n == 0:
         prof.warn(f"{path.name}: no duration events in the XProfiler trace")
     return prof

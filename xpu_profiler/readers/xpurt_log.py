@@ -53,9 +53,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import TraceError
-from ..knowledge.kernel_names import demangle_names
 from ..core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
 from ..knowledge.devices import kunlun
+from ..knowledge.kernel_names import demangle_names
 from .base import RANK_IN_NAME, ReadOptions, resolve_rank
 from .content import is_gzip, read_bytes
 
@@ -80,6 +80,7 @@ _SCAN_LIMIT = 256 << 20  # bytes a sniff may scan for the tag in a large text lo
 
 
 # -- sniffing ------------------------------------------------------------------
+
 
 def sniff(path: Path, head: bytes) -> bool:
     """A file holding ``[XPURT_PROF]`` lines, or a per-rank log file (even an empty one)."""
@@ -108,7 +109,7 @@ def _scan_for_tag(path: Path) -> bool:
                     return False
                 if TAG in tail + chunk[: len(TAG)] or TAG in chunk:
                     return True
-                tail = chunk[-len(TAG):]
+                tail = chunk[-len(TAG) :]
                 seen += len(chunk)
     except (OSError, EOFError, zlib.error):
         return False
@@ -116,6 +117,7 @@ def _scan_for_tag(path: Path) -> bool:
 
 
 # -- generation --------------------------------------------------------------------
+
 
 def detect_generation(first: np.ndarray, second: np.ndarray) -> int | None:
     """Kunlun generation from the two numbers of ``name a b ns`` lines, or None.
@@ -137,6 +139,7 @@ def detect_generation(first: np.ndarray, second: np.ndarray) -> int | None:
 
 
 # -- reading -------------------------------------------------------------------------
+
 
 def _numbers(tokens: list[bytes]) -> np.ndarray:
     if not tokens:
@@ -178,7 +181,7 @@ def _segments(data: bytes, level_wanted: int, strings) -> tuple[list[_Segment], 
     segs, pos, group, n_scopes = [], 0, -1, 0
     for m in _SCOPE.finditer(data):
         n_scopes += 1
-        segs.append(_Segment(data[pos:m.start()], group))
+        segs.append(_Segment(data[pos : m.start()], group))
         pos = m.end()
         level = len(m.group(1).replace(b"\t", b"    ")) // 4
         if level == level_wanted:
@@ -193,8 +196,10 @@ def _segments(data: bytes, level_wanted: int, strings) -> tuple[list[_Segment], 
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
     prof = Profile()
-    prof.run["timeline_note"] = ("[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
-                                 "streams or engine steps, so there is no timeline and no phase split")
+    prof.run["timeline_note"] = (
+        "[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
+        "streams or engine steps, so there is no timeline and no phase split"
+    )
     rank = resolve_rank(path, options)  # the file name says it; --rank is for one that does not
     if rank is None:
         rank = 0
@@ -206,7 +211,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
     n_lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     n_tags = data.count(TAG)
-    last = data[data.rfind(b"\n") + 1:]
+    last = data[data.rfind(b"\n") + 1 :]
     truncated_last = bool(last) and TAG in last and not (_K3.search(last) or _K1.search(last))
     segs, n_scopes = _segments(data, level_wanted, prof.strings)
     del data
@@ -223,16 +228,20 @@ def read(path: Path, options: ReadOptions) -> Profile:
     if gen_opt is not None:
         gen, gen_source = gen_opt, "option"
         if detected is not None and detected != gen_opt:
-            prof.warn(f"{path.name}: the numbers in the log look like Kunlun{detected} "
-                      f"but Kunlun{gen_opt} was given; using Kunlun{gen_opt}")
+            prof.warn(
+                f"{path.name}: the numbers in the log look like Kunlun{detected} "
+                f"but Kunlun{gen_opt} was given; using Kunlun{gen_opt}"
+            )
     elif detected is not None:
         gen, gen_source = detected, "detected (cycles/ns ratio of the two numbers per line)"
     else:
         gen, gen_source = DEFAULT_GEN, "default"
         if n3:
-            prof.warn(f"{path.name}: Kunlun generation not given and not recognisable from the log; "
-                      f"assuming P800 (Kunlun3: fields name, time, x; {UNIT_FACTORS[3]} cycles/ns). "
-                      f"Use --xpu-gen to change it")
+            prof.warn(
+                f"{path.name}: Kunlun generation not given and not recognisable from the log; "
+                f"assuming P800 (Kunlun3: fields name, time, x; {UNIT_FACTORS[3]} cycles/ns). "
+                f"Use --xpu-gen to change it"
+            )
     factor = UNIT_FACTORS[gen]
 
     # -- columns: 3-field lines of every segment, then the 1-number lines --
@@ -254,8 +263,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
     n_absurd = int(np.count_nonzero(absurd))
     if n_absurd:
         first = raw_names[int(np.argmax(absurd))].decode("utf-8", "replace")
-        prof.warn(f"{path.name}: skipped {n_absurd} kernel line{'s' if n_absurd > 1 else ''} with a duration "
-                  f"out of range (first: {first[:60]!r}, {str(dur_f[absurd][0])[:24]} ns)")
+        prof.warn(
+            f"{path.name}: skipped {n_absurd} kernel line{'s' if n_absurd > 1 else ''} with a duration "
+            f"out of range (first: {first[:60]!r}, {str(dur_f[absurd][0])[:24]} ns)"
+        )
         keep = ~absurd
         raw_names = [x for x, k in zip(raw_names, keep.tolist()) if k]
         dur_f, group = dur_f[keep], group[keep]
@@ -265,8 +276,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
     # -- names: intern distinct raw names, demangle each once --
     first_seen: dict[bytes, int] = {}
-    sparse = np.fromiter(map(first_seen.setdefault, raw_names, itertools.count()),
-                         dtype=np.int64, count=len(raw_names))
+    sparse = np.fromiter(map(first_seen.setdefault, raw_names, itertools.count()), dtype=np.int64, count=len(raw_names))
     uniq, local_ids = np.unique(sparse, return_inverse=True)
     distinct = [raw_names[i].decode("utf-8", "replace") for i in uniq.tolist()]
     pretty, how = demangle_names(distinct)
@@ -275,15 +285,19 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
     n = len(dur_ns)
     cat = prof.strings.intern("XPURT_PROF")
-    prof.events = Table(EVENT_SCHEMA, {
-        "name": name_ids,
-        "kind": np.full(n, K_KERNEL, dtype=np.int8),
-        "start": np.full(n, NO_TIME, dtype=np.int64),
-        "dur": dur_ns,
-        "rank": np.full(n, rank, dtype=np.int32),
-        "cat": np.full(n, cat, dtype=np.int32),
-        "group": group,
-    }, n=n)
+    prof.events = Table(
+        EVENT_SCHEMA,
+        {
+            "name": name_ids,
+            "kind": np.full(n, K_KERNEL, dtype=np.int8),
+            "start": np.full(n, NO_TIME, dtype=np.int64),
+            "dur": dur_ns,
+            "rank": np.full(n, rank, dtype=np.int32),
+            "cat": np.full(n, cat, dtype=np.int32),
+            "group": group,
+        },
+        n=n,
+    )
 
     stats = {
         "rank": int(rank),
@@ -295,7 +309,8 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "xpu_gen": int(gen),
         "xpu_gen_source": gen_source,
         "cycles_per_ns": factor if n3 else None,
-        "layout": ("name x time (Kunlun1)" if gen == 1 else "name time x (Kunlun2/3)") if n3
+        "layout": ("name x time (Kunlun1)" if gen == 1 else "name time x (Kunlun2/3)")
+        if n3
         else ("name time ns" if n1 else None),
         "demangler": how,
         "kernel_ns": int(dur_ns.sum()),
@@ -307,8 +322,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
         prof.run["xpu_gen"] = int(gen)
         prof.run["xpu_gen_source"] = gen_source
     if n_kernels == 0:
-        prof.warn(f"{path.name}: no [XPURT_PROF] lines for rank {rank} (were XPUAPI_DEBUG=0x1 and "
-                  f"XPURT_DISPATCH_MODE=PROFILING set in that process?)")
+        prof.warn(
+            f"{path.name}: no [XPURT_PROF] lines for rank {rank} (were XPUAPI_DEBUG=0x1 and "
+            f"XPURT_DISPATCH_MODE=PROFILING set in that process?)"
+        )
     other_bad = malformed
     if truncated_last:
         prof.warn(f"{path.name}: the last line is cut short (file still being written?); it was skipped")

@@ -21,7 +21,41 @@ metadata into the typed ``Run``, ``codec`` is ``summary.json``.
 
 from .codec import encode, load_summary, to_builtins
 from .metadata import device_spec, run_from_metadata
-from .schema import (Attribution, Collective, Comm, DeviceSpec, DeviceSteps, Parallel, PipelineStage, ParallelGroup, RankAlignment, EngineSteps, DeviceTime, Diff, DiffRow, Distribution, Finding, FusedOp, FusedTime, Graphs, Idle, Kernel, KernelStats, Memory, Phase, Rank, RankComm, Requests, Roofline, Run, SCHEMA, SCHEMA_VERSION, Series, Source, Steps, Summary, Throughput, Totals)
+from .schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    Attribution,
+    Comm,
+    DeviceSpec,
+    DeviceSteps,
+    DeviceTime,
+    Diff,
+    DiffRow,
+    Distribution,
+    EngineSteps,
+    Finding,
+    FusedOp,
+    FusedTime,
+    Graphs,
+    Idle,
+    Kernel,
+    KernelStats,
+    Memory,
+    Parallel,
+    Phase,
+    Rank,
+    RankAlignment,
+    Requests,
+    Roofline,
+    Run,
+    Series,
+    Source,
+    Steps,
+    Summary,
+    Throughput,
+    Totals,
+)
+from .schema_ranks import Collective, ParallelGroup, PipelineStage, RankComm
 
 __all__ = [
     "Attribution",

@@ -48,8 +48,10 @@ def load_summary(path: str | Path) -> Summary:
     if version == 1:
         doc = _from_v1(doc)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: summary schema version {version} is not supported "
-                         f"(this xpu_profiler reads 1 and {SCHEMA_VERSION})")
+        raise ValueError(
+            f"{path}: summary schema version {version} is not supported "
+            f"(this xpu_profiler reads 1 and {SCHEMA_VERSION})"
+        )
     try:
         return msgspec.convert(doc, Summary)
     except msgspec.ValidationError as e:
@@ -60,11 +62,14 @@ def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 1 (untyped dicts) → the version 2 layout."""
     doc = dict(doc, schema_version=SCHEMA_VERSION)
     doc["run"] = msgspec.to_builtins(run_from_metadata(doc.get("run") or {}))
-    doc["fused_ops"] = [{**{k: v for k, v in f.items() if k not in ("by_phase", "per_token_ns")},
-                         "time_ns_by_phase": f.get("by_phase") or {},
-                         "per_token_ns_by_phase": f.get("per_token_ns") or {}}
-                        for f in doc.get("fused_ops") or []]
+    doc["fused_ops"] = [
+        {
+            **{k: v for k, v in f.items() if k not in ("by_phase", "per_token_ns")},
+            "time_ns_by_phase": f.get("by_phase") or {},
+            "per_token_ns_by_phase": f.get("per_token_ns") or {},
+        }
+        for f in doc.get("fused_ops") or []
+    ]
     doc["steps"] = doc.get("steps") or {}
-    doc["throughput"] = {k: v for k, v in (doc.get("throughput") or {}).items()
-                         if k in Throughput.__struct_fields__}
+    doc["throughput"] = {k: v for k, v in (doc.get("throughput") or {}).items() if k in Throughput.__struct_fields__}
     return doc

@@ -7,7 +7,7 @@ op's part of its phase's whole per-token change (signed: the parts add up to 1).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -26,17 +26,17 @@ class SettingDelta(_Struct):
 
 
 class MetricDelta(_Struct):
-    name: str                      # step_p50_ns, step_p99_ns, per_token_ns, decode_tok_s, ttft_p50_ns, ...
-    phase: Optional[str] = None
-    base: Optional[float] = None
-    new: Optional[float] = None
-    change: Optional[float] = None  # new / base - 1
-    better: str = "lower"          # "lower" or "higher": which direction is an improvement
+    name: str  # step_p50_ns, step_p99_ns, per_token_ns, decode_tok_s, ttft_p50_ns, ...
+    phase: str | None = None
+    base: float | None = None
+    new: float | None = None
+    change: float | None = None  # new / base - 1
+    better: str = "lower"  # "lower" or "higher": which direction is an improvement
     #: per_token_ns only: the op time the change moves at BASE's token count (ns, signed)
-    impact_ns: Optional[float] = None
+    impact_ns: float | None = None
 
     @property
-    def regression(self) -> Optional[float]:
+    def regression(self) -> float | None:
         """How much worse NEW is (positive), or better (negative); None if unknown."""
         if self.change is None:
             return None
@@ -47,33 +47,33 @@ class OpDelta(_Struct):
     """One fused op or kernel in one phase, per token of that phase."""
 
     phase: str
-    key: str                       # fused op, or kernel name with its argument list stripped
-    kind: str = "fused_op"         # fused_op or kernel
+    key: str  # fused op, or kernel name with its argument list stripped
+    kind: str = "fused_op"  # fused_op or kernel
     fused_op: str = ""
-    base_per_token_ns: Optional[float] = None
-    new_per_token_ns: Optional[float] = None
-    delta_per_token_ns: Optional[float] = None
-    change: Optional[float] = None
-    share_of_change: Optional[float] = None
-    status: str = "changed"        # changed, unchanged, added, removed
+    base_per_token_ns: float | None = None
+    new_per_token_ns: float | None = None
+    delta_per_token_ns: float | None = None
+    change: float | None = None
+    share_of_change: float | None = None
+    status: str = "changed"  # changed, unchanged, added, removed
 
 
 class FindingDelta(_Struct):
     rule: str
-    status: str                    # appeared, disappeared, kept
+    status: str  # appeared, disappeared, kept
     title: str = ""
-    phase: Optional[str] = None
-    base_at_stake_share: Optional[float] = None
-    new_at_stake_share: Optional[float] = None
+    phase: str | None = None
+    base_at_stake_share: float | None = None
+    new_at_stake_share: float | None = None
 
 
 class Gate(_Struct):
     """``--fail-on``: did a metric regress by more than the threshold?"""
 
     metric: str
-    phase: Optional[str] = None
-    threshold: float = 0.0         # fraction (0.05 = 5%)
-    regression: Optional[float] = None
+    phase: str | None = None
+    threshold: float = 0.0  # fraction (0.05 = 5%)
+    regression: float | None = None
     failed: bool = False
 
 
@@ -87,17 +87,17 @@ class DiffReport(_Struct):
     settings: list[SettingDelta] = []
     metrics: list[MetricDelta] = []
     fused_ops: list[OpDelta] = []  # by |share of change| within each phase
-    kernels: list[OpDelta] = []    # in both runs, largest |delta| first
+    kernels: list[OpDelta] = []  # in both runs, largest |delta| first
     kernels_added: list[OpDelta] = []
     kernels_removed: list[OpDelta] = []
     #: kernels below the other run's top-kernels list cannot be said to be gone
     kernels_unlisted: int = 0
     findings: list[FindingDelta] = []
-    headline: str = ""             # the largest change, in words
-    headline_phase: Optional[str] = None  # the phase whose per-token change moves the most op time
+    headline: str = ""  # the largest change, in words
+    headline_phase: str | None = None  # the phase whose per-token change moves the most op time
     notes: list[str] = []
-    unchanged: bool = False        # no metric or cost moved beyond the noise floor
-    gate: Optional[Gate] = None
+    unchanged: bool = False  # no metric or cost moved beyond the noise floor
+    gate: Gate | None = None
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")

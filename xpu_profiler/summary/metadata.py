@@ -8,10 +8,17 @@ import msgspec
 
 from .schema import DeviceSpec, Run, Source
 
-
 # Profile.run keys that are no run metadata: they have their own sections, or are internal
-NOT_RUN_METADATA = {"warnings", "thread_names", "process_names", "attributed", "device_spec", "throughput",
-                    "sources", "graphs"}
+NOT_RUN_METADATA = {
+    "warnings",
+    "thread_names",
+    "process_names",
+    "attributed",
+    "device_spec",
+    "throughput",
+    "sources",
+    "graphs",
+}
 _RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
 _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
 

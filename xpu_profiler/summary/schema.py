@@ -3,11 +3,17 @@ multi-rank ones in ``schema_ranks``)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
-from .schema_ranks import (Collective, Comm, EngineSteps, Parallel, ParallelGroup, PipelineStage, Rank, RankAlignment, RankComm)
+from .schema_ranks import (
+    Comm,
+    EngineSteps,
+    Parallel,
+    Rank,
+    RankAlignment,
+)
 from .struct import _Struct  # the sections' base (diff.py's too)
 
 SCHEMA = "xpu_profiler.summary"
@@ -16,13 +22,14 @@ SCHEMA_VERSION = 2
 
 # -- run ---------------------------------------------------------------------------
 
+
 class Source(_Struct):
     """One input the profile was read from."""
 
     path: str = ""
     format: str = ""
-    rank: Optional[int] = None
-    events: Optional[int] = None
+    rank: int | None = None
+    events: int | None = None
     #: what that reader records about the file (line counts, devices, world size...)
     details: dict[str, Any] = {}
 
@@ -32,7 +39,7 @@ class DroppedInput(_Struct):
 
     path: str = ""
     reason: str = ""
-    rank: Optional[int] = None  # the rank its name says, when it says one
+    rank: int | None = None  # the rank its name says, when it says one
 
 
 class Run(_Struct, omit_defaults=True):
@@ -40,45 +47,46 @@ class Run(_Struct, omit_defaults=True):
     free-form JSON values; everything an exporter reads is a typed field. Fields that
     nothing recorded are left out of ``summary.json`` (``None`` when read back)."""
 
-    model: Optional[str] = None
-    device: Optional[str] = None          # kind: cpu, cuda, kunlun_p800, ...
-    device_name: Optional[str] = None
-    detail_level: Optional[str] = None
+    model: str | None = None
+    device: str | None = None  # kind: cpu, cuda, kunlun_p800, ...
+    device_name: str | None = None
+    detail_level: str | None = None
     metrics: list[str] = []
-    start_time_ns: Optional[int] = None   # Unix epoch
-    host: Optional[str] = None
-    incomplete: Optional[bool] = None     # live runs: whether everything was collected
-    incomplete_reason: Optional[str] = None
-    step_source: Optional[str] = None     # vllm_annotation, profiler_step, xpu_profiler_hooks
-    clock_shift_ns: Optional[int] = None  # torch trace clock aligned onto the step hooks' clock
+    start_time_ns: int | None = None  # Unix epoch
+    host: str | None = None
+    incomplete: bool | None = None  # live runs: whether everything was collected
+    incomplete_reason: str | None = None
+    step_source: str | None = None  # vllm_annotation, profiler_step, xpu_profiler_hooks
+    clock_shift_ns: int | None = None  # torch trace clock aligned onto the step hooks' clock
     sources: list[Source] = []
     versions: dict[str, str] = {}
     engine: dict[str, Any] = {}
     workload: dict[str, Any] = {}
     #: kernel logs captured next to a live run (files, lines, used or cross-check only)
-    device_logs: Optional[dict[str, Any]] = None
+    device_logs: dict[str, Any] | None = None
     #: everything else a reader or the live session recorded
     extra: dict[str, Any] = {}
 
 
 # -- op time -------------------------------------------------------------------------
 
+
 class Totals(_Struct):
-    op_time_ns: int = 0            # the basis: device work, or top-level host ops without any
+    op_time_ns: int = 0  # the basis: device work, or top-level host ops without any
     device_kernel_ns: int = 0
-    device_busy_ns: int = 0        # union over streams, summed over ranks
-    host_op_ns: int = 0            # top-level host ops
-    wall_ns: int = 0               # first to last timed event
+    device_busy_ns: int = 0  # union over streams, summed over ranks
+    host_op_ns: int = 0  # top-level host ops
+    wall_ns: int = 0  # first to last timed event
     events: int = 0
-    steps: int = 0                 # engine steps, each counted once however many ranks ran it
-    step_rows: int = 0             # step rows: one per engine step per rank
-    engines: int = 0               # engines (data-parallel replicas) the steps belong to
+    steps: int = 0  # engine steps, each counted once however many ranks ran it
+    step_rows: int = 0  # step rows: one per engine step per rank
+    engines: int = 0  # engines (data-parallel replicas) the steps belong to
     ranks: int = 0
-    other_share: float = 0.0       # of op time no fused op claimed
-    unstepped_share: float = 0.0   # of op time outside every step
-    prefill_tokens: int = 0        # over the engine steps (every TP/PP rank runs the same batch)
+    other_share: float = 0.0  # of op time no fused op claimed
+    unstepped_share: float = 0.0  # of op time outside every step
+    prefill_tokens: int = 0  # over the engine steps (every TP/PP rank runs the same batch)
     decode_tokens: int = 0
-    kernel_names: int = 0          # distinct names on the basis (top_kernels lists the first ones)
+    kernel_names: int = 0  # distinct names on the basis (top_kernels lists the first ones)
 
 
 class FusedOp(_Struct):
@@ -87,13 +95,13 @@ class FusedOp(_Struct):
     fused_op: str
     time_ns: int = 0
     count: int = 0
-    share: float = 0.0                                 # of op time
+    share: float = 0.0  # of op time
     time_ns_by_phase: dict[str, int] = {}
     count_by_phase: dict[str, int] = {}
     #: op time per token of that phase (prefill, decode, mixed): each rank's op time over the
     #: tokens of its own steps, the mean over ranks (max: the largest rank's); None without tokens
-    per_token_ns_by_phase: dict[str, Optional[float]] = {}
-    per_token_max_ns_by_phase: dict[str, Optional[float]] = {}
+    per_token_ns_by_phase: dict[str, float | None] = {}
+    per_token_max_ns_by_phase: dict[str, float | None] = {}
     #: op time by how it was attributed (keys: ``attribution_source.KEYS``: launching op,
     #: layer module, capture trace, kernel name, none)
     time_ns_by_source: dict[str, int] = {}
@@ -107,51 +115,51 @@ class FusedTime(_Struct):
 class DeviceTime(_Struct):
     """A phase's device time, summed over its steps (see ``DeviceSteps``)."""
 
-    period_ns: int = 0             # starved + device span, summed
+    period_ns: int = 0  # starved + device span, summed
     busy_ns: int = 0
-    idle_ns: int = 0               # inside the device spans
+    idle_ns: int = 0  # inside the device spans
     starved_ns: int = 0
     host_wait_ns: int = 0
     kernel_wait_ns: int = 0
     other_ns: int = 0
     waiting_on_host_ns: int = 0
-    queue_delay_ns: Optional[float] = None  # median launch → start over its device work
+    queue_delay_ns: float | None = None  # median launch → start over its device work
 
 
 class Phase(_Struct):
     phase: str
-    steps: int = 0                 # engine steps
-    time_ns: int = 0               # op time, all ranks
-    wall_ns: int = 0               # sum of its engine steps' wall time (the slowest rank's)
+    steps: int = 0  # engine steps
+    time_ns: int = 0  # op time, all ranks
+    wall_ns: int = 0  # sum of its engine steps' wall time (the slowest rank's)
     tokens: int = 0
-    per_token_ns: Optional[float] = None      # mean over ranks of a rank's op time per token
-    per_token_max_ns: Optional[float] = None  # the largest rank's
-    step_p50_ns: Optional[float] = None       # over engine steps (the slowest rank's wall)
-    step_p99_ns: Optional[float] = None
+    per_token_ns: float | None = None  # mean over ranks of a rank's op time per token
+    per_token_max_ns: float | None = None  # the largest rank's
+    step_p50_ns: float | None = None  # over engine steps (the slowest rank's wall)
+    step_p99_ns: float | None = None
     top_fused: list[FusedTime] = []
-    bound: Optional[str] = None    # "host" or "device"; None without device work
-    bound_evidence: Optional[str] = None  # the numbers behind the verdict, in one sentence
-    device: Optional[DeviceTime] = None
+    bound: str | None = None  # "host" or "device"; None without device work
+    bound_evidence: str | None = None  # the numbers behind the verdict, in one sentence
+    device: DeviceTime | None = None
     #: the phase's units of work (kernels, or top-level host ops on the host basis)
-    kernels: Optional["KernelStats"] = None
+    kernels: KernelStats | None = None
     #: op time launched inside the model's output head (LogitsProcessor: lm_head GEMM and
     #: logits), None when the trace has no layer-module ranges to tell it apart
-    output_head_ns: Optional[int] = None
-    sampler_ns: Optional[int] = None      # op time launched inside the Sampler module (None: unknown)
+    output_head_ns: int | None = None
+    sampler_ns: int | None = None  # op time launched inside the Sampler module (None: unknown)
 
 
 class KernelStats(_Struct):
     """One phase's units of work and how they were launched."""
 
-    unit: str = "kernel"           # "kernel" (device work) or "host_op" (top-level host ops)
+    unit: str = "kernel"  # "kernel" (device work) or "host_op" (top-level host ops)
     count: int = 0
     time_ns: int = 0
-    steps: int = 0                 # steps of the phase whose units were recorded
-    per_step: Optional[float] = None
-    launches: int = 0              # runtime calls that launched device work (by correlation id)
-    graph_launches: int = 0        # of which graph replays (cudaGraphLaunch, hipGraphLaunch, ...)
-    graph_kernels: int = 0         # kernels those replays ran
-    per_launch: Optional[float] = None   # kernels per launching call; 1.0: one launch per kernel
+    steps: int = 0  # steps of the phase whose units were recorded
+    per_step: float | None = None
+    launches: int = 0  # runtime calls that launched device work (by correlation id)
+    graph_launches: int = 0  # of which graph replays (cudaGraphLaunch, hipGraphLaunch, ...)
+    graph_kernels: int = 0  # kernels those replays ran
+    per_launch: float | None = None  # kernels per launching call; 1.0: one launch per kernel
     #: duration percentiles 0, 1, ..., 100 (101 values, ns)
     dur_pct_ns: list[float] = []
 
@@ -161,7 +169,7 @@ class Steps(_Struct):
 
     rank: list[int] = []
     step_id: list[int] = []
-    engine_step: list[int] = []    # index into ``EngineSteps``: the engine step this row ran
+    engine_step: list[int] = []  # index into ``EngineSteps``: the engine step this row ran
     phase: list[str] = []
     start_ns: list[int] = []
     wall_ns: list[int] = []
@@ -170,15 +178,15 @@ class Steps(_Struct):
     #: of top-level host ops inside the step's window, and wall − busy
     busy_ns: list[int] = []
     idle_ns: list[int] = []
-    span_ns: list[int] = []        # first to last of the work the row launched; its wall without any
-    wait_ns: list[int] = []        # its wait at collectives (others' late arrival)
+    span_ns: list[int] = []  # first to last of the work the row launched; its wall without any
+    wait_ns: list[int] = []  # its wait at collectives (others' late arrival)
     prefill_tokens: list[int] = []
     decode_tokens: list[int] = []
     prefill_reqs: list[int] = []
     decode_reqs: list[int] = []
-    running: list[int] = []        # -1: not known
-    waiting: list[int] = []        # -1: not known
-    kv_usage: list[Optional[float]] = []  # 0..1
+    running: list[int] = []  # -1: not known
+    waiting: list[int] = []  # -1: not known
+    kv_usage: list[float | None] = []  # 0..1
 
 
 class Kernel(_Struct):
@@ -190,42 +198,43 @@ class Kernel(_Struct):
     count: int = 0
     time_ns: int = 0
     mean_ns: float = 0.0
-    share: float = 0.0             # of op time
+    share: float = 0.0  # of op time
     time_ns_by_phase: dict[str, int] = {}
     count_by_phase: dict[str, int] = {}
 
 
 # -- throughput and memory ---------------------------------------------------------------
 
+
 class Distribution(_Struct):
-    p50: Optional[float] = None
-    p99: Optional[float] = None
-    mean: Optional[float] = None
+    p50: float | None = None
+    p99: float | None = None
+    mean: float | None = None
     n: int = 0
 
 
 class Throughput(_Struct):
     # from the steps (one rank's)
-    prefill_tokens: Optional[int] = None
-    decode_tokens: Optional[int] = None
-    duration_ns: Optional[int] = None          # first step start to last step end
-    prefill_tok_s: Optional[float] = None
-    decode_tok_s: Optional[float] = None
+    prefill_tokens: int | None = None
+    decode_tokens: int | None = None
+    duration_ns: int | None = None  # first step start to last step end
+    prefill_tok_s: float | None = None
+    decode_tok_s: float | None = None
     # from the requests table
-    requests: Optional[int] = None
-    ttft_ns: Optional[Distribution] = None
-    tpot_ns: Optional[Distribution] = None
-    e2e_ns: Optional[Distribution] = None
-    output_tokens: Optional[int] = None
-    output_tok_s: Optional[float] = None
-    prompt_tokens: Optional[int] = None        # prompt lengths of the requests, summed
+    requests: int | None = None
+    ttft_ns: Distribution | None = None
+    tpot_ns: Distribution | None = None
+    e2e_ns: Distribution | None = None
+    output_tokens: int | None = None
+    output_tok_s: float | None = None
+    prompt_tokens: int | None = None  # prompt lengths of the requests, summed
     # over the measured window of a live run
-    window_ns: Optional[int] = None
-    window_prefill_tokens: Optional[int] = None
-    window_decode_tokens: Optional[int] = None
-    window_output_tokens: Optional[int] = None
-    window_total_tok_s: Optional[float] = None
-    window_output_tok_s: Optional[float] = None
+    window_ns: int | None = None
+    window_prefill_tokens: int | None = None
+    window_decode_tokens: int | None = None
+    window_output_tokens: int | None = None
+    window_total_tok_s: float | None = None
+    window_output_tok_s: float | None = None
 
 
 class Requests(_Struct):
@@ -234,33 +243,33 @@ class Requests(_Struct):
 
     req: list[str] = []
     rank: list[int] = []
-    arrival_ns: list[Optional[int]] = []
+    arrival_ns: list[int | None] = []
     prompt_len: list[int] = []
     output_len: list[int] = []
-    ttft_ns: list[Optional[int]] = []      # arrival to first token
-    tpot_ns: list[Optional[float]] = []    # first token to finish, per further output token
-    e2e_ns: list[Optional[int]] = []       # arrival to finish
+    ttft_ns: list[int | None] = []  # arrival to first token
+    tpot_ns: list[float | None] = []  # first token to finish, per further output token
+    e2e_ns: list[int | None] = []  # arrival to finish
 
 
 class Series(_Struct):
     """One counter series of one rank (downsampled; the peak is always kept)."""
 
     rank: int
-    name: str                      # e.g. device_allocated_bytes, kv_cache_usage, decode_tokens_per_s
+    name: str  # e.g. device_allocated_bytes, kv_cache_usage, decode_tokens_per_s
     t_ns: list[int] = []
-    value: list[Optional[float]] = []
+    value: list[float | None] = []
 
 
 class Memory(_Struct):
     series: list[Series] = []
-    peak: dict[str, float] = {}    # series name → largest value over ranks
+    peak: dict[str, float] = {}  # series name → largest value over ranks
 
 
 class DeviceSpec(_Struct):
     name: str = ""
-    peak_flops: dict[str, float] = {}   # dtype (bf16, fp16, fp8, fp32, int8) → FLOP/s
-    mem_bw_bytes_s: Optional[float] = None
-    mem_bytes: Optional[int] = None
+    peak_flops: dict[str, float] = {}  # dtype (bf16, fp16, fp8, fp32, int8) → FLOP/s
+    mem_bw_bytes_s: float | None = None
+    mem_bytes: int | None = None
     source: str = ""
 
 
@@ -268,22 +277,23 @@ class Roofline(_Struct):
     """Achieved FLOP/s and bytes/s of one phase's component against the device's peaks."""
 
     phase: str
-    component: str                 # gemm, attention, moe, or "step" (the whole phase, over wall time)
-    source: str                    # trace (with_flops), shapes (recorded input shapes), analytic
-    time_ns: int = 0               # op time of the component (wall time for "step")
-    flops: Optional[float] = None
-    bytes: Optional[float] = None
-    flop_s: Optional[float] = None
-    bytes_s: Optional[float] = None
-    peak_flop_s: Optional[float] = None
-    peak_bytes_s: Optional[float] = None
-    flops_share: Optional[float] = None   # of peak FLOP/s (MFU)
-    bw_share: Optional[float] = None      # of peak memory bandwidth
-    judged_by: str = "flops"       # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
-    note: str = ""                 # what is unknown (peak, dtype, model config)
+    component: str  # gemm, attention, moe, or "step" (the whole phase, over wall time)
+    source: str  # trace (with_flops), shapes (recorded input shapes), analytic
+    time_ns: int = 0  # op time of the component (wall time for "step")
+    flops: float | None = None
+    bytes: float | None = None
+    flop_s: float | None = None
+    bytes_s: float | None = None
+    peak_flop_s: float | None = None
+    peak_bytes_s: float | None = None
+    flops_share: float | None = None  # of peak FLOP/s (MFU)
+    bw_share: float | None = None  # of peak memory bandwidth
+    judged_by: str = "flops"  # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
+    note: str = ""  # what is unknown (peak, dtype, model config)
 
 
 # -- device time and attribution --------------------------------------------------------
+
 
 class DeviceSteps(_Struct):
     """Each step's device-side span (the work it launched), columnar like ``Steps`` and in
@@ -300,16 +310,16 @@ class DeviceSteps(_Struct):
     device_end_ns: list[int] = []
     device_busy_ns: list[int] = []
     device_idle_ns: list[int] = []
-    starved_ns: list[int] = []     # gap after the previous step's last device work
+    starved_ns: list[int] = []  # gap after the previous step's last device work
     host_wait_ns: list[int] = []
     kernel_wait_ns: list[int] = []
     other_ns: list[int] = []
     waiting_on_host_ns: list[int] = []
     queue_delay_ns: list[int] = []  # mean launch → start of the step's work, -1 unknown
-    bound: list[Optional[str]] = []  # "host" or "device"; None without device work
+    bound: list[str | None] = []  # "host" or "device"; None without device work
     #: gpu_user_annotation twin vs the span found through correlation ids: max end
     #: difference, None without a twin
-    twin_diff_ns: list[Optional[int]] = []
+    twin_diff_ns: list[int | None] = []
     host_bound_share: float = 0.0
     kernel_wait_max_ns: int = 0
     #: {"steps": with a twin, "agree": within tolerance, "max_diff_ns", "tolerance_ns"}
@@ -324,7 +334,7 @@ class Idle(_Struct):
     stream: int
     device: int = -1
     phase: str = "unknown"
-    busy_ns: int = 0               # the stream's work in that phase (sum of durations)
+    busy_ns: int = 0  # the stream's work in that phase (sum of durations)
     gaps: int = 0
     host_wait_ns: int = 0
     kernel_wait_ns: int = 0
@@ -335,17 +345,17 @@ class Graphs(_Struct):
     """Graph replays (CUDA/HIP/XPU graphs) and how their kernels were attributed."""
 
     replays: int = 0
-    launches: int = 0              # replays whose graph launch is in the trace
+    launches: int = 0  # replays whose graph launch is in the trace
     replayed_events: int = 0
-    replayed_ns: int = 0           # device time under replays (sum of durations)
+    replayed_ns: int = 0  # device time under replays (sum of durations)
     device_ns: int = 0
-    share: float = 0.0             # replayed_ns / device_ns
+    share: float = 0.0  # replayed_ns / device_ns
     capture_files: list[str] = []
     captured_graphs: int = 0
-    matched_events: int = 0        # replayed events matched to a captured launch
-    attributed_events: int = 0     # ... whose fused op the capture decided
-    matched_share: Optional[float] = None  # None without capture traces
-    by_name: int = 0               # replays matched by kernel names / by position
+    matched_events: int = 0  # replayed events matched to a captured launch
+    attributed_events: int = 0  # ... whose fused op the capture decided
+    matched_share: float | None = None  # None without capture traces
+    by_name: int = 0  # replays matched by kernel names / by position
     by_position: int = 0
     unmatched: int = 0
 
@@ -355,20 +365,21 @@ class Attribution(_Struct):
 
     time_ns_by_source: dict[str, int] = {}
     share_by_source: dict[str, float] = {}
-    name_share: float = 0.0        # inferred from the kernel name alone
+    name_share: float = 0.0  # inferred from the kernel name alone
     unattributed_share: float = 0.0  # no source at all ("other")
 
 
 # -- findings and the reserved diff --------------------------------------------------------
+
 
 class Finding(_Struct):
     """One finding of the rule table (``findings``): what, how much time, what to change."""
 
     rule: str
     title: str
-    phase: Optional[str] = None
-    at_stake_share: float = 0.0    # of step time
-    trigger: str = ""              # the trigger that fired, with its thresholds
+    phase: str | None = None
+    at_stake_share: float = 0.0  # of step time
+    trigger: str = ""  # the trigger that fired, with its thresholds
     evidence: dict[str, Any] = {}
     fix: str = ""
     why: str = ""
@@ -378,10 +389,10 @@ class Finding(_Struct):
 
 class DiffRow(_Struct):
     phase: str
-    key: str                       # fused op or kernel name
-    base_per_token_ns: Optional[float] = None
-    new_per_token_ns: Optional[float] = None
-    change_share: Optional[float] = None
+    key: str  # fused op or kernel name
+    base_per_token_ns: float | None = None
+    new_per_token_ns: float | None = None
+    change_share: float | None = None
 
 
 class Diff(_Struct):
@@ -393,24 +404,26 @@ class Diff(_Struct):
 
 # -- the whole summary -----------------------------------------------------------------
 
+
 class Selection(_Struct):
     """The part of the input kept by ``analyze --steps`` / ``--max-events``."""
-    steps: Optional[str] = None        # "A:B" as given
-    max_events: Optional[int] = None
-    events_total: int = 0              # events read
+
+    steps: str | None = None  # "A:B" as given
+    max_events: int | None = None
+    events_total: int = 0  # events read
     events_kept: int = 0
-    skipped_share: float = 0.0         # (total - kept) / total
+    skipped_share: float = 0.0  # (total - kept) / total
 
 
 class Summary(_Struct):
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
     run: Run = msgspec.field(default_factory=Run)
-    basis: str = "host"            # "device": op time is device work; "host": top-level host ops
-    has_timeline: bool = True      # False for kernel logs without timestamps
+    basis: str = "host"  # "device": op time is device work; "host": top-level host ops
+    has_timeline: bool = True  # False for kernel logs without timestamps
     totals: Totals = msgspec.field(default_factory=Totals)
     fused_ops: list[FusedOp] = []  # by op time, largest first
-    phases: list[Phase] = []       # prefill, decode, mixed, unknown (those present)
+    phases: list[Phase] = []  # prefill, decode, mixed, unknown (those present)
     steps: Steps = msgspec.field(default_factory=Steps)
     engine_steps: EngineSteps = msgspec.field(default_factory=EngineSteps)
     alignment: RankAlignment = msgspec.field(default_factory=RankAlignment)
@@ -419,7 +432,7 @@ class Summary(_Struct):
     requests: Requests = msgspec.field(default_factory=Requests)
     memory: Memory = msgspec.field(default_factory=Memory)
     top_kernels: list[Kernel] = []
-    device: Optional[DeviceSpec] = None
+    device: DeviceSpec | None = None
     roofline: list[Roofline] = []
     warnings: list[str] = []
     dropped_inputs: list[DroppedInput] = []  # files of a directory left out (unreadable), with why
@@ -429,6 +442,6 @@ class Summary(_Struct):
     idle: list[Idle] = []
     comm: Comm = msgspec.field(default_factory=Comm)
     parallel: Parallel = msgspec.field(default_factory=Parallel)
-    findings: list[Finding] = []   # ranked, filled by the facade (``findings.attach``)
-    selection: Optional[Selection] = None  # only part of the input was kept
-    diff: Optional[Diff] = None    # reserved (``xpu_profiler diff`` writes its own diff.json)
+    findings: list[Finding] = []  # ranked, filled by the facade (``findings.attach``)
+    selection: Selection | None = None  # only part of the input was kept
+    diff: Diff | None = None  # reserved (``xpu_profiler diff`` writes its own diff.json)

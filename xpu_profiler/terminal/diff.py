@@ -21,46 +21,83 @@ def _chg(x: float | None) -> str:
 
 
 def _op_rows(rows: list[OpDelta], n: int) -> list[list[str]]:
-    return [[r.phase, _name(r.key), fmt.ns(r.base_per_token_ns, fmt.TERMINAL), fmt.ns(r.new_per_token_ns, fmt.TERMINAL),
-             fmt.ns(r.delta_per_token_ns, fmt.TERMINAL), _chg(r.change),
-             "-" if r.share_of_change is None else f"{100 * r.share_of_change:.0f}%", r.status] for r in rows[:n]]
+    return [
+        [
+            r.phase,
+            _name(r.key),
+            fmt.ns(r.base_per_token_ns, fmt.TERMINAL),
+            fmt.ns(r.new_per_token_ns, fmt.TERMINAL),
+            fmt.ns(r.delta_per_token_ns, fmt.TERMINAL),
+            _chg(r.change),
+            "-" if r.share_of_change is None else f"{100 * r.share_of_change:.0f}%",
+            r.status,
+        ]
+        for r in rows[:n]
+    ]
 
 
 def render(report: DiffReport) -> str:
-    out = [f"BASE {fmt.plain(report.base)}", f"NEW  {fmt.plain(report.new)}", "",
-           f"Change: {fmt.plain(report.headline)}"]
+    out = [
+        f"BASE {fmt.plain(report.base)}",
+        f"NEW  {fmt.plain(report.new)}",
+        "",
+        f"Change: {fmt.plain(report.headline)}",
+    ]
     if report.settings:
         out += ["", "Settings that differ"] + _table(
-            ["setting", "base", "new"], [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
-            "lll")
-    rows = [[m.phase or "-", m.name, _num(m, m.base), _num(m, m.new), _chg(m.change),
-             "" if m.regression is None or abs(m.regression) < 1e-9 else ("worse" if m.regression > 0 else "better")]
-            for m in report.metrics if m.name not in ("steps", "tokens")]
-    out += ["", "Step time, throughput, latency"] + _table(["phase", "metric", "base", "new", "change", ""], rows,
-                                                           "llrrrl")
+            ["setting", "base", "new"],
+            [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
+            "lll",
+        )
+    rows = [
+        [
+            m.phase or "-",
+            m.name,
+            _num(m, m.base),
+            _num(m, m.new),
+            _chg(m.change),
+            "" if m.regression is None or abs(m.regression) < 1e-9 else ("worse" if m.regression > 0 else "better"),
+        ]
+        for m in report.metrics
+        if m.name not in ("steps", "tokens")
+    ]
+    out += ["", "Step time, throughput, latency"] + _table(
+        ["phase", "metric", "base", "new", "change", ""], rows, "llrrrl"
+    )
     moved = [r for r in report.fused_ops if r.status != "unchanged"]
     if moved:
-        per_phase = [r for ph in dict.fromkeys(r.phase for r in moved) for r in
-                     [x for x in moved if x.phase == ph][:TOP_PER_PHASE]]
+        per_phase = [
+            r
+            for ph in dict.fromkeys(r.phase for r in moved)
+            for r in [x for x in moved if x.phase == ph][:TOP_PER_PHASE]
+        ]
         out += ["", "Fused ops per token (largest changes per phase)"] + _table(
             ["phase", "fused op", "base/token", "new/token", "delta", "change", "of phase change", ""],
-            _op_rows(per_phase, len(per_phase)), "llrrrrrl")
+            _op_rows(per_phase, len(per_phase)),
+            "llrrrrrl",
+        )
     k_moved = [r for r in report.kernels if r.status != "unchanged"]
     if k_moved:
         out += ["", "Kernels per token (largest changes)"] + _table(
             ["phase", "kernel", "base/token", "new/token", "delta", "change", "of phase change", ""],
-            _op_rows(k_moved, TOP_ROWS), "llrrrrrl")
+            _op_rows(k_moved, TOP_ROWS),
+            "llrrrrrl",
+        )
     for title, rows_ in (("Kernels added", report.kernels_added), ("Kernels removed", report.kernels_removed)):
         if rows_:
             out += ["", f"{title} ({len(rows_)})"] + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]
     changed = [f for f in report.findings if f.status != "kept"]
     if changed:
         out += ["", "Findings that appeared or disappeared"] + [
-            f"  {f.status:11s} {f.rule}: {fmt.plain(f.title)}" for f in changed]
+            f"  {f.status:11s} {f.rule}: {fmt.plain(f.title)}" for f in changed
+        ]
     for n in report.notes:
         out.append(f"note: {fmt.plain(n)}")
     if report.gate is not None:
         g = report.gate
-        out += ["", f"Gate: {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
-                    f"(limit {100 * g.threshold:g}%): {'FAIL' if g.failed else 'ok'}"]
+        out += [
+            "",
+            f"Gate: {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
+            f"(limit {100 * g.threshold:g}%): {'FAIL' if g.failed else 'ok'}",
+        ]
     return "\n".join(out)

@@ -6,14 +6,21 @@ from __future__ import annotations
 from ..core import fmt
 from ..summary import Summary
 
-MAX_RANK_ROWS = 16     # more ranks: the first ones, and a line saying how many more
+MAX_RANK_ROWS = 16  # more ranks: the first ones, and a line saying how many more
 FUSED_COLUMNS = 6
 MAX_COLLECTIVE_ROWS = 10
 
-STEP_ALIGNMENT = {"step_id": "by step id", "content": "by content (each rank's steps matched on what they ran)",
-                  "single_rank": "one rank"}
-CLOCKS = {"shared": "shared (as recorded)", "collective_ends": "aligned on collective ends",
-          "unknown": "not aligned (no collective matched)", "single_rank": "one rank"}
+STEP_ALIGNMENT = {
+    "step_id": "by step id",
+    "content": "by content (each rank's steps matched on what they ran)",
+    "single_rank": "one rank",
+}
+CLOCKS = {
+    "shared": "shared (as recorded)",
+    "collective_ends": "aligned on collective ends",
+    "unknown": "not aligned (no collective matched)",
+    "single_rank": "one rank",
+}
 
 
 def _ns(v: float | None) -> str:
@@ -29,9 +36,15 @@ def render_ranks(summary: Summary, table) -> list[str]:
     if len(summary.ranks) < 2:
         return []
     t, al = summary.totals, summary.alignment
-    out = ["", f"Ranks: {t.ranks}, {t.steps} engine steps ({t.step_rows} rows"
-               + (f", {t.engines} engines" if t.engines > 1 else "") + "); steps aligned "
-               + STEP_ALIGNMENT.get(al.steps, al.steps) + "; clock " + CLOCKS.get(al.clock, al.clock)]
+    out = [
+        "",
+        f"Ranks: {t.ranks}, {t.steps} engine steps ({t.step_rows} rows"
+        + (f", {t.engines} engines" if t.engines > 1 else "")
+        + "); steps aligned "
+        + STEP_ALIGNMENT.get(al.steps, al.steps)
+        + "; clock "
+        + CLOCKS.get(al.clock, al.clock),
+    ]
     shifts = {r: s for r, s in al.step_shift_by_rank.items() if s}
     if shifts:
         out.append("  step shift: " + ", ".join(f"rank {r} {s:+d}" for r, s in shifts.items()))
@@ -44,14 +57,41 @@ def render_ranks(summary: Summary, table) -> list[str]:
     for r in summary.ranks[:MAX_RANK_ROWS]:
         c = comm.get((r.rank, "all"))
         group = fmt.place(r.groups, summary.parallel.sizes) or "-"
-        rows.append([str(r.rank), group, _ns(r.op_time_ns), _pct(r.busy_share), _ns(r.step_span_ns),
-                     str(r.slowest_steps),
-                     _ns(c.comm_ns if c else None), _ns(c.exposed_ns if c else None),
-                     _pct(c.exposed_share if c else None), _ns(c.wait_ns if c else None),
-                     _pct(c.arrived_last_share if c else None), _pct(c.arrived_first_share if c else None)])
+        rows.append(
+            [
+                str(r.rank),
+                group,
+                _ns(r.op_time_ns),
+                _pct(r.busy_share),
+                _ns(r.step_span_ns),
+                str(r.slowest_steps),
+                _ns(c.comm_ns if c else None),
+                _ns(c.exposed_ns if c else None),
+                _pct(c.exposed_share if c else None),
+                _ns(c.wait_ns if c else None),
+                _pct(c.arrived_last_share if c else None),
+                _pct(c.arrived_first_share if c else None),
+            ]
+        )
     out += ["", "Per rank (comm: communication; exposed: not hidden by compute; last/first: arrival at collectives)"]
-    out += table(["rank", "group", "op time", "busy", "step time", "slowest", "comm", "exposed", "of step", "wait",
-                  "last", "first"], rows, "llrrrrrrrrrr")
+    out += table(
+        [
+            "rank",
+            "group",
+            "op time",
+            "busy",
+            "step time",
+            "slowest",
+            "comm",
+            "exposed",
+            "of step",
+            "wait",
+            "last",
+            "first",
+        ],
+        rows,
+        "llrrrrrrrrrr",
+    )
     more = len(summary.ranks) - MAX_RANK_ROWS
     rows = [[str(r.rank)] + [_ns(r.time_ns_by_fused.get(f, 0)) for f in fused] for r in summary.ranks[:MAX_RANK_ROWS]]
     out += ["", "Time by fused op per rank"] + table(["rank"] + fused, rows, "r" * (len(fused) + 1))
@@ -70,17 +110,33 @@ def _collectives(summary: Summary, table) -> list[str]:
     for c in cs[:MAX_COLLECTIVE_ROWS]:
         worst = max(c.wait_ns_by_rank.items(), key=lambda kv: kv[1], default=(None, 0))
         last = max(c.arrived_last_by_rank.items(), key=lambda kv: kv[1], default=(None, 0))
-        rows.append([fmt.plain(c.kind), fmt.clip(fmt.plain(c.group), 24), c.phase, f"{c.count:,}", _ns(c.mean_latency_ns),
-                     _ns(c.start_skew_mean_ns), _ns(c.end_skew_mean_ns),
-                     f"{_ns(worst[1])} (rank {worst[0]})" if worst[0] is not None else "-",
-                     f"rank {last[0]} ({last[1] / c.count:.0%})" if last[0] is not None and c.count else "-",
-                     "-" if c.bus_bytes_s is None else f"{c.bus_bytes_s / 1e9:,.1f} GB/s"])
+        rows.append(
+            [
+                fmt.plain(c.kind),
+                fmt.clip(fmt.plain(c.group), 24),
+                c.phase,
+                f"{c.count:,}",
+                _ns(c.mean_latency_ns),
+                _ns(c.start_skew_mean_ns),
+                _ns(c.end_skew_mean_ns),
+                f"{_ns(worst[1])} (rank {worst[0]})" if worst[0] is not None else "-",
+                f"rank {last[0]} ({last[1] / c.count:.0%})" if last[0] is not None and c.count else "-",
+                "-" if c.bus_bytes_s is None else f"{c.bus_bytes_s / 1e9:,.1f} GB/s",
+            ]
+        )
     how = {"seq": "by sequence number", "step": "k-th per step", "order": "k-th in the trace"}.get(
-        summary.alignment.collectives, summary.alignment.collectives)
-    out = ["", f"Collectives (matched across ranks {how}; {summary.comm.matched_events:,} of "
-               f"{summary.comm.events:,} events matched)"]
-    out += table(["kind", "group", "phase", "count", "latency", "start skew", "end skew", "most wait", "last most",
-                  "bus bw"], rows, "lllrrrrrrr")
+        summary.alignment.collectives, summary.alignment.collectives
+    )
+    out = [
+        "",
+        f"Collectives (matched across ranks {how}; {summary.comm.matched_events:,} of "
+        f"{summary.comm.events:,} events matched)",
+    ]
+    out += table(
+        ["kind", "group", "phase", "count", "latency", "start skew", "end skew", "most wait", "last most", "bus bw"],
+        rows,
+        "lllrrrrrrr",
+    )
     return out
 
 
@@ -88,16 +144,36 @@ def _parallel(summary: Summary, table) -> list[str]:
     par = summary.parallel
     out = []
     if par.groups:
-        rows = [[fmt.plain(g.dim), fmt.plain(g.key), ",".join(map(str, g.ranks)), f"{g.collectives:,}", _ns(g.exposed_ns),
-                 _pct(g.exposed_share), _ns(g.wait_ns),
-                 "-" if g.straggler is None else f"rank {g.straggler} ({_pct(g.straggler_share)})"]
-                for g in par.groups[:MAX_RANK_ROWS]]
+        rows = [
+            [
+                fmt.plain(g.dim),
+                fmt.plain(g.key),
+                ",".join(map(str, g.ranks)),
+                f"{g.collectives:,}",
+                _ns(g.exposed_ns),
+                _pct(g.exposed_share),
+                _ns(g.wait_ns),
+                "-" if g.straggler is None else f"rank {g.straggler} ({_pct(g.straggler_share)})",
+            ]
+            for g in par.groups[:MAX_RANK_ROWS]
+        ]
         out += ["", f"Parallel groups (from {fmt.plain(par.source)})"]
-        out += table(["dim", "group", "ranks", "collectives", "exposed", "of step", "wait", "straggler"], rows,
-                     "lllrrrrl")
+        out += table(
+            ["dim", "group", "ranks", "collectives", "exposed", "of step", "wait", "straggler"], rows, "lllrrrrl"
+        )
     if par.stages:
-        rows = [[str(s.stage), ",".join(map(str, s.ranks)), _ns(s.busy_ns), _ns(s.wall_ns), _ns(s.bubble_ns),
-                 _pct(s.bubble_share)] for s in par.stages]
-        out += ["", "Pipeline stages"] + table(["stage", "ranks", "busy", "step wall", "bubble", "share"], rows,
-                                               "rlrrrr")
+        rows = [
+            [
+                str(s.stage),
+                ",".join(map(str, s.ranks)),
+                _ns(s.busy_ns),
+                _ns(s.wall_ns),
+                _ns(s.bubble_ns),
+                _pct(s.bubble_share),
+            ]
+            for s in par.stages
+        ]
+        out += ["", "Pipeline stages"] + table(
+            ["stage", "ranks", "busy", "step wall", "bubble", "share"], rows, "rlrrrr"
+        )
     return out

@@ -50,15 +50,26 @@ def render_roofline(summary: Summary) -> list[str]:
     """Achieved FLOP/s and bandwidth per phase against the device's peaks."""
     rows = []
     for r in summary.roofline:
-        rows.append([r.phase, r.component, r.source, fmt.count(r.flop_s and r.flop_s / 1e9, fmt.TERMINAL),
-                     fmt.count(r.bytes_s and r.bytes_s / 1e9, fmt.TERMINAL),
-                     _pct(r.flops_share) if r.flops_share is not None else "unknown peak",
-                     _pct(r.bw_share) if r.bw_share is not None else "unknown peak", r.judged_by])
+        rows.append(
+            [
+                r.phase,
+                r.component,
+                r.source,
+                fmt.count(r.flop_s and r.flop_s / 1e9, fmt.TERMINAL),
+                fmt.count(r.bytes_s and r.bytes_s / 1e9, fmt.TERMINAL),
+                _pct(r.flops_share) if r.flops_share is not None else "unknown peak",
+                _pct(r.bw_share) if r.bw_share is not None else "unknown peak",
+                r.judged_by,
+            ]
+        )
     if not rows:
         return []
     out = ["", "MFU and bandwidth (against the device's peak)"]
-    out += _table(["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
-                  rows, "lllrrrrl")
+    out += _table(
+        ["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
+        rows,
+        "lllrrrrl",
+    )
     notes = sorted({r.note for r in summary.roofline if r.note})
     return out + [f"  note: {n}" for n in notes]
 
@@ -67,33 +78,54 @@ def render(summary: Summary, top: int = 10) -> str:
     out: list[str] = render_findings(summary) + [""]
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
-    out.append(f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
-               f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}")
+    out.append(
+        f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
+        f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}"
+    )
     out += attribution_lines(summary)
     if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
     phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
     rows = []
     for f in summary.fused_ops:
-        rows.append([fmt.plain(f.fused_op), fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
-                    + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases] + [_sources(f.time_ns_by_source)])
-    out += ["", "Time by fused op"] + _table(["fused op", "time", "share", "count"] + phases + ["attributed by"],
-                                              rows, "lrrr" + "r" * len(phases) + "l")
+        rows.append(
+            [fmt.plain(f.fused_op), fmt_ns(f.time_ns), _pct(f.share), f"{f.count:,}"]
+            + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases]
+            + [_sources(f.time_ns_by_source)]
+        )
+    out += ["", "Time by fused op"] + _table(
+        ["fused op", "time", "share", "count"] + phases + ["attributed by"], rows, "lrrr" + "r" * len(phases) + "l"
+    )
     if summary.top_kernels:
-        rows = [[_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share),
-                 f"{k.count:,}", fmt_ns(k.mean_ns)] for k in summary.top_kernels[:top]]
+        rows = [
+            [_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share), f"{k.count:,}", fmt_ns(k.mean_ns)]
+            for k in summary.top_kernels[:top]
+        ]
         label = "Top kernels" if summary.basis == "device" else "Top ops"
         out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
     if summary.phases and t.steps:
-        rows = [[p.phase, str(p.steps), f"{p.tokens:,}", fmt_ns(p.step_p50_ns),
-                 fmt_ns(p.step_p99_ns), fmt_ns(p.per_token_ns)] for p in summary.phases if p.steps]
-        out += ["", "Steps by phase"] + _table(["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"],
-                                               rows, "lrrrrr")
+        rows = [
+            [
+                p.phase,
+                str(p.steps),
+                f"{p.tokens:,}",
+                fmt_ns(p.step_p50_ns),
+                fmt_ns(p.step_p99_ns),
+                fmt_ns(p.per_token_ns),
+            ]
+            for p in summary.phases
+            if p.steps
+        ]
+        out += ["", "Steps by phase"] + _table(
+            ["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"], rows, "lrrrrr"
+        )
         st = summary.steps
         if st.wall_ns and not summary.device_steps.rank:
             wall, busy = sum(st.wall_ns), sum(st.busy_ns)
-            out.append(f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
-                       f"host overhead/idle {fmt_ns(max(wall - busy, 0))}")
+            out.append(
+                f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
+                f"host overhead/idle {fmt_ns(max(wall - busy, 0))}"
+            )
     out += device_lines(summary)
     tp = summary.throughput
     if tp.duration_ns:
@@ -116,8 +148,13 @@ def render(summary: Summary, top: int = 10) -> str:
     return "\n".join(out)
 
 
-SOURCE_LABELS = {"op_chain": "launching op", "module": "layer module", "capture": "capture trace",
-                 "name": "kernel name only", "none": "none"}
+SOURCE_LABELS = {
+    "op_chain": "launching op",
+    "module": "layer module",
+    "capture": "capture trace",
+    "name": "kernel name only",
+    "none": "none",
+}
 
 
 SHORT_SOURCES = {"op_chain": "op chain", "module": "module", "capture": "capture", "name": "name", "none": "none"}
@@ -135,16 +172,21 @@ def attribution_lines(summary: Summary) -> list[str]:
     out = []
     a, g = summary.attribution, summary.graphs
     if a.share_by_source:
-        parts = [f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in
-                 sorted(a.share_by_source.items(), key=lambda kv: -kv[1])]
+        parts = [
+            f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in sorted(a.share_by_source.items(), key=lambda kv: -kv[1])
+        ]
         out.append(f"Attributed by: {', '.join(parts)} (inferred from names only: {_pct(a.name_share)})")
     if g.replays:
-        line = (f"Graph replays: {g.replays:,} ({g.launches:,} graph launches in the trace), {g.replayed_events:,} "
-                f"kernels, {_pct(g.share)} of device time")
+        line = (
+            f"Graph replays: {g.replays:,} ({g.launches:,} graph launches in the trace), {g.replayed_events:,} "
+            f"kernels, {_pct(g.share)} of device time"
+        )
         if g.matched_share is not None:
-            line += (f"; capture traces: {g.captured_graphs} graph(s), {g.matched_events:,} of {g.replayed_events:,} "
-                     f"replayed kernels matched ({_pct(g.matched_share)}), {g.attributed_events:,} attributed "
-                     "through the captured launch")
+            line += (
+                f"; capture traces: {g.captured_graphs} graph(s), {g.matched_events:,} of {g.replayed_events:,} "
+                f"replayed kernels matched ({_pct(g.matched_share)}), {g.attributed_events:,} attributed "
+                "through the captured launch"
+            )
         else:
             line += "; no capture trace: replayed kernels attributed by name (--capture to match them)"
         out.append(line)
@@ -160,21 +202,52 @@ def device_lines(summary: Summary) -> list[str]:
     rows = []
     for p in phases:
         d = p.device
-        rows.append([p.phase, str(p.steps), fmt_ns(d.period_ns), fmt_ns(d.busy_ns), fmt_ns(d.idle_ns + d.starved_ns),
-                     fmt_ns(d.host_wait_ns), fmt_ns(d.kernel_wait_ns), fmt_ns(d.other_ns), f"{p.bound}-bound"])
+        rows.append(
+            [
+                p.phase,
+                str(p.steps),
+                fmt_ns(d.period_ns),
+                fmt_ns(d.busy_ns),
+                fmt_ns(d.idle_ns + d.starved_ns),
+                fmt_ns(d.host_wait_ns),
+                fmt_ns(d.kernel_wait_ns),
+                fmt_ns(d.other_ns),
+                f"{p.bound}-bound",
+            ]
+        )
     out = ["", "Device time by phase (each step's own device work, on the device's clock)"]
-    out += _table(["phase", "steps", "device time", "busy", "idle", "host wait", "kernel wait", "other", "verdict"],
-                  rows, "lrrrrrrrl")
+    out += _table(
+        ["phase", "steps", "device time", "busy", "idle", "host wait", "kernel wait", "other", "verdict"],
+        rows,
+        "lrrrrrrrl",
+    )
     out += [f"  {fmt.plain(p.bound_evidence or '')}" for p in phases]
     tw = summary.device_steps.twins
     if tw.get("steps"):
-        out.append(f"  gpu_user_annotation twins: {tw['agree']} of {tw['steps']} steps agree with the "
-                   f"correlation-id spans (max difference {fmt_ns(tw.get('max_diff_ns'))})")
+        out.append(
+            f"  gpu_user_annotation twins: {tw['agree']} of {tw['steps']} steps agree with the "
+            f"correlation-id spans (max difference {fmt_ns(tw.get('max_diff_ns'))})"
+        )
     if summary.idle:
-        rows = [[str(i.rank), str(i.stream), i.phase, fmt_ns(i.busy_ns), f"{i.gaps:,}", fmt_ns(i.host_wait_ns),
-                 fmt_ns(i.kernel_wait_ns), fmt_ns(i.other_ns)] for i in summary.idle]
-        out += ["", f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
-                    f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)"]
-        out += _table(["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows,
-                      "rrlrrrrr")
+        rows = [
+            [
+                str(i.rank),
+                str(i.stream),
+                i.phase,
+                fmt_ns(i.busy_ns),
+                f"{i.gaps:,}",
+                fmt_ns(i.host_wait_ns),
+                fmt_ns(i.kernel_wait_ns),
+                fmt_ns(i.other_ns),
+            ]
+            for i in summary.idle
+        ]
+        out += [
+            "",
+            f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
+            f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)",
+        ]
+        out += _table(
+            ["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows, "rrlrrrrr"
+        )
     return out

@@ -48,10 +48,18 @@ def _counter_traces(series: list[Series], how: str) -> tuple[list[dict], int]:
         label = _series_label(name) + (f" (rank {rank})" if len(ranks) > 1 else "")
         color = colors.setdefault(name, SERIES_COLORS.get(name) or next(spare))
         unit = {"bytes": " GiB", "kv": " %", "rate": " /s"}.get(kind or "", "")
-        data.append({"type": "scatter", "mode": "lines", "name": label, "x": xr, "y": yr,
-                     "line": {"color": color, "width": 1.5, "shape": "hv", "dash": dashes[ranks.index(rank) % 5]},
-                     "yaxis": "y2" if kind == "kv" else "y",
-                     "hovertemplate": "%{fullData.name}: %{y:.3~f}" + unit + "<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": label,
+                "x": xr,
+                "y": yr,
+                "line": {"color": color, "width": 1.5, "shape": "hv", "dash": dashes[ranks.index(rank) % 5]},
+                "yaxis": "y2" if kind == "kv" else "y",
+                "hovertemplate": "%{fullData.name}: %{y:.3~f}" + unit + "<extra></extra>",
+            }
+        )
     return data, binned
 
 
@@ -63,8 +71,11 @@ def build_memory(summary: Summary) -> tuple[dict | None, dict]:
     """Peaks and a chart of device memory, host RSS (GiB) and KV-cache usage (%) over time."""
     series = [s for s in _timed(summary) if _series_kind(s.name) in ("bytes", "kv")]
     peak = summary.memory.peak
-    peaks = [{"name": k, "label": _series_label(k), "kind": _series_kind(k), "value": number(v)}
-             for k, v in peak.items() if _series_kind(k) in ("bytes", "kv") and number(v) is not None]
+    peaks = [
+        {"name": k, "label": _series_label(k), "kind": _series_kind(k), "value": number(v)}
+        for k, v in peak.items()
+        if _series_kind(k) in ("bytes", "kv") and number(v) is not None
+    ]
     if not series and not peaks:
         return None, {}
     figs = {}
@@ -74,8 +85,9 @@ def build_memory(summary: Summary) -> tuple[dict | None, dict]:
         kinds = {_series_kind(s.name) for s in series}
         lay = layout(height=360, hovermode="x unified", xaxis=axis("time (s)"))
         kv_peak = max((p["value"] for p in peaks if p["kind"] == "kv"), default=0.0) * 100
-        kv_axis = axis("KV-cache usage", ticksuffix="%", tickmode="auto", nticks=6,
-                        range=[0, min(100.0, max(5.0, 1.15 * kv_peak))])
+        kv_axis = axis(
+            "KV-cache usage", ticksuffix="%", tickmode="auto", nticks=6, range=[0, min(100.0, max(5.0, 1.15 * kv_peak))]
+        )
         if "bytes" in kinds:
             lay["yaxis"] = axis("GiB", rangemode="tozero")
             if "kv" in kinds:
@@ -95,6 +107,7 @@ def build_rates(summary: Summary) -> tuple[dict | None, dict]:
     if not series:
         return None, {}
     data, binned = _counter_traces(series, how="mean")
-    lay = layout(height=320, hovermode="x unified", xaxis=axis("time (s)"),
-                  yaxis=axis("tokens / s", rangemode="tozero"))
+    lay = layout(
+        height=320, hovermode="x unified", xaxis=axis("time (s)"), yaxis=axis("tokens / s", rangemode="tozero")
+    )
     return json_ready({"binned": binned, "figures": ["rates"]}), json_ready({"rates": {"data": data, "layout": lay}})

@@ -39,7 +39,8 @@ def layout(title: str | None = None, **kw: Any) -> dict[str, Any]:
     lay: dict[str, Any] = {
         "margin": {"l": 60, "r": 20, "t": 36, "b": 40},
         "font": {"family": "-apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif", "size": 12},
-        "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "traceorder": "normal"},
         "hoverlabel": {"namelength": -1},
     }

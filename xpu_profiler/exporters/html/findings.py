@@ -34,12 +34,23 @@ def build_findings(summary: Summary) -> dict[str, Any] | None:
         return None
     rows = []
     for i, f in enumerate(summary.findings, 1):
-        rows.append({
-            "rank": i, "rule": f.rule, "title": f.title, "phase": f.phase, "at_stake_share": f.at_stake_share,
-            "trigger": f.trigger, "fix": f.fix, "why": f.why, "ranks": f.ranks,
-            "steps": f.steps[:MAX_STEPS_SHOWN], "steps_total": len(f.steps),
-            "evidence": [[k, _value(k, v)] for k, v in f.evidence.items()],
-            "evidence_raw": f.evidence})
+        rows.append(
+            {
+                "rank": i,
+                "rule": f.rule,
+                "title": f.title,
+                "phase": f.phase,
+                "at_stake_share": f.at_stake_share,
+                "trigger": f.trigger,
+                "fix": f.fix,
+                "why": f.why,
+                "ranks": f.ranks,
+                "steps": f.steps[:MAX_STEPS_SHOWN],
+                "steps_total": len(f.steps),
+                "evidence": [[k, _value(k, v)] for k, v in f.evidence.items()],
+                "evidence_raw": f.evidence,
+            }
+        )
     return {"rows": rows}
 
 
@@ -47,14 +58,28 @@ def build_roofline(summary: Summary) -> dict[str, Any] | None:
     """Achieved FLOP/s and bytes/s per phase and component, with their share of the peaks."""
     if not summary.roofline:
         return None
-    rows = [{"phase": r.phase, "component": r.component, "source": r.source, "time_ns": float(r.time_ns),
-             "flop_s": number(r.flop_s), "bytes_s": number(r.bytes_s), "flops_share": number(r.flops_share),
-             "bw_share": number(r.bw_share), "judged_by": r.judged_by} for r in summary.roofline]
+    rows = [
+        {
+            "phase": r.phase,
+            "component": r.component,
+            "source": r.source,
+            "time_ns": float(r.time_ns),
+            "flop_s": number(r.flop_s),
+            "bytes_s": number(r.bytes_s),
+            "flops_share": number(r.flops_share),
+            "bw_share": number(r.bw_share),
+            "judged_by": r.judged_by,
+        }
+        for r in summary.roofline
+    ]
     dev = summary.device
-    return {"rows": rows, "notes": sorted({r.note for r in summary.roofline if r.note}),
-            "device": dev.name if dev is not None else None,
-            "peak_flop_s": next((number(r.peak_flop_s) for r in summary.roofline if r.peak_flop_s), None),
-            "peak_bytes_s": next((number(r.peak_bytes_s) for r in summary.roofline if r.peak_bytes_s), None)}
+    return {
+        "rows": rows,
+        "notes": sorted({r.note for r in summary.roofline if r.note}),
+        "device": dev.name if dev is not None else None,
+        "peak_flop_s": next((number(r.peak_flop_s) for r in summary.roofline if r.peak_flop_s), None),
+        "peak_bytes_s": next((number(r.peak_bytes_s) for r in summary.roofline if r.peak_bytes_s), None),
+    }
 
 
 def mfu_cards(summary: Summary) -> list[tuple[str, str, float, str]]:
@@ -65,9 +90,21 @@ def mfu_cards(summary: Summary) -> list[tuple[str, str, float, str]]:
         if r.component != "step":
             continue
         if r.judged_by == "flops" and r.flops_share is not None:
-            out.append((f"mfu_{r.phase}", f"MFU ({r.phase})", 100 * r.flops_share,
-                        f"{fmt.count(r.flop_s / 1e12, fmt.REPORT)} TFLOP/s, {r.source}"))
+            out.append(
+                (
+                    f"mfu_{r.phase}",
+                    f"MFU ({r.phase})",
+                    100 * r.flops_share,
+                    f"{fmt.count(r.flop_s / 1e12, fmt.REPORT)} TFLOP/s, {r.source}",
+                )
+            )
         elif r.judged_by == "bandwidth" and r.bw_share is not None:
-            out.append((f"bw_{r.phase}", f"Memory bandwidth ({r.phase})", 100 * r.bw_share,
-                        f"{fmt.count(r.bytes_s / 1e9, fmt.REPORT)} GB/s, {r.source}"))
+            out.append(
+                (
+                    f"bw_{r.phase}",
+                    f"Memory bandwidth ({r.phase})",
+                    100 * r.bw_share,
+                    f"{fmt.count(r.bytes_s / 1e9, fmt.REPORT)} GB/s, {r.source}",
+                )
+            )
     return out

@@ -31,8 +31,9 @@ def build_header(summary: Summary) -> dict[str, Any]:
     notes = []
     if run.incomplete:
         why = run.incomplete_reason
-        notes.append("The profile is incomplete" + (f" ({why})" if why else "")
-                     + ": the figures cover only what was recorded.")
+        notes.append(
+            "The profile is incomplete" + (f" ({why})" if why else "") + ": the figures cover only what was recorded."
+        )
     if dev is not None and ("placeholder" in dev.source or (not dev.peak_flops and dev.mem_bw_bytes_s is None)):
         notes.append(f"Device spec: {dev.source}.")
     if not summary.has_timeline:

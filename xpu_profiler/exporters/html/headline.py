@@ -26,12 +26,27 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
             cards.append({"key": key, "label": label, "value": v, "unit": unit, "sub": sub})
 
     # a rate of 0 tok/s only means that the source has no token counts: no card then
-    card("output_tok_s", "Output throughput", tp.output_tok_s or None, "tok/s",
-         f"{tp.requests} requests" if tp.requests is not None else None)
-    card("prefill_tok_s", "Prefill throughput", tp.prefill_tok_s or None, "tok/s",
-         f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None)
-    card("decode_tok_s", "Decode throughput", tp.decode_tok_s or None, "tok/s",
-         f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None)
+    card(
+        "output_tok_s",
+        "Output throughput",
+        tp.output_tok_s or None,
+        "tok/s",
+        f"{tp.requests} requests" if tp.requests is not None else None,
+    )
+    card(
+        "prefill_tok_s",
+        "Prefill throughput",
+        tp.prefill_tok_s or None,
+        "tok/s",
+        f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None,
+    )
+    card(
+        "decode_tok_s",
+        "Decode throughput",
+        tp.decode_tok_s or None,
+        "tok/s",
+        f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None,
+    )
     for key, label, lat in (("ttft", "TTFT p50", tp.ttft_ns), ("tpot", "TPOT p50", tp.tpot_ns)):
         if lat is not None:
             p99 = number(lat.p99)
@@ -39,19 +54,35 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
     for ph in summary.phases:
         p99 = number(ph.step_p99_ns)
         label = "Step p50" if ph.phase == "unknown" else f"{ph.phase.capitalize()} step p50"
-        card(f"step_{ph.phase}", label, ph.step_p50_ns, "ns",
-             f"p99 {fmt.ns(p99, fmt.REPORT)} · {_plural(ph.steps, 'step')}" if p99 is not None else None)
+        card(
+            f"step_{ph.phase}",
+            label,
+            ph.step_p50_ns,
+            "ns",
+            f"p99 {fmt.ns(p99, fmt.REPORT)} · {_plural(ph.steps, 'step')}" if p99 is not None else None,
+        )
     has_ops = bool(tot.op_time_ns)
     busy = _busy_share(summary) if has_ops else None
-    card("busy", "Device busy" if summary.basis != "host" else "Host op busy", busy, "%",
-         "share of wall time with work on the device" if summary.basis != "host"
-         else "share of wall time inside top-level ops")
+    card(
+        "busy",
+        "Device busy" if summary.basis != "host" else "Host op busy",
+        busy,
+        "%",
+        "share of wall time with work on the device"
+        if summary.basis != "host"
+        else "share of wall time inside top-level ops",
+    )
     peak = summary.memory.peak
     for name in ("device_allocated_bytes", "device_reserved_bytes"):
         if number(peak.get(name)):
             cap = number(dev.mem_bytes) if dev is not None else None
-            card("peak_" + name, f"Peak {MEMORY_LABELS[name]}", peak[name], "bytes",
-                 f"{100 * peak[name] / cap:.1f}% of {fmt.size(cap, fmt.REPORT)}" if cap else None)
+            card(
+                "peak_" + name,
+                f"Peak {MEMORY_LABELS[name]}",
+                peak[name],
+                "bytes",
+                f"{100 * peak[name] / cap:.1f}% of {fmt.size(cap, fmt.REPORT)}" if cap else None,
+            )
             break
     else:  # no device memory (CPU runs): the largest host process instead
         rss = [(v, name) for name, v in peak.items() if name.split(".", 1)[0] == "host_rss_bytes" and number(v)]
@@ -64,10 +95,13 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
     for key, label, value, sub in mfu_cards(summary):
         card(key, label, value, "%", sub)
     if has_ops:
-        card("other_share", "Unattributed (\"other\")", 100 * tot.other_share, "%", "op time no fused op claimed")
+        card("other_share", 'Unattributed ("other")', 100 * tot.other_share, "%", "op time no fused op claimed")
     latency = []
-    for label, lat in (("Time to first token", tp.ttft_ns), ("Time per output token", tp.tpot_ns),
-                       ("End-to-end latency", tp.e2e_ns)):
+    for label, lat in (
+        ("Time to first token", tp.ttft_ns),
+        ("Time per output token", tp.tpot_ns),
+        ("End-to-end latency", tp.e2e_ns),
+    ):
         if lat is None:
             continue
         row = {"p50": number(lat.p50), "p99": number(lat.p99), "mean": number(lat.mean)}

@@ -12,17 +12,27 @@ from ...core.fmt import number, place
 from ...summary import Summary
 from .figures import axis, bucket, json_ready, layout
 
-MAX_STEP_COLUMNS = 600   # heat-map columns; longer runs are averaged in buckets of steps
+MAX_STEP_COLUMNS = 600  # heat-map columns; longer runs are averaged in buckets of steps
 MAX_FUSED_COLUMNS = 10
 
-STEPS_HOW = {"step_id": "by step id", "content": "by content: each rank's steps matched on what the scheduler "
-             "put in them", "single_rank": "one rank"}
-CLOCK_HOW = {"shared": "the ranks share a clock: times as recorded",
-             "collective_ends": "each rank's clock shifted so that its collectives end with the others'",
-             "unknown": "no collective matched: the ranks' clocks are not aligned", "single_rank": "one rank"}
-MATCH_HOW = {"seq": "by the process group's sequence number", "step": "the k-th of a kind in each engine step",
-             "order": "the k-th of a kind in the trace", "mixed": "by sequence number where the trace has one, "
-             "else by order", "none": "none matched"}
+STEPS_HOW = {
+    "step_id": "by step id",
+    "content": "by content: each rank's steps matched on what the scheduler put in them",
+    "single_rank": "one rank",
+}
+CLOCK_HOW = {
+    "shared": "the ranks share a clock: times as recorded",
+    "collective_ends": "each rank's clock shifted so that its collectives end with the others'",
+    "unknown": "no collective matched: the ranks' clocks are not aligned",
+    "single_rank": "one rank",
+}
+MATCH_HOW = {
+    "seq": "by the process group's sequence number",
+    "step": "the k-th of a kind in each engine step",
+    "order": "the k-th of a kind in the trace",
+    "mixed": "by sequence number where the trace has one, else by order",
+    "none": "none matched",
+}
 
 
 def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
@@ -35,9 +45,12 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
     figs: dict[str, Any] = {}
     section: dict[str, Any] = {"ranks": len(ranks), "steps": n_steps, "binned": 1, "figures": [], "slowest": []}
     al = summary.alignment
-    section["alignment"] = {"steps": STEPS_HOW.get(al.steps, al.steps), "clock": CLOCK_HOW.get(al.clock, al.clock),
-                            "shifts": {r: s for r, s in al.step_shift_by_rank.items() if s},
-                            "offsets_ms": {r: v / 1e6 for r, v in al.clock_offset_ns_by_rank.items() if v}}
+    section["alignment"] = {
+        "steps": STEPS_HOW.get(al.steps, al.steps),
+        "clock": CLOCK_HOW.get(al.clock, al.clock),
+        "shifts": {r: s for r, s in al.step_shift_by_rank.items() if s},
+        "offsets_ms": {r: v / 1e6 for r, v in al.clock_offset_ns_by_rank.items() if v},
+    }
     if n_steps >= 2 and len(st.engine_step) == len(st.rank) and min(st.engine_step, default=-1) >= 0:
         # columns: each engine's own step numbers (data-parallel engines side by side)
         pos = {r: i for i, r in enumerate(ranks)}
@@ -54,29 +67,55 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
         xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
         section["binned"] = k
         z = [list(r) for r in rows] if k > 1 else [[None if not np.isfinite(v) else float(v) for v in g] for g in grid]
-        figs["rank_steps"] = {"data": [{
-            "type": "heatmap", "z": z, "x": [float(v) for v in xs], "y": [f"rank {r}" for r in ranks],
-            "colorscale": "YlOrRd", "reversescale": True, "colorbar": {"title": {"text": "ms"}}, "hoverongaps": False,
-            "hovertemplate": "%{y}, engine step %{x:.0f}: %{z:.3f} ms<extra></extra>"}],
-            "layout": layout(height=max(220, 60 + 26 * len(ranks)), xaxis=axis("engine step"),
-                             yaxis={"autorange": "reversed", "automargin": True})}
+        figs["rank_steps"] = {
+            "data": [
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "x": [float(v) for v in xs],
+                    "y": [f"rank {r}" for r in ranks],
+                    "colorscale": "YlOrRd",
+                    "reversescale": True,
+                    "colorbar": {"title": {"text": "ms"}},
+                    "hoverongaps": False,
+                    "hovertemplate": "%{y}, engine step %{x:.0f}: %{z:.3f} ms<extra></extra>",
+                }
+            ],
+            "layout": layout(
+                height=max(220, 60 + 26 * len(ranks)),
+                xaxis=axis("engine step"),
+                yaxis={"autorange": "reversed", "automargin": True},
+            ),
+        }
         section["figures"].append("rank_steps")
         # of the engine steps a rank shares with others, how many it was the slowest in
         shared = {r: 0 for r in ranks}
         for r, e in zip(st.rank, st.engine_step):
             if es.ranks[e] > 1:
                 shared[r] += 1
-        section["slowest"] = [{"rank": r.rank, "steps": r.slowest_steps,
-                               "share": (r.slowest_steps / shared[r.rank]) if shared[r.rank] else None}
-                              for r in summary.ranks]
+        section["slowest"] = [
+            {
+                "rank": r.rank,
+                "steps": r.slowest_steps,
+                "share": (r.slowest_steps / shared[r.rank]) if shared[r.rank] else None,
+            }
+            for r in summary.ranks
+        ]
     ops = [f.fused_op for f in summary.fused_ops[:MAX_FUSED_COLUMNS]]
     rows = []
     for r in summary.ranks:
         cells = [float(r.time_ns_by_fused.get(f, 0)) for f in ops]
-        rows.append({"rank": r.rank, "group": place(r.groups, summary.parallel.sizes),
-                     "cells": cells, "total_ns": float(r.op_time_ns), "step_span_ns": float(r.step_span_ns),
-                     "busy_ns": float(r.device_busy_ns) if r.device_busy_ns else None,
-                     "busy_share": number(r.busy_share)})
+        rows.append(
+            {
+                "rank": r.rank,
+                "group": place(r.groups, summary.parallel.sizes),
+                "cells": cells,
+                "total_ns": float(r.op_time_ns),
+                "step_span_ns": float(r.step_span_ns),
+                "busy_ns": float(r.device_busy_ns) if r.device_busy_ns else None,
+                "busy_share": number(r.busy_share),
+            }
+        )
     if rows:  # each cell against that fused op's mean over ranks: who is slow at what
         for j in range(len(ops)):
             col = [row["cells"][j] for row in rows]
@@ -92,30 +131,84 @@ def build_comm(summary: Summary) -> dict | None:
     c = summary.comm
     if not c.events and not summary.parallel.groups:
         return None
-    coll = [{"kind": x.kind, "name": x.name, "group": x.group, "phase": x.phase, "count": x.count, "ranks": x.ranks,
-             "latency_ns": float(x.latency_ns), "mean_latency_ns": x.mean_latency_ns,
-             "start_skew_ns": x.start_skew_mean_ns, "start_skew_max_ns": float(x.start_skew_max_ns),
-             "end_skew_ns": x.end_skew_mean_ns, "wait_ns": float(sum(x.wait_ns_by_rank.values())),
-             "last": _top(x.arrived_last_by_rank, x.count), "bytes": x.bytes,
-             "bus_gb_s": None if x.bus_bytes_s is None else x.bus_bytes_s / 1e9} for x in c.collectives]
-    ranks = [{"rank": r.rank, "phase": r.phase, "collectives": r.collectives, "comm_ns": float(r.comm_ns),
-              "overlapped_ns": float(r.overlapped_ns), "exposed_ns": float(r.exposed_ns),
-              "exposed_share": r.exposed_share, "wait_ns": float(r.wait_ns), "mean_wait_ns": r.mean_wait_ns,
-              "last": r.arrived_last_share, "first": r.arrived_first_share} for r in c.ranks]
+    coll = [
+        {
+            "kind": x.kind,
+            "name": x.name,
+            "group": x.group,
+            "phase": x.phase,
+            "count": x.count,
+            "ranks": x.ranks,
+            "latency_ns": float(x.latency_ns),
+            "mean_latency_ns": x.mean_latency_ns,
+            "start_skew_ns": x.start_skew_mean_ns,
+            "start_skew_max_ns": float(x.start_skew_max_ns),
+            "end_skew_ns": x.end_skew_mean_ns,
+            "wait_ns": float(sum(x.wait_ns_by_rank.values())),
+            "last": _top(x.arrived_last_by_rank, x.count),
+            "bytes": x.bytes,
+            "bus_gb_s": None if x.bus_bytes_s is None else x.bus_bytes_s / 1e9,
+        }
+        for x in c.collectives
+    ]
+    ranks = [
+        {
+            "rank": r.rank,
+            "phase": r.phase,
+            "collectives": r.collectives,
+            "comm_ns": float(r.comm_ns),
+            "overlapped_ns": float(r.overlapped_ns),
+            "exposed_ns": float(r.exposed_ns),
+            "exposed_share": r.exposed_share,
+            "wait_ns": float(r.wait_ns),
+            "mean_wait_ns": r.mean_wait_ns,
+            "last": r.arrived_last_share,
+            "first": r.arrived_first_share,
+        }
+        for r in c.ranks
+    ]
     par = summary.parallel
-    groups = [{"dim": g.dim, "key": g.key, "ranks": ", ".join(map(str, g.ranks)), "collectives": g.collectives,
-               "exposed_ns": float(g.exposed_ns), "exposed_share": g.exposed_share, "wait_ns": float(g.wait_ns),
-               "straggler": g.straggler, "straggler_share": g.straggler_share} for g in par.groups]
-    stages = [{"stage": s.stage, "ranks": ", ".join(map(str, s.ranks)), "busy_ns": float(s.busy_ns),
-               "wall_ns": float(s.wall_ns), "bubble_ns": float(s.bubble_ns), "bubble_share": s.bubble_share}
-              for s in par.stages]
+    groups = [
+        {
+            "dim": g.dim,
+            "key": g.key,
+            "ranks": ", ".join(map(str, g.ranks)),
+            "collectives": g.collectives,
+            "exposed_ns": float(g.exposed_ns),
+            "exposed_share": g.exposed_share,
+            "wait_ns": float(g.wait_ns),
+            "straggler": g.straggler,
+            "straggler_share": g.straggler_share,
+        }
+        for g in par.groups
+    ]
+    stages = [
+        {
+            "stage": s.stage,
+            "ranks": ", ".join(map(str, s.ranks)),
+            "busy_ns": float(s.busy_ns),
+            "wall_ns": float(s.wall_ns),
+            "bubble_ns": float(s.bubble_ns),
+            "bubble_share": s.bubble_share,
+        }
+        for s in par.stages
+    ]
     al = summary.alignment
-    return json_ready({"basis": "device kernels" if c.basis == "device" else "host ops",
-                       "events": c.events, "matched": c.matched_events,
-                       "match": MATCH_HOW.get(al.collectives, al.collectives),
-                       "clock": CLOCK_HOW.get(al.clock, al.clock),
-                       "collectives": coll, "ranks": ranks, "groups": groups, "stages": stages,
-                       "layout_source": par.source, "sizes": par.sizes})
+    return json_ready(
+        {
+            "basis": "device kernels" if c.basis == "device" else "host ops",
+            "events": c.events,
+            "matched": c.matched_events,
+            "match": MATCH_HOW.get(al.collectives, al.collectives),
+            "clock": CLOCK_HOW.get(al.clock, al.clock),
+            "collectives": coll,
+            "ranks": ranks,
+            "groups": groups,
+            "stages": stages,
+            "layout_source": par.source,
+            "sizes": par.sizes,
+        }
+    )
 
 
 def _top(counts: dict[str, int], total: int) -> dict | None:

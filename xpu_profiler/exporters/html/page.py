@@ -106,18 +106,27 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 def environment() -> jinja2.Environment:
     import jinja2  # here: an analysis that writes no report does without it (30 ms)
 
-    env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
-                             bytecode_cache=_bytecode_cache(),
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
-                             finalize=_shown)
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load),
+        autoescape=True,
+        bytecode_cache=_bytecode_cache(),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=_shown,
+    )
     # compact, deterministic, strictly valid JSON in the page
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":"), "allow_nan": False}
     env.globals["include_file"] = lambda name: Markup(_load(name) or "")
     env.globals["plotly_js"] = lambda: Markup(plotly_js())
     env.globals["plotly_cdn"] = lambda: PLOTLY_CDN.format(version=plotly_version())
-    env.filters.update(ns=lambda v: fmt.ns(v, fmt.REPORT), bytes=lambda v: fmt.size(v, fmt.REPORT),
-                       num=lambda v: fmt.count(v, fmt.REPORT), pct=lambda v: fmt.pct(v, fmt.REPORT),
-                       card=card_value)
+    env.filters.update(
+        ns=lambda v: fmt.ns(v, fmt.REPORT),
+        bytes=lambda v: fmt.size(v, fmt.REPORT),
+        num=lambda v: fmt.count(v, fmt.REPORT),
+        pct=lambda v: fmt.pct(v, fmt.REPORT),
+        card=card_value,
+    )
     return env
 
 

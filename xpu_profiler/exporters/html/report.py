@@ -24,10 +24,19 @@ from .timeline import build_steps
 PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
-    "findings": "Findings", "headline": "Key figures", "fused_ops": "Time by fused op",
-    "phases": "Prefill vs decode", "roofline": "MFU & bandwidth", "device": "Device time",
-    "steps": "Step timeline", "rates": "Throughput", "memory": "Memory", "kernels": "Top kernels",
-    "ranks": "Ranks", "rank_steps": "Ranks by step", "comm": "Communication",
+    "findings": "Findings",
+    "headline": "Key figures",
+    "fused_ops": "Time by fused op",
+    "phases": "Prefill vs decode",
+    "roofline": "MFU & bandwidth",
+    "device": "Device time",
+    "steps": "Step timeline",
+    "rates": "Throughput",
+    "memory": "Memory",
+    "kernels": "Top kernels",
+    "ranks": "Ranks",
+    "rank_steps": "Ranks by step",
+    "comm": "Communication",
 }
 
 
@@ -37,16 +46,23 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
         raise ValueError(f"plotly must be 'inline' or 'cdn', not {plotly!r}")
     colors = fused_colors([f.fused_op for f in summary.fused_ops] + [k.fused_op for k in summary.top_kernels])
     figures: dict[str, Any] = {}
-    report: dict[str, Any] = {"schema": "xpu_profiler.report", "version": 1,
-                              "generator": f"xpu_profiler {__version__}",
-                              "header": build_header(summary), "findings": build_findings(summary),
-                              "headline": build_headline(summary), "roofline": build_roofline(summary)}
-    for key, builder in (("fused_ops", lambda: build_fused_ops(summary, colors)),
-                         ("phases", lambda: build_phases(summary, colors)),
-                         ("device", lambda: build_device(summary)),
-                         ("steps", lambda: build_steps(summary)),
-                         ("rates", lambda: build_rates(summary)),
-                         ("memory", lambda: build_memory(summary))):
+    report: dict[str, Any] = {
+        "schema": "xpu_profiler.report",
+        "version": 1,
+        "generator": f"xpu_profiler {__version__}",
+        "header": build_header(summary),
+        "findings": build_findings(summary),
+        "headline": build_headline(summary),
+        "roofline": build_roofline(summary),
+    }
+    for key, builder in (
+        ("fused_ops", lambda: build_fused_ops(summary, colors)),
+        ("phases", lambda: build_phases(summary, colors)),
+        ("device", lambda: build_device(summary)),
+        ("steps", lambda: build_steps(summary)),
+        ("rates", lambda: build_rates(summary)),
+        ("memory", lambda: build_memory(summary)),
+    ):
         section, figs = builder()
         report[key] = section
         figures.update(figs)

@@ -10,10 +10,12 @@ from ...summary import Summary
 from .figures import MAX_POINTS, axis, bucket, json_ready, layout
 from .style import PHASE_COLORS, PHASES
 
-
-ROW_CAPTIONS = {"tokens": "prefill and decode tokens per step", "requests": "running and waiting requests",
-                "host overhead (ms)": "host overhead: the step's wall time with no op running",
-                "device idle (ms)": "device idle: time inside the step's device span with no device work"}
+ROW_CAPTIONS = {
+    "tokens": "prefill and decode tokens per step",
+    "requests": "running and waiting requests",
+    "host overhead (ms)": "host overhead: the step's wall time with no op running",
+    "device idle (ms)": "device idle: time inside the step's device span with no device work",
+}
 
 
 def build_steps(summary: Summary) -> tuple[dict | None, dict]:
@@ -37,8 +39,10 @@ def build_steps(summary: Summary) -> tuple[dict | None, dict]:
     phase = np.asarray(st.phase, dtype=object)[keep][order]
     # seconds on the profile's own clock, as in the memory and throughput charts
     x = (start / 1e9)[order] if use_time else np.arange(len(order), dtype=np.float64)
-    get = {name: col(name)[keep][order] for name in
-           ("wall_ns", "busy_ns", "idle_ns", "prefill_tokens", "decode_tokens", "running", "waiting")}
+    get = {
+        name: col(name)[keep][order]
+        for name in ("wall_ns", "busy_ns", "idle_ns", "prefill_tokens", "decode_tokens", "running", "waiting")
+    }
     if not np.nansum(get["busy_ns"]) > 0:  # no op time in any step: "overhead" would just repeat the wall time
         get["idle_ns"] = np.full(len(get["idle_ns"]), np.nan)
     rows: list[list[dict[str, Any]]] = []  # subplot rows, each a list of traces
@@ -51,28 +55,55 @@ def build_steps(summary: Summary) -> tuple[dict | None, dict]:
         xr, (yr,), k = bucket(x[m], [get["wall_ns"][m] / 1e6], MAX_POINTS)
         binned = max(binned, k)
         size = 7 if len(xr) < 200 else 5 if len(xr) < 1000 else 3
-        wall_traces.append({"type": "scatter", "mode": "markers", "name": p, "x": xr, "y": yr,
-                            "marker": {"color": PHASE_COLORS[p], "size": size}, "legendgroup": "phase",
-                            "hovertemplate": "%{fullData.name} step: %{y:.3f} ms<extra></extra>"})
+        wall_traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": p,
+                "x": xr,
+                "y": yr,
+                "marker": {"color": PHASE_COLORS[p], "size": size},
+                "legendgroup": "phase",
+                "hovertemplate": "%{fullData.name} step: %{y:.3f} ms<extra></extra>",
+            }
+        )
     rows.append(wall_traces)
     labels = ["step time (ms)"]
 
     def series(names: list[tuple[str, str, str]], scale: float, label: str, stack: bool = False) -> None:
-        present = [(c, nm, color) for c, nm, color in names
-                   if np.isfinite(get[c]).any() and np.nanmax(np.abs(get[c])) > 0]
+        present = [
+            (c, nm, color) for c, nm, color in names if np.isfinite(get[c]).any() and np.nanmax(np.abs(get[c])) > 0
+        ]
         if not present:
             return
         nonlocal binned
         xr, ys, k = bucket(x, [np.nan_to_num(get[c]) / scale for c, _, _ in present], MAX_POINTS)
         binned = max(binned, k)
-        rows.append([{"type": "scatter", "mode": "lines", "name": nm, "x": xr, "y": y,
-                      "line": {"color": color, "width": 1.5, "shape": "hv"},
-                      **({"stackgroup": "tok"} if stack else {})}
-                     for (_, nm, color), y in zip(present, ys)])
+        rows.append(
+            [
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": nm,
+                    "x": xr,
+                    "y": y,
+                    "line": {"color": color, "width": 1.5, "shape": "hv"},
+                    **({"stackgroup": "tok"} if stack else {}),
+                }
+                for (_, nm, color), y in zip(present, ys)
+            ]
+        )
         labels.append(label)
 
-    series([("prefill_tokens", "prefill tokens", PHASE_COLORS["prefill"]),
-            ("decode_tokens", "decode tokens", PHASE_COLORS["decode"])], 1, "tokens", stack=True)
+    series(
+        [
+            ("prefill_tokens", "prefill tokens", PHASE_COLORS["prefill"]),
+            ("decode_tokens", "decode tokens", PHASE_COLORS["decode"]),
+        ],
+        1,
+        "tokens",
+        stack=True,
+    )
     series([("running", "running requests", "#2e86ab"), ("waiting", "waiting requests", "#d1495b")], 1, "requests")
     if summary.device_steps.rank:  # steps on the device's clock: idle inside each step's device span
         series([("idle_ns", "device idle (in its device span)", "#5d737e")], 1e6, "device idle (ms)")
@@ -97,11 +128,16 @@ def build_steps(summary: Summary) -> tuple[dict | None, dict]:
             t["yaxis"] = "y" + ax
             data.append(t)
         top = bottom - gap
-    lay["xaxis"] = axis("time (s)" if use_time else "step",
-                            anchor="y" + (str(len(rows)) if len(rows) > 1 else ""))
+    lay["xaxis"] = axis("time (s)" if use_time else "step", anchor="y" + (str(len(rows)) if len(rows) > 1 else ""))
     caption = "; ".join(["Step wall time coloured by phase"] + [ROW_CAPTIONS[lab] for lab in labels[1:]]) + "."
-    section = {"steps": int(keep.sum()), "total_steps": n_all, "ranks": [int(r) for r in ranks],
-               "caption": caption,
-               "rank_shown": int(ranks[0]), "x": "time" if use_time else "step", "binned": binned,
-               "figures": ["steps"]}
+    section = {
+        "steps": int(keep.sum()),
+        "total_steps": n_all,
+        "ranks": [int(r) for r in ranks],
+        "caption": caption,
+        "rank_shown": int(ranks[0]),
+        "x": "time" if use_time else "step",
+        "binned": binned,
+        "figures": ["steps"],
+    }
     return json_ready(section), json_ready({"steps": {"data": data, "layout": lay}})

@@ -14,15 +14,30 @@ import contextlib
 import contextvars
 import importlib
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterator, Mapping
 
 from ...core.errors import DeviceError, XpuProfilerError
 from .base import Backend, DeviceInfo, DeviceSpec, SpecRow
 
-__all__ = ["BACKENDS", "DEVICES", "Backend", "DeviceInfo", "DeviceSpec", "SPECS", "backend", "backends", "detect",
-           "load_spec_overrides", "spec_for", "spec_for_name", "spec_key_for_name", "spec_overrides", "specs"]
+__all__ = [
+    "BACKENDS",
+    "DEVICES",
+    "Backend",
+    "DeviceInfo",
+    "DeviceSpec",
+    "SPECS",
+    "backend",
+    "backends",
+    "detect",
+    "load_spec_overrides",
+    "spec_for",
+    "spec_for_name",
+    "spec_key_for_name",
+    "spec_overrides",
+    "specs",
+]
 
 #: the backends' modules, in the order ``auto`` tries them (the CPU, always present, last)
 BACKENDS = ("kunlun", "cuda", "cpu")
@@ -49,8 +64,7 @@ def _rows() -> list[SpecRow]:
 #: the built-in spec table, by key (read-only; per-command overrides: ``spec_overrides``)
 SPECS: Mapping[str, DeviceSpec] = MappingProxyType({row.key: row.spec for row in _rows()})
 _MATCH = sorted(((w.upper(), row.key) for row in _rows() for w in row.match), key=lambda t: -len(t[0]))
-_OVERRIDES: contextvars.ContextVar[Mapping[str, DeviceSpec]] = contextvars.ContextVar("device_specs",
-                                                                                         default=SPECS)
+_OVERRIDES: contextvars.ContextVar[Mapping[str, DeviceSpec]] = contextvars.ContextVar("device_specs", default=SPECS)
 
 
 def specs() -> Mapping[str, DeviceSpec]:
@@ -116,8 +130,11 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
         if not isinstance(val, dict):
             raise XpuProfilerError(f"{p}: entry {key!r} must be a table")
         base = table.get(key)
-        fields = base.to_json() if base else {"name": key, "peak_flops": {}, "mem_bw_bytes_s": None,
-                                              "mem_bytes": None, "source": ""}
+        fields = (
+            base.to_json()
+            if base
+            else {"name": key, "peak_flops": {}, "mem_bw_bytes_s": None, "mem_bytes": None, "source": ""}
+        )
         unknown = set(val) - set(fields)
         if unknown:
             raise XpuProfilerError(f"{p}: entry {key!r} has unknown field(s) {', '.join(sorted(unknown))}")

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping
 
 T = 1e12
 GiB = 1 << 30
@@ -17,7 +17,7 @@ class DeviceSpec:
     the data sheet the figures come from."""
 
     name: str
-    peak_flops: dict[str, float]      # dtype ("bf16", "fp16", "fp8", "fp32", "int8") → FLOP/s
+    peak_flops: dict[str, float]  # dtype ("bf16", "fp16", "fp8", "fp32", "int8") → FLOP/s
     mem_bw_bytes_s: float | None
     mem_bytes: int | None
     source: str = ""
@@ -40,8 +40,8 @@ class SpecRow:
 class DeviceInfo:
     """The device a run uses, as detected."""
 
-    kind: str                    # a backend's kind: cpu | cuda | kunlun_p800
-    name: str                    # e.g. "NVIDIA H100 80GB HBM3", "cpu"
+    kind: str  # a backend's kind: cpu | cuda | kunlun_p800
+    name: str  # e.g. "NVIDIA H100 80GB HBM3", "cpu"
     count: int = 1
     torch_device_type: str = "cpu"
     memory_bytes: int | None = None

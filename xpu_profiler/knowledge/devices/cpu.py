@@ -33,8 +33,18 @@ def _describe() -> DeviceInfo:
 
 
 BACKEND = Backend(
-    kind="cpu", title="CPU", torch_device_type="cpu",
-    probe=lambda: (True, ""), describe=_describe,
-    specs=(SpecRow("cpu", (), DeviceSpec(
-        "cpu", {}, None, None, "no sourced peak: CPU figures depend on the part; give them with --device-spec")),),
+    kind="cpu",
+    title="CPU",
+    torch_device_type="cpu",
+    probe=lambda: (True, ""),
+    describe=_describe,
+    specs=(
+        SpecRow(
+            "cpu",
+            (),
+            DeviceSpec(
+                "cpu", {}, None, None, "no sourced peak: CPU figures depend on the part; give them with --device-spec"
+            ),
+        ),
+    ),
 )

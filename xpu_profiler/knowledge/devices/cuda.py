@@ -30,9 +30,14 @@ def _describe() -> DeviceInfo:
 
     props = torch.cuda.get_device_properties(0)
     name = str(props.name)
-    return DeviceInfo("cuda", name, torch.cuda.device_count(), "cuda", int(props.total_memory),
-                      spec_key_for_name(name))
+    return DeviceInfo("cuda", name, torch.cuda.device_count(), "cuda", int(props.total_memory), spec_key_for_name(name))
 
 
-BACKEND = Backend(kind="cuda", title="NVIDIA / AMD GPU", torch_device_type="cuda",
-                  probe=_probe, describe=_describe, specs=NVIDIA + AMD)
+BACKEND = Backend(
+    kind="cuda",
+    title="NVIDIA / AMD GPU",
+    torch_device_type="cuda",
+    probe=_probe,
+    describe=_describe,
+    specs=NVIDIA + AMD,
+)

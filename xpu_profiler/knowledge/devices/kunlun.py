@@ -4,7 +4,7 @@ prints one ``[XPURT_PROF]`` line per kernel when the variables below are set at 
 
 from __future__ import annotations
 
-from .base import GiB, Backend, DeviceInfo, DeviceSpec, SpecRow, have_module
+from .base import Backend, DeviceInfo, DeviceSpec, GiB, SpecRow, have_module
 
 KIND = "kunlun_p800"
 
@@ -40,21 +40,43 @@ def _describe() -> DeviceInfo:
     import torch
 
     props = torch.cuda.get_device_properties(0)
-    return DeviceInfo(KIND, str(getattr(props, "name", "Kunlun P800")), torch.cuda.device_count(), "cuda",
-                      int(getattr(props, "total_memory", 0)) or None, KIND)
+    return DeviceInfo(
+        KIND,
+        str(getattr(props, "name", "Kunlun P800")),
+        torch.cuda.device_count(),
+        "cuda",
+        int(getattr(props, "total_memory", 0)) or None,
+        KIND,
+    )
 
 
 # Only the memory size is backed by a public measurement; no peak-FLOP/s or HBM-bandwidth figure
 # could be checked against a vendor source, so those stay unset (MFU and roofline figures are
 # skipped) until given with `--device-spec FILE`, e.g. {"kunlun_p800": {"peak_flops": {"bf16": ...}}}.
-P800 = SpecRow(KIND, ("P800",), DeviceSpec(
-    "Kunlun P800", {}, None, 96 * GiB,
-    "mem_bytes: 96 GiB HBM per card, torch.cuda.mem_get_info total = 103079215104 bytes on a "
-    "P800 OAM (driver 5.0.21.47, XRE 5.13.0.0) in a public third-party P800 fault report; "
-    "peak_flops and mem_bw_bytes_s: unverified (no vendor data sheet found), left unset, "
-    "supply them with --device-spec. Kernel clock: 1.45 GHz is implied by the cycles-to-ns "
-    "factor of vLLM-Kunlun's XPURT_PROF parser (docs/source/developer_guide/performance/"
-    "performance_benchmark/profiling.md), an inference, not a published figure"))
+P800 = SpecRow(
+    KIND,
+    ("P800",),
+    DeviceSpec(
+        "Kunlun P800",
+        {},
+        None,
+        96 * GiB,
+        "mem_bytes: 96 GiB HBM per card, torch.cuda.mem_get_info total = 103079215104 bytes on a "
+        "P800 OAM (driver 5.0.21.47, XRE 5.13.0.0) in a public third-party P800 fault report; "
+        "peak_flops and mem_bw_bytes_s: unverified (no vendor data sheet found), left unset, "
+        "supply them with --device-spec. Kernel clock: 1.45 GHz is implied by the cycles-to-ns "
+        "factor of vLLM-Kunlun's XPURT_PROF parser (docs/source/developer_guide/performance/"
+        "performance_benchmark/profiling.md), an inference, not a published figure",
+    ),
+)
 
-BACKEND = Backend(kind=KIND, title="Kunlun P800 (XPU)", torch_device_type="cuda", probe=_probe,
-                  describe=_describe, specs=(P800,), device_logs=True, runtime_log_env=RUNTIME_LOG_ENV)
+BACKEND = Backend(
+    kind=KIND,
+    title="Kunlun P800 (XPU)",
+    torch_device_type="cuda",
+    probe=_probe,
+    describe=_describe,
+    specs=(P800,),
+    device_logs=True,
+    runtime_log_env=RUNTIME_LOG_ENV,
+)

@@ -13,7 +13,16 @@ from .hf_cache import find_in_hf_cache, hf_cache_dirs
 from .resolve import resolve_model
 
 __all__ = [
-    "BUILTIN_CONFIGS", "BUILTIN_FOR_ARCH", "BUILTIN_MODELS", "MODEL_ALIASES", "RECIPE_VERSION",
-    "build_tokenizer", "cache_dir", "ensure_builtin", "find_in_hf_cache", "hf_cache_dirs", "lookup",
+    "BUILTIN_CONFIGS",
+    "BUILTIN_FOR_ARCH",
+    "BUILTIN_MODELS",
+    "MODEL_ALIASES",
+    "RECIPE_VERSION",
+    "build_tokenizer",
+    "cache_dir",
+    "ensure_builtin",
+    "find_in_hf_cache",
+    "hf_cache_dirs",
+    "lookup",
     "resolve_model",
 ]

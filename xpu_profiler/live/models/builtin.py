@@ -95,10 +95,10 @@ BUILTIN_CONFIGS: dict[str, dict] = {
         "architectures": ["Glm4MoeForCausalLM"],
         "model_type": "glm4_moe",
         "hidden_size": 256,
-        "intermediate_size": 512,          # the dense layers' MLP
-        "moe_intermediate_size": 128,      # each routed and shared expert
+        "intermediate_size": 512,  # the dense layers' MLP
+        "moe_intermediate_size": 128,  # each routed and shared expert
         "num_hidden_layers": 4,
-        "first_k_dense_replace": 1,        # layer 0 dense, layers 1-3 MoE
+        "first_k_dense_replace": 1,  # layer 0 dense, layers 1-3 MoE
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
         "head_dim": 64,
@@ -129,12 +129,67 @@ def cache_dir() -> Path:
 def _corpus(n_lines: int = 4000, seed: int = 0) -> list[str]:
     """Deterministic pseudo-English text to train the tokenizer on."""
     rng = random.Random(seed)
-    syllables = ["ka", "lu", "mi", "ren", "to", "sa", "vel", "or", "in", "ta", "pro", "fil",
-                 "er", "de", "co", "mp", "ute", "st", "ep", "ke", "rn", "el", "at", "ion",
-                 "de", "cod", "pre", "fill", "mem", "ory", "xp", "u", "gr", "aph", "th", "e"]
+    syllables = [
+        "ka",
+        "lu",
+        "mi",
+        "ren",
+        "to",
+        "sa",
+        "vel",
+        "or",
+        "in",
+        "ta",
+        "pro",
+        "fil",
+        "er",
+        "de",
+        "co",
+        "mp",
+        "ute",
+        "st",
+        "ep",
+        "ke",
+        "rn",
+        "el",
+        "at",
+        "ion",
+        "de",
+        "cod",
+        "pre",
+        "fill",
+        "mem",
+        "ory",
+        "xp",
+        "u",
+        "gr",
+        "aph",
+        "th",
+        "e",
+    ]
     words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(1500)})
-    words += ["the", "a", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "on",
-              "profile", "kernel", "step", "token", "model", "device", "time"]
+    words += [
+        "the",
+        "a",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "with",
+        "as",
+        "on",
+        "profile",
+        "kernel",
+        "step",
+        "token",
+        "model",
+        "device",
+        "time",
+    ]
     lines = []
     for _ in range(n_lines):
         k = rng.randint(4, 20)
@@ -172,11 +227,12 @@ def build_tokenizer(out_dir: Path, vocab_size: int = VOCAB_SIZE) -> None:
         "model_max_length": MAX_POSITIONS,
         # a minimal chat template so chat endpoints work too
         "chat_template": "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                         "{% if add_generation_prompt %}assistant: {% endif %}",
+        "{% if add_generation_prompt %}assistant: {% endif %}",
     }
     (out_dir / "tokenizer_config.json").write_text(json.dumps(tok_cfg, indent=2))
-    (out_dir / "special_tokens_map.json").write_text(json.dumps(
-        {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}, indent=2))
+    (out_dir / "special_tokens_map.json").write_text(
+        json.dumps({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}, indent=2)
+    )
 
 
 def _stamp(name: str) -> dict:
@@ -201,8 +257,9 @@ def ensure_builtin(name: str) -> Path:
     try:
         cfg = dict(BUILTIN_CONFIGS[name])
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
-        (tmp / "generation_config.json").write_text(json.dumps(
-            {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 3}, indent=2))
+        (tmp / "generation_config.json").write_text(
+            json.dumps({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 3}, indent=2)
+        )
         build_tokenizer(tmp)
         (tmp / "xpu_profiler_model.json").write_text(json.dumps(want, indent=2))
         if target.exists():

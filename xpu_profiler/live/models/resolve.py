@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from urllib.request import Request as HttpRequest  # (vLLM has a Request class too)
 from pathlib import Path
+from urllib.request import Request as HttpRequest  # (vLLM has a Request class too)
 
 from ...core.errors import XpuProfilerError
 from ...knowledge import model_aliases as aliases
@@ -51,15 +51,18 @@ def _not_here(name: str, hf_id: str, arch: str | None) -> XpuProfilerError:
     builtin = aliases.BUILTIN_FOR_ARCH.get(arch or "")
     if builtin:
         same = BUILTIN_CONFIGS[builtin]["architectures"][0] == arch
-        hint = (f"; to profile {'the same' if same else 'the closest'} architecture without weights use "
-                f"--model {builtin} ({BUILTIN_CONFIGS[builtin]['architectures'][0]}, random weights)")
+        hint = (
+            f"; to profile {'the same' if same else 'the closest'} architecture without weights use "
+            f"--model {builtin} ({BUILTIN_CONFIGS[builtin]['architectures'][0]}, random weights)"
+        )
     else:
         hint = f"; the built-in models ({', '.join(BUILTIN_MODELS)}) run without weights"
     return XpuProfilerError(
         f"{what}: its weights are not in the local Hugging Face cache ({caches}) and {hub_endpoint()} "
         f"cannot be reached from here. Download it on a machine with access (hf download {hf_id}) and copy "
         f"the cache over, set HF_HOME to a cache that holds it, or pass --model /path/to/its/directory"
-        f"{hint}")
+        f"{hint}"
+    )
 
 
 def _hub_model(name: str, hf_id: str, arch: str | None) -> tuple[str, bool]:
@@ -88,7 +91,7 @@ def resolve_model(name_or_path: str) -> tuple[str, bool]:
         if p.is_dir() and not (p / "config.json").is_file():
             raise XpuProfilerError(f"model directory {s} has no config.json")
         return str(p.resolve()), False
-    if s.startswith("tiny-") or s.startswith("builtin:"):
+    if s.startswith(("tiny-", "builtin:")):
         raise XpuProfilerError(f"unknown built-in model {s!r} (built-in: {', '.join(BUILTIN_MODELS)})")
     if s.startswith((".", "/", "~")) or s.count("/") > 1 or s.endswith("/"):
         raise XpuProfilerError(f"model path {s} does not exist")
@@ -100,4 +103,5 @@ def resolve_model(name_or_path: str) -> tuple[str, bool]:
     close = aliases.close_names(s)
     raise XpuProfilerError(
         f"model {s!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), a known model name, a path "
-        f"or a Hugging Face id (org/name)" + (f"; did you mean {' or '.join(close)}?" if close else ""))
+        f"or a Hugging Face id (org/name)" + (f"; did you mean {' or '.join(close)}?" if close else "")
+    )

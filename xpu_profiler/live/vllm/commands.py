@@ -51,8 +51,9 @@ def worker_control(wrapper, cmd: str, arg=None):
         hooks_worker.adopt(worker)
         tcfg = cfg.get("torch")
         if tcfg:
-            REC.torch = TorchWindow(worker, tcfg["dir"], int(tcfg.get("first", 0)), int(tcfg.get("count", 0)),
-                                    tcfg.get("level", "standard"))
+            REC.torch = TorchWindow(
+                worker, tcfg["dir"], int(tcfg.get("first", 0)), int(tcfg.get("count", 0)), tcfg.get("level", "standard")
+            )
         if not missing:
             REC.active = True
             if REC.memory:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import compat
 
+
 def engine_client(llm):
     """The engine-core client of a ``vllm.LLM``; AttributeError when it is not one."""
     return llm.llm_engine.engine_core

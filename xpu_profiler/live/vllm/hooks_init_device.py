@@ -8,10 +8,10 @@ from __future__ import annotations
 import atexit
 import os
 
+from ...core.records import ENV_DEVICE_LOGS
 from . import compat, patching
 from .log_capture import start_capture, stop_capture
 from .recorder import REC
-from ...core.records import ENV_DEVICE_LOGS
 
 
 class _Capture:
@@ -27,8 +27,9 @@ def wrap_init_device(orig):
         run_dir = os.environ.get(ENV_DEVICE_LOGS)
         if run_dir and CAPTURE.handle is None:
             try:
-                CAPTURE.handle = start_capture(run_dir, rank=compat.worker_rank(self),
-                                               local_rank=compat.worker_local_rank(self))
+                CAPTURE.handle = start_capture(
+                    run_dir, rank=compat.worker_rank(self), local_rank=compat.worker_local_rank(self)
+                )
                 atexit.register(stop)
             except OSError as e:  # the worker runs on, its output stays on the console
                 REC.failed("Worker.init_device (device logs)", e)

@@ -14,10 +14,9 @@ first worker, so that engines never overwrite each other (see ``adopt``).
 
 from __future__ import annotations
 
-
+from ...core.records import STEP_TAG
 from . import compat, patching
 from .recorder import REC, now
-from ...core.records import STEP_TAG
 from .windows import WINDOWS
 
 

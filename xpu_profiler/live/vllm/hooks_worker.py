@@ -13,10 +13,9 @@ the torch.profiler window to arm (``REC.env_torch``).
 
 from __future__ import annotations
 
-
+from ...core.records import STEP_TAG
 from . import compat, patching
 from .recorder import REC, now
-from ...core.records import STEP_TAG
 from .torch_window import TorchWindow
 from .windows import WINDOWS
 
@@ -128,6 +127,7 @@ def end_step(t: int) -> None:
 
 def wrap_profile(orig):
     """vLLM's own profiler (``start_profile``) is about to start: ours gives way first."""
+
     @patching.wrapper_of(orig)
     def wrapper(self, is_start=True, *args, **kwargs):
         if is_start:
@@ -143,6 +143,5 @@ def wrap_profile(orig):
 def install(cls) -> dict[str, bool]:
     """Wrap ``execute_model`` / ``sample_tokens`` (and ``profile``) wherever ``cls`` and its
     bases define them; returns {symbol: a wrapper of ours is now what ``cls`` calls}."""
-    patching.wrap_methods(cls, {compat.EXECUTE: wrap_execute, compat.SAMPLE: wrap_sample,
-                                compat.PROFILE: wrap_profile})
+    patching.wrap_methods(cls, {compat.EXECUTE: wrap_execute, compat.SAMPLE: wrap_sample, compat.PROFILE: wrap_profile})
     return compat.hook_status(cls, compat.WORKER_HOOKS)

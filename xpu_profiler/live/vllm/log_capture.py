@@ -50,7 +50,6 @@ from ...core.records import LOG_DIR
 from ...knowledge.devices import kunlun
 from ..env import EnvScope
 
-
 #: variables set in the worker while capturing (XPU_CUPTI_ENABLE_DEVICE is added per rank)
 CAPTURE_ENV = kunlun.RUNTIME_LOG_ENV
 
@@ -88,8 +87,7 @@ def _flush_all() -> None:
         pass
 
 
-def start_capture(run_dir: str | os.PathLike, rank: int, local_rank: int, *,
-                  truncate: bool = True) -> CaptureHandle:
+def start_capture(run_dir: str | os.PathLike, rank: int, local_rank: int, *, truncate: bool = True) -> CaptureHandle:
     """Send this process's fds 1 and 2 to ``<run_dir>/xpu_logs/rank_<rank>.log``; see module doc."""
     path = log_path(run_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from . import compat
 from .recorder import REC
@@ -58,10 +58,12 @@ def run_patch(patch: Patch, module) -> None:
 
 def wrapper_of(orig):
     """Decorator for a hook around vLLM's ``orig``: keeps its name and doc, marks it ours."""
+
     def mark(fn):
         fn = functools.wraps(orig)(fn)
         setattr(fn, compat.MARK, True)
         return fn
+
     return mark
 
 

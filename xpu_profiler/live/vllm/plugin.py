@@ -24,9 +24,9 @@ import os
 import sys
 import time
 
+from ...core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_RUN, ENV_STEPS
 from . import commands, compat, hooks_init_device, hooks_scheduler, hooks_worker, patching
 from .recorder import REC
-from ...core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_LEVEL, ENV_RUN, ENV_STEPS
 
 DEFAULT_ENV_STEPS = (4, 16)
 
@@ -38,8 +38,10 @@ def register() -> None:
         _register()
     except Exception as e:
         REC.failed("register", e)
-        sys.stderr.write(f"xpu_profiler: the vLLM plugin could not register in this process "
-                         f"({type(e).__name__}: {e}); nothing is profiled here\n")
+        sys.stderr.write(
+            f"xpu_profiler: the vLLM plugin could not register in this process "
+            f"({type(e).__name__}: {e}); nothing is profiled here\n"
+        )
 
 
 def _register() -> None:
@@ -75,8 +77,10 @@ def parse_steps(value: str | None) -> tuple[int, int]:
     try:
         return int(first or 0), int(count or DEFAULT_ENV_STEPS[1])
     except ValueError:
-        sys.stderr.write(f"xpu_profiler: {ENV_STEPS}={value!r} is not first:count; using "
-                         f"{DEFAULT_ENV_STEPS[0]}:{DEFAULT_ENV_STEPS[1]}\n")
+        sys.stderr.write(
+            f"xpu_profiler: {ENV_STEPS}={value!r} is not first:count; using "
+            f"{DEFAULT_ENV_STEPS[0]}:{DEFAULT_ENV_STEPS[1]}\n"
+        )
         return DEFAULT_ENV_STEPS
 
 
@@ -106,6 +110,7 @@ def _init_device_patch(cls_name: str):
         cls = compat.module_class(module, cls_name)
         if cls is None or not hooks_init_device.install(cls):
             REC.hooks[f"{cls_name}.{compat.INIT_DEVICE}"] = False
+
     return patch
 
 

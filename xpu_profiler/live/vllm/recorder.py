@@ -39,12 +39,12 @@ def proc_name() -> str:
 
 class Recorder:
     def __init__(self) -> None:
-        self.lock = threading.Lock()        # take() against itself (RPC, flusher thread, atexit)
+        self.lock = threading.Lock()  # take() against itself (RPC, flusher thread, atexit)
         self.flush_lock = threading.Lock()  # one writer of the record file at a time
-        self.file_dir: str | None = None    # file mode: where batches are appended
-        self.run_id: str | None = None      # file mode: the server lifetime (records.ENV_RUN)
+        self.file_dir: str | None = None  # file mode: where batches are appended
+        self.run_id: str | None = None  # file mode: the server lifetime (records.ENV_RUN)
         self.started_ns = now()
-        self.meta: dict = {}                # what this process knows of the engine, sent once
+        self.meta: dict = {}  # what this process knows of the engine, sent once
         self.last_flush = 0
         self.flusher_pid: int | None = None
         self.active = False
@@ -56,26 +56,26 @@ class Recorder:
         self.counters: list[tuple] = []
         self.open_requests: dict[str, list] = {}
         self.done_requests: list[tuple] = []
-        self.hook_ns = 0                    # time spent inside the hooks themselves
-        self.errors: dict[str, list] = {}   # hook -> [count, first message]
+        self.hook_ns = 0  # time spent inside the hooks themselves
+        self.errors: dict[str, list] = {}  # hook -> [count, first message]
         #: what rides along with each batch: ``hand_over(batch, final)`` when a batch is taken,
         #: ``after_flush(directory, batch)`` once it is on disk (the profile windows, ``windows``)
         self.listeners: list = []
-        self.hooks: dict[str, bool] = {}    # symbol -> patched at import (file mode report)
+        self.hooks: dict[str, bool] = {}  # symbol -> patched at import (file mode report)
         # step bookkeeping
         self.pending: dict[int, tuple] = {}  # id(SchedulerOutput) -> what schedule() saw
         self.next_step = 0
         self.local_step = 0
-        self.dp_rank = 0                    # data-parallel index of this process's engine
-        self.rank = 0                       # worker: its rank inside its engine
-        self.global_rank = 0                # worker: its rank across DP engines; EngineCore: its first worker's
-        self.place: dict | None = None      # the batch's "place" (see records), once known
-        self.held: dict | None = None       # batch whose file write failed, handed over with the next take()
-        self.fatal: str | None = None       # the exception this process ended with (file mode, at exit)
-        self.worker_ready = False           # rank (and env-mode torch window) taken from the worker
+        self.dp_rank = 0  # data-parallel index of this process's engine
+        self.rank = 0  # worker: its rank inside its engine
+        self.global_rank = 0  # worker: its rank across DP engines; EngineCore: its first worker's
+        self.place: dict | None = None  # the batch's "place" (see records), once known
+        self.held: dict | None = None  # batch whose file write failed, handed over with the next take()
+        self.fatal: str | None = None  # the exception this process ended with (file mode, at exit)
+        self.worker_ready = False  # rank (and env-mode torch window) taken from the worker
         self.last_worker: list | None = None
-        self.open_range = None              # the open xpu_step#N range handle of this worker
-        self.torch = None                   # TorchWindow while torch.profiler is armed or running
+        self.open_range = None  # the open xpu_step#N range handle of this worker
+        self.torch = None  # TorchWindow while torch.profiler is armed or running
         self.env_torch: tuple | None = None  # file mode: (dir, first, count, level) to arm per worker
         self.mem = MemorySampler()
 

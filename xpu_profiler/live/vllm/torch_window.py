@@ -14,33 +14,43 @@ from __future__ import annotations
 import os
 import sys
 
-from . import compat
 from ...core import records
+from . import compat
 from .recorder import now
 
 
 class TorchWindow:
-    def __init__(self, worker, out_dir: str, first: int, count: int, level: str, *,
-                 window_id: str | None = None, deadline: int = 0, defer_stop: bool = False):
+    def __init__(
+        self,
+        worker,
+        out_dir: str,
+        first: int,
+        count: int,
+        level: str,
+        *,
+        window_id: str | None = None,
+        deadline: int = 0,
+        defer_stop: bool = False,
+    ):
         self.worker = worker
         self.window_id = window_id  # a window a running server was asked for (see ``windows``)
-        self.deadline = deadline    # wall-clock ns: stop after the step that ends past it (0: none)
+        self.deadline = deadline  # wall-clock ns: stop after the step that ends past it (0: none)
         # after the last step, only stop profiling ranges: the profiler itself stops at the
         # next step (``stop()`` by the caller), whose time then holds what stopping costs
         self.defer_stop = defer_stop
         self.closing = False
         self.out_dir = out_dir
-        self.first = first          # executed steps to skip after arming
-        self.count = count          # steps to profile (0 = until stopped)
+        self.first = first  # executed steps to skip after arming
+        self.count = count  # steps to profile (0 = until stopped)
         self.level = level
         self.seen = 0
         self.done = 0
         self.prof = None
         self.hooks: list = []
         self.files: list[str] = []
-        self.marks: list[tuple] = []   # (step, t_ns of our range start) for clock alignment
+        self.marks: list[tuple] = []  # (step, t_ns of our range start) for clock alignment
         self.finished = False
-        self.stopped: list = []        # stopped profilers whose trace is not written yet
+        self.stopped: list = []  # stopped profilers whose trace is not written yet
 
     # -- per step -------------------------------------------------------------------------
     def open_step(self, step: int):
@@ -83,8 +93,7 @@ class TorchWindow:
         if torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
         comp = self.level == "comprehensive"
-        self.prof = profile(activities=acts, record_shapes=comp, profile_memory=comp,
-                            with_flops=comp, with_stack=False)
+        self.prof = profile(activities=acts, record_shapes=comp, profile_memory=comp, with_flops=comp, with_stack=False)
         self.prof.__enter__()
         self._add_module_ranges()
 

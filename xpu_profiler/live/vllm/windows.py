@@ -34,9 +34,9 @@ import os
 import threading
 from dataclasses import dataclass
 
+from ...core.records import WINDOW_TAG
 from . import compat, control_files
 from .recorder import REC, proc_name
-from ...core.records import WINDOW_TAG
 from .torch_window import TorchWindow
 
 POLL_PERIOD_NS = 200_000_000
@@ -45,14 +45,14 @@ POLL_PERIOD_NS = 200_000_000
 @dataclass
 class EngineWindow:
     id: str
-    steps: int            # steps to tag (0: by time)
-    seconds: float        # by time: seconds from the first tagged step
+    steps: int  # steps to tag (0: by time)
+    seconds: float  # by time: seconds from the first tagged step
     level: str
-    armed: int = -1       # the step that armed the workers (not in the window)
+    armed: int = -1  # the step that armed the workers (not in the window)
     first_step: int = -1
-    last_step: int = -1   # last tagged step
+    last_step: int = -1  # last tagged step
     tagged: int = 0
-    deadline: int = 0     # wall-clock ns (seconds windows), from the first tagged step
+    deadline: int = 0  # wall-clock ns (seconds windows), from the first tagged step
     state: str = "running"
     flushed_step: int = -1
 
@@ -62,14 +62,14 @@ class Windows:
         self.lock = threading.Lock()
         self.answer_lock = threading.Lock()
         self.last_poll = 0
-        self.taken: set[str] = set()          # engine: window ids it took (never twice)
-        self.started: set[str] = set()        # worker: window ids it started (never twice)
+        self.taken: set[str] = set()  # engine: window ids it took (never twice)
+        self.started: set[str] = set()  # worker: window ids it started (never twice)
         self.active: EngineWindow | None = None
         self.answering: list[EngineWindow] = []  # ended, not yet flushed through their last step
         self.world_size = 1
         self.retired: list[TorchWindow] = []  # worker: stopped windows whose trace is not handed over
         self.arming: TorchWindow | None = None  # worker: the window whose profiler starts after this step
-        self.traced: list[tuple] = []         # worker: (window id, file, steps) to answer after the flush
+        self.traced: list[tuple] = []  # worker: (window id, file, steps) to answer after the flush
 
     # -- EngineCore ---------------------------------------------------------------------
     def engine_step(self, sched, so, sid: int, t0: int) -> None:
@@ -112,8 +112,12 @@ class Windows:
                 continue
             self.taken.add(r["id"])
             self.world_size = compat.sched_world_size(sched)
-            self.active = EngineWindow(r["id"], max(0, int(r.get("steps") or 0)), float(r.get("seconds") or 0),
-                                       str(r.get("level") or "standard"))
+            self.active = EngineWindow(
+                r["id"],
+                max(0, int(r.get("steps") or 0)),
+                float(r.get("seconds") or 0),
+                str(r.get("level") or "standard"),
+            )
             self._answer(self.active)
             return
 
@@ -128,10 +132,22 @@ class Windows:
         # the scheduler thread and the flush thread both answer: one at a time, so that
         # the file ends with the newer state
         with self.answer_lock:
-            control_files.write_json(control_files.answer_path(REC.file_dir, w.id, proc_name(), os.getpid()), {
-                "role": "engine", "id": w.id, "pid": os.getpid(), "run": REC.run_id, "state": w.state,
-                "first_step": w.first_step, "last_step": w.last_step, "tagged": w.tagged,
-                "flushed_step": w.flushed_step, "world_size": self.world_size, "dp_rank": REC.dp_rank})
+            control_files.write_json(
+                control_files.answer_path(REC.file_dir, w.id, proc_name(), os.getpid()),
+                {
+                    "role": "engine",
+                    "id": w.id,
+                    "pid": os.getpid(),
+                    "run": REC.run_id,
+                    "state": w.state,
+                    "first_step": w.first_step,
+                    "last_step": w.last_step,
+                    "tagged": w.tagged,
+                    "flushed_step": w.flushed_step,
+                    "world_size": self.world_size,
+                    "dp_rank": REC.dp_rank,
+                },
+            )
 
     # -- worker ---------------------------------------------------------------------------
     def worker_step(self, worker, so) -> None:
@@ -149,8 +165,16 @@ class Windows:
             self.retired.append(tw)
         wid, index, count, deadline, level = tag
         # an arming step (index -1) is not profiled: the profiler starts at its end
-        REC.torch = TorchWindow(worker, os.path.join(REC.file_dir, "torch"), 1 if index < 0 else 0, int(count),
-                                str(level), window_id=wid, deadline=int(deadline), defer_stop=True)
+        REC.torch = TorchWindow(
+            worker,
+            os.path.join(REC.file_dir, "torch"),
+            1 if index < 0 else 0,
+            int(count),
+            str(level),
+            window_id=wid,
+            deadline=int(deadline),
+            defer_stop=True,
+        )
         self.arming = REC.torch if index < 0 else None
 
     def worker_step_end(self) -> None:
@@ -170,15 +194,21 @@ class Windows:
         tw = REC.torch
         if tw is not None and tw.prof is not None:
             tw.stop()
-            REC.failed("torch.profiler window", RuntimeError("vLLM's profiler was started (start_profile): "
-                                                             "the window stopped early"))
+            REC.failed(
+                "torch.profiler window",
+                RuntimeError("vLLM's profiler was started (start_profile): the window stopped early"),
+            )
 
     def worker_idle(self, t: int) -> None:
         """An empty clean-up step (the engine going idle): a seconds window past its
         deadline, or one whose last step has run, ends here."""
         tw = REC.torch
-        if tw is not None and getattr(tw, "window_id", None) and not tw.finished and (
-                tw.closing or (tw.deadline and t >= tw.deadline)):
+        if (
+            tw is not None
+            and getattr(tw, "window_id", None)
+            and not tw.finished
+            and (tw.closing or (tw.deadline and t >= tw.deadline))
+        ):
             tw.stop()
 
     def hand_over(self, batch: dict, final: bool = False) -> None:
@@ -208,8 +238,14 @@ class Windows:
         """Once ``batch`` is in the record files: answer for what it holds."""
         traced, self.traced = self.traced, []
         for wid, path, steps in traced:
-            answer = {"role": "worker", "id": wid, "pid": os.getpid(), "run": REC.run_id, "rank": REC.global_rank,
-                      "dp_rank": REC.dp_rank}
+            answer = {
+                "role": "worker",
+                "id": wid,
+                "pid": os.getpid(),
+                "run": REC.run_id,
+                "rank": REC.global_rank,
+                "dp_rank": REC.dp_rank,
+            }
             if path is None:  # (steps: why the window could not run)
                 answer.update(state="failed", reason=steps)
             elif path in (batch.get("torch_windows") or {}):

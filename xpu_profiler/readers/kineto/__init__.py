@@ -114,40 +114,69 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
         if len(c.comm_rows):
             remap = strings.intern_many(c.comm_strings) if c.comm_strings else np.zeros(0, np.int32)
             comm[offset + c.comm_rows] = n_comm + np.arange(len(c.comm_rows))
-            comm_parts.append({
-                **{k: np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
-                   for k, v in (("coll", c.comm_coll), ("pg", c.comm_pg), ("pg_ranks", c.comm_pg_ranks),
-                                ("dtype", c.comm_dtype))},
-                "seq": c.comm_seq, "in_nelems": c.comm_in_nelems, "out_nelems": c.comm_out_nelems,
-                "group_size": c.comm_group_size})
+            comm_parts.append(
+                {
+                    **{
+                        k: np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
+                        for k, v in (
+                            ("coll", c.comm_coll),
+                            ("pg", c.comm_pg),
+                            ("pg_ranks", c.comm_pg_ranks),
+                            ("dtype", c.comm_dtype),
+                        )
+                    },
+                    "seq": c.comm_seq,
+                    "in_nelems": c.comm_in_nelems,
+                    "out_nelems": c.comm_out_nelems,
+                    "group_size": c.comm_group_size,
+                }
+            )
             n_comm += len(c.comm_rows)
         offset += len(c.ts_ns)
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
     gpu_ann = strings.get("gpu_user_annotation")
     if gpu_ann >= 0:
         is_dev |= cat_all == gpu_ann
-    prof.events = Table(EVENT_SCHEMA, {
-        "name": np.concatenate(name_ids) if n else np.zeros(0, np.int32),
-        "kind": kind, "start": ts_ns, "dur": dur_ns,
-        "rank": np.full(n, rank, np.int32),
-        "device": np.where(is_dev, pid, -1).astype(np.int32),
-        "track": tid, "corr": cat("corr"), "ext": cat("ext"), "cat": cat_all, "launch": launch, "comm": comm,
-        "flops": cat("flops"),
-    })
+    prof.events = Table(
+        EVENT_SCHEMA,
+        {
+            "name": np.concatenate(name_ids) if n else np.zeros(0, np.int32),
+            "kind": kind,
+            "start": ts_ns,
+            "dur": dur_ns,
+            "rank": np.full(n, rank, np.int32),
+            "device": np.where(is_dev, pid, -1).astype(np.int32),
+            "track": tid,
+            "corr": cat("corr"),
+            "ext": cat("ext"),
+            "cat": cat_all,
+            "launch": launch,
+            "comm": comm,
+            "flops": cat("flops"),
+        },
+    )
     if n_comm:
-        prof.comms = Table(COMM_SCHEMA, {"rank": np.full(n_comm, rank, np.int32),
-                                         **{k: np.concatenate([p[k] for p in comm_parts]) for k in comm_parts[0]}})
+        prof.comms = Table(
+            COMM_SCHEMA,
+            {
+                "rank": np.full(n_comm, rank, np.int32),
+                **{k: np.concatenate([p[k] for p in comm_parts]) for k in comm_parts[0]},
+            },
+        )
 
     if len(mem_t):
         t = mem_t - shift
         order = np.argsort(t, kind="stable")
         series = np.array([strings.intern(s) for s in MEMORY_SERIES], np.int32)
-        prof.counters = Table(COUNTER_SCHEMA, {
-            "rank": np.full(len(t), rank, np.int32),
-            "name": series[np.concatenate([c.mem_series for c in parts])][order],
-            "t": t[order],
-            "value": np.concatenate([c.mem_v for c in parts])[order],
-        })
+        prof.counters = Table(
+            COUNTER_SCHEMA,
+            {
+                "rank": np.full(len(t), rank, np.int32),
+                "name": series[np.concatenate([c.mem_series for c in parts])][order],
+                "t": t[order],
+                "value": np.concatenate([c.mem_v for c in parts])[order],
+            },
+        )
     for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
 
@@ -179,6 +208,9 @@ def _skipped(path: Path, parts: list) -> dict:
     if skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:  # track names alone are nothing
         n = sum(v[0] for v in skipped.values())
         lines = skip_lines("", skipped)
-        raise TraceError(path, f"not a valid trace: no usable event, all {n} skipped"
-                               f" ({'; '.join(x.removeprefix(': skipped ') for x in lines)})")
+        raise TraceError(
+            path,
+            f"not a valid trace: no usable event, all {n} skipped"
+            f" ({'; '.join(x.removeprefix(': skipped ') for x in lines)})",
+        )
     return skipped

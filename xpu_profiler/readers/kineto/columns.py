@@ -67,22 +67,22 @@ class Cols(msgspec.Struct):
     tid: np.ndarray
     ext: np.ndarray
     corr: np.ndarray
-    flops: np.ndarray       # -1: none recorded
-    launch_names: list      # kernel names runtime launches carry (chunk-local table)
+    flops: np.ndarray  # -1: none recorded
+    launch_names: list  # kernel names runtime launches carry (chunk-local table)
     launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
     launch_ids: np.ndarray
     # collective metadata of the (few) events that carry it: their rows, chunk-local strings
     comm_rows: np.ndarray
     comm_strings: list
-    comm_coll: np.ndarray        # ids into comm_strings, -1
+    comm_coll: np.ndarray  # ids into comm_strings, -1
     comm_pg: np.ndarray
     comm_pg_ranks: np.ndarray
     comm_dtype: np.ndarray
-    comm_seq: np.ndarray         # -1 unknown
+    comm_seq: np.ndarray  # -1 unknown
     comm_in_nelems: np.ndarray
     comm_out_nelems: np.ndarray
     comm_group_size: np.ndarray
-    mem_t: np.ndarray      # ns, not yet shifted
+    mem_t: np.ndarray  # ns, not yet shifted
     mem_series: np.ndarray  # index into MEMORY_SERIES
     mem_v: np.ndarray
     thread_names: dict
@@ -123,8 +123,9 @@ def columns(path: Path, events: list[Event]) -> Cols:
     keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
     if "python_function" in cats:
         py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
-        is_module = np.fromiter((xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()),
-                                dtype=bool, count=len(py_rows))
+        is_module = np.fromiter(
+            (xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()), dtype=bool, count=len(py_rows)
+        )
         keep[py_rows[~is_module]] = False
     dropped = int(np.count_nonzero(~keep))
     if dropped:
@@ -142,18 +143,23 @@ def columns(path: Path, events: list[Event]) -> Cols:
     if not finite.all():  # fromiter reads a missing value (None) as NaN
         bad = int(np.flatnonzero(~finite)[0])
         e = events[int(x_idx[bad])]
-        what = "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None \
-            else "has a non-finite time"
+        what = (
+            "has no 'ts' field" if e.ts is None else "has no 'dur' field" if e.dur is None else "has a non-finite time"
+        )
         raise TraceError(path, f"complete event #{int(x_idx[bad])} ({names[bad][:60]!r}) {what}")
     out_of_range = (np.abs(ts_us) > MAX_US) | (dur_us > MAX_DUR_US)
     if out_of_range.any():
         bad = int(np.flatnonzero(out_of_range)[0])
-        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a time out of range "
-                               f"(ts {ts_us[bad]:g} us, dur {dur_us[bad]:g} us)")
+        raise TraceError(
+            path,
+            f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a time out of range "
+            f"(ts {ts_us[bad]:g} us, dur {dur_us[bad]:g} us)",
+        )
     if (dur_us < 0).any():
         bad = int(np.flatnonzero(dur_us < 0)[0])
-        raise TraceError(path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration "
-                               f"({dur_us[bad]} us)")
+        raise TraceError(
+            path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration ({dur_us[bad]} us)"
+        )
     uniq_names, name_ids = _local_ids(names)
     del names
     ext = _ids(argss, "external_id")
@@ -182,7 +188,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
     alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
     reserved = np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem))
     host = np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)) == 0
-    if ((alloc < 0) | (alloc > 2.0 ** 62) | (reserved < 0) | (reserved > 2.0 ** 62)).any():  # NaN: absent
+    if ((alloc < 0) | (alloc > 2.0**62) | (reserved < 0) | (reserved > 2.0**62)).any():  # NaN: absent
         raise TraceError(path, "a [memory] event has a negative or absurd size")  # → the tolerant decode
     ok = np.isfinite(m_ts) & (np.abs(m_ts) <= MAX_US)
     odd = int(np.count_nonzero(~ok))
@@ -204,12 +210,32 @@ def columns(path: Path, events: list[Event]) -> Cols:
             process_names[str(e.pid)] = e.args.name
 
     return Cols(
-        names=uniq_names, name_ids=name_ids, cats=cats, cat_ids=cat_ids, kind=kind,
-        ts_ns=np.rint(ts_us * 1000.0).astype(np.int64), dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
-        pid=pid, tid=tid, ext=ext, corr=corr, flops=flops,
-        launch_names=launch_names, launch_rows=launch_rows, launch_ids=launch_ids, **comm,
-        mem_t=mem_t, mem_series=mem_series, mem_v=mem_v, thread_names=thread_names,
-        process_names=process_names, n_events=n_all, dropped=dropped, odd=odd, skipped=skipped)
+        names=uniq_names,
+        name_ids=name_ids,
+        cats=cats,
+        cat_ids=cat_ids,
+        kind=kind,
+        ts_ns=np.rint(ts_us * 1000.0).astype(np.int64),
+        dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
+        pid=pid,
+        tid=tid,
+        ext=ext,
+        corr=corr,
+        flops=flops,
+        launch_names=launch_names,
+        launch_rows=launch_rows,
+        launch_ids=launch_ids,
+        **comm,
+        mem_t=mem_t,
+        mem_series=mem_series,
+        mem_v=mem_v,
+        thread_names=thread_names,
+        process_names=process_names,
+        n_events=n_all,
+        dropped=dropped,
+        odd=odd,
+        skipped=skipped,
+    )
 
 
 def comm_columns(argss: list[SliceArgs]) -> dict:
@@ -218,8 +244,9 @@ def comm_columns(argss: list[SliceArgs]) -> dict:
     JSON type (a value of an unexpected type is taken as absent)."""
     n = len(argss)
     # the two fields both absent: the defaults themselves (``is`` before ``==``, at C level)
-    rows = np.flatnonzero(np.fromiter(map(ne, map(_NAME_AND_SEQ, argss), repeat(_NO_NAME_AND_SEQ)),
-                                      dtype=bool, count=n))
+    rows = np.flatnonzero(
+        np.fromiter(map(ne, map(_NAME_AND_SEQ, argss), repeat(_NO_NAME_AND_SEQ)), dtype=bool, count=n)
+    )
     table = StringTable()
     picked = [argss[i] for i in rows.tolist()]
     out: dict = {"rows": rows}
@@ -247,8 +274,16 @@ def comm_columns(argss: list[SliceArgs]) -> dict:
 
 _NAME_AND_SEQ = attrgetter("collective_name", "seq")
 _NO_NAME_AND_SEQ = _NAME_AND_SEQ(SliceArgs())
-_COMM_FIELDS = {"coll": "collective_name", "pg": "pg_name", "pg_ranks": "pg_ranks", "dtype": "dtype", "seq": "seq",
-                "in_nelems": "in_nelems", "out_nelems": "out_nelems", "group_size": "group_size"}
+_COMM_FIELDS = {
+    "coll": "collective_name",
+    "pg": "pg_name",
+    "pg_ranks": "pg_ranks",
+    "dtype": "dtype",
+    "seq": "seq",
+    "in_nelems": "in_nelems",
+    "out_nelems": "out_nelems",
+    "group_size": "group_size",
+}
 _MAX_TEXT = 512  # a group's rank list can be long; nothing needs more
 
 
@@ -305,8 +340,10 @@ def _floats(path: Path, xs: list[Event], field: str, x_idx: np.ndarray, names: l
             try:
                 float(v if v is not None else "nan")
             except (ValueError, TypeError):
-                raise TraceError(path, f"complete event #{int(x_idx[i])} ({names[i][:60]!r}): "
-                                       f"{field} {str(v)[:40]!r} is not a number") from None
+                raise TraceError(
+                    path,
+                    f"complete event #{int(x_idx[i])} ({names[i][:60]!r}): {field} {str(v)[:40]!r} is not a number",
+                ) from None
         raise
 
 
@@ -355,7 +392,7 @@ def _shape_flops(op: str, dims: bytes) -> int:
         n = flops_from_shapes(op, msgspec.json.decode(dims))
     except msgspec.DecodeError:
         return -1
-    return n if n is not None and 0 <= n < 2 ** 62 else -1  # shapes with absurd dims give no FLOPs
+    return n if n is not None and 0 <= n < 2**62 else -1  # shapes with absurd dims give no FLOPs
 
 
 def _num(v) -> float:
@@ -374,7 +411,7 @@ def _ints(xs: list[Event], field: str) -> np.ndarray:
         out = np.empty(len(values), dtype=np.int64)
         seen: dict[str, int] = {}
         for i, v in enumerate(values):
-            if isinstance(v, (int, float)) and -2**63 <= v < 2**63 and v == int(v):
+            if isinstance(v, (int, float)) and -(2**63) <= v < 2**63 and v == int(v):
                 out[i] = int(v)
             else:
                 try:

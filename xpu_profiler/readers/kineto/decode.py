@@ -23,8 +23,8 @@ from .columns import Cols, columns, where
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols
 
-CHUNK_BYTES = 8 << 20         # decode this much at a time: bounded peak memory (and 8 MiB
-                              # balances two workers better than 16: 0.07 s less of 0.8 at 1M events)
+CHUNK_BYTES = 8 << 20  # decode this much at a time: bounded peak memory (and 8 MiB
+# balances two workers better than 16: 0.07 s less of 0.8 at 1M events)
 PARALLEL_MIN_BYTES = 64 << 20  # below this, worker processes cost more than they save
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
@@ -75,22 +75,22 @@ def locate_events(data: bytes) -> tuple[Trace, memoryview] | None:
     if key < 0:
         return None
     start = data.find(b"[", key)
-    if start < 0 or data[key + 13:start].strip() != b":":
+    if start < 0 or data[key + 13 : start].strip() != b":":
         return None
     # the array's "]" is the last one that closes an object ("}]"): Kineto writes string
     # arrays (INFO, ERROR) after it, never object arrays
     end = len(data)
     for _ in range(100_000):
         end = data.rfind(b"]", start, end)
-        if end <= start or data[max(start, end - 64):end].rstrip()[-1:] in (b"}", b"["):
+        if end <= start or data[max(start, end - 64) : end].rstrip()[-1:] in (b"}", b"["):
             break
     if end <= start:
         return None
     try:
-        trace = TRACE_DECODER.decode(data[:start] + b"[]" + data[end + 1:])
+        trace = TRACE_DECODER.decode(data[:start] + b"[]" + data[end + 1 :])
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    return trace, memoryview(data)[start:end + 1]
+    return trace, memoryview(data)[start : end + 1]
 
 
 def chunks(raw: memoryview, size: int) -> list[tuple[int, int]]:
@@ -150,7 +150,7 @@ def frame(size: int) -> bytearray:
 
 
 def framed(part) -> bytearray:
-    """"[" part "]" in one copy (``b"[" + part + b"]"`` copies the part twice)."""
+    """ "[" part "]" in one copy (``b"[" + part + b"]"`` copies the part twice)."""
     out = frame(len(part))
     out[1:-1] = part
     return out

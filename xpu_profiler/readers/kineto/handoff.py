@@ -15,12 +15,12 @@ from __future__ import annotations
 import mmap
 import threading
 from collections import deque
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .columns import Cols
 from .decode import decode_cols, framed
 
-_RING: "Ring | None" = None  # the ring of the read in progress, inherited by forked workers
+_RING: Ring | None = None  # the ring of the read in progress, inherited by forked workers
 
 
 class Ring:
@@ -48,7 +48,7 @@ class Ring:
                 return
             at = (k % self.slots) * self.slot_bytes
             self.buf[at] = 0x5B
-            self.buf[at + 1:at + n - 1] = part
+            self.buf[at + 1 : at + n - 1] = part
             self.buf[at + n - 1] = 0x5D
             self._in_slot.append(True)
             yield (k % self.slots, n)
@@ -71,12 +71,13 @@ def decode_task(task: tuple[int, int] | bytearray) -> Cols:
         return decode_cols(task)
     slot, n = task
     at = slot * _RING.slot_bytes
-    with memoryview(_RING.buf) as whole, whole[at:at + n] as data:
+    with memoryview(_RING.buf) as whole, whole[at : at + n] as data:
         return decode_cols(data)
 
 
-def decode_in_pool(pool_factory: Callable, parts: Iterable[memoryview | bytes], slots: int,
-                   slot_bytes: int) -> list[Cols]:
+def decode_in_pool(
+    pool_factory: Callable, parts: Iterable[memoryview | bytes], slots: int, slot_bytes: int
+) -> list[Cols]:
     """Every part's columns, in order, decoded by the workers of ``pool_factory()`` (called
     once the ring is made, so that its workers share it)."""
     global _RING

@@ -10,10 +10,9 @@ for exact messages about broken events).
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Union
 
 import msgspec
-
 
 _NO_RAW = msgspec.Raw(b"")
 
@@ -23,9 +22,9 @@ class SliceArgs(msgspec.Struct, gc=False, frozen=True):
     args a little to decode (each key is looked up among them): only what is used."""
 
     # ids may come as strings from other writers; numeric strings are converted on extraction
-    external_id: Union[int, str] = msgspec.field(default=-1, name="External id")
-    correlation: Union[int, str] = -1
-    kernel: Optional[str] = None  # runtime launches on ROCm: the kernel they launch
+    external_id: int | str = msgspec.field(default=-1, name="External id")
+    correlation: int | str = -1
+    kernel: str | None = None  # runtime launches on ROCm: the kernel they launch
     # what record_param_comms (and NCCL kernels) say about a collective: raw, any JSON type,
     # decoded only on the few events that carry them (``columns.comm_columns``)
     collective_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Collective name")
@@ -37,7 +36,7 @@ class SliceArgs(msgspec.Struct, gc=False, frozen=True):
     group_size: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Group size")
     dtype: msgspec.Raw = msgspec.field(default=_NO_RAW, name="dtype")
     # with_flops / record_shapes: kept raw, decoded only for the GEMM ops that need them
-    flops: Union[float, str] = math.nan
+    flops: float | str = math.nan
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
 
 
@@ -51,13 +50,13 @@ class InstantArgs(msgspec.Struct, gc=False, frozen=True):
 
 
 class MetaArgs(msgspec.Struct, gc=False, frozen=True):
-    name: Optional[str] = None  # thread_name / process_name metadata
+    name: str | None = None  # thread_name / process_name metadata
 
 
 class Args(SliceArgs, gc=False, frozen=True):
     """All of them, for the plain schema (any phase in one struct)."""
 
-    name: Optional[str] = None
+    name: str | None = None
     total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
     device_type: int = msgspec.field(default=-1, name="Device Type")
@@ -69,17 +68,17 @@ class _Core(msgspec.Struct, gc=False):
     name: str = ""
     cat: str = ""
     # Perfetto accepts numeric strings for ts/dur and doubles for pid/tid; so do we
-    pid: Union[int, float, str] = 0
-    tid: Union[int, float, str] = 0
-    ts: Optional[Union[float, str]] = None
-    dur: Optional[Union[float, str]] = None
+    pid: int | float | str = 0
+    tid: int | float | str = 0
+    ts: float | str | None = None
+    dur: float | str | None = None
 
 
 class Event(_Core, gc=False):
     """The plain schema: any phase, checked by hand (exact messages for broken events)."""
 
     args: Args = Args()
-    ph: Optional[str] = None
+    ph: str | None = None
 
 
 # The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields,
@@ -112,21 +111,21 @@ TAGGED_DECODER = msgspec.json.Decoder(list[Union[(_Slice, _Instant, _InstantG, _
 
 
 class DistributedInfo(msgspec.Struct, gc=False):
-    rank: Optional[int] = None
-    world_size: Optional[int] = None
-    backend: Optional[str] = None
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
 
 
 class Trace(msgspec.Struct, gc=False):
     # Raw: the events array is located (and syntax-checked) without building objects,
     # then decoded in chunks, optionally in parallel.
     traceEvents: msgspec.Raw = msgspec.Raw(b"")
-    distributedInfo: Optional[DistributedInfo] = None
-    baseTimeNanoseconds: Optional[int] = None
-    deviceProperties: Optional[list[dict]] = None
-    schemaVersion: Optional[int] = None
-    displayTimeUnit: Optional[str] = None
-    host_name: Optional[str] = None  # newer Kineto: the host that wrote the trace
+    distributedInfo: DistributedInfo | None = None
+    baseTimeNanoseconds: int | None = None
+    deviceProperties: list[dict] | None = None
+    schemaVersion: int | None = None
+    displayTimeUnit: str | None = None
+    host_name: str | None = None  # newer Kineto: the host that wrote the trace
 
 
 TRACE_DECODER = msgspec.json.Decoder(Trace)

@@ -13,8 +13,8 @@ odd events everywhere (a chunk with odd events is decoded tolerantly here too).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import msgspec
 
@@ -26,9 +26,9 @@ from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
 from .schema import TRACE_DECODER, Trace
 
-BLOCK_BYTES = 4 << 20      # read (and decompress) this much at a time
-HEAD_MAX = 64 << 20        # the events array starts within this many bytes, or the file is read whole
-SLOT_SLACK = 1 << 20       # a chunk is cut at the first event boundary after its size
+BLOCK_BYTES = 4 << 20  # read (and decompress) this much at a time
+HEAD_MAX = 64 << 20  # the events array starts within this many bytes, or the file is read whole
+SLOT_SLACK = 1 << 20  # a chunk is cut at the first event boundary after its size
 
 
 class Unstreamable(Exception):
@@ -61,7 +61,7 @@ class _Split:
 
     def __init__(self) -> None:
         self.prefix: bytes | None = None  # up to (not including) the array's "["; b"" for a bare array
-        self.suffix = b""                 # after the array's "]"
+        self.suffix = b""  # after the array's "]"
 
     def _start(self, head: bytes) -> int | None:
         """Offset just after the events array's "[" in ``head``, None while not yet seen."""
@@ -77,7 +77,7 @@ class _Split:
         start = head.find(b"[", key)
         if start < 0:
             return None
-        if head[key + 13:start].strip() != b":":
+        if head[key + 13 : start].strip() != b":":
             raise Unstreamable()
         self.prefix = head[:start]
         return start + 1
@@ -108,7 +108,7 @@ class _Split:
                 m = _BOUNDARY.search(pending, pos + size)
                 if m is None:
                     break
-                yield view[pos:m.start() + 1]
+                yield view[pos : m.start() + 1]
                 pos = m.end() - 1
             parts = [pending[pos:]]
             have = len(parts[0])
@@ -129,10 +129,10 @@ class _Split:
             end = pending.rfind(b"]", 0, end)
             if end < 0:
                 raise Unstreamable()
-            before = pending[max(0, end - 64):end].rstrip()
+            before = pending[max(0, end - 64) : end].rstrip()
             if before.endswith(b"}") or not pending[:end].strip():
                 break
-        self.suffix = pending[end + 1:]
+        self.suffix = pending[end + 1 :]
         return pending[:end]
 
     def trace(self) -> Trace | None:
@@ -160,7 +160,7 @@ def _read_framed(fd: int, lo: int, hi: int) -> bytearray:
 
 # ---- an uncompressed file: workers read their own byte ranges ---------------------------
 
-TAIL_BYTES = 1 << 20   # the array's end and the fields after it lie in the file's last MiB
+TAIL_BYTES = 1 << 20  # the array's end and the fields after it lie in the file's last MiB
 _FILE: tuple[str, int, int, int] | None = None  # path, array start, array end, chunk size
 
 
@@ -228,8 +228,9 @@ def read_ranges(path: Path, progress: Callable[[int], None] | None, size: int) -
     return trace, parts
 
 
-def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
-                  chunk_bytes: int | None = None) -> tuple[Trace | None, list[Cols]] | None:
+def read_streamed(
+    path: Path, progress: Callable[[int], None] | None = None, chunk_bytes: int | None = None
+) -> tuple[Trace | None, list[Cols]] | None:
     """(top-level fields, the columns of each chunk), or None when the file needs the
     whole-file reader. An uncompressed file is read by byte ranges (each chunk, or
     worker, reads its own); a gzip stream is decompressed here and its chunks handed on."""
@@ -242,9 +243,7 @@ def read_streamed(path: Path, progress: Callable[[int], None] | None = None,
         est = content_size(path)
         workers = fork_workers(est, 0) if est >= decode.PARALLEL_MIN_BYTES else 1
         if workers > 1:
-            parts = handoff.decode_in_pool(
-                lambda: fork_pool(workers),
-                chunks, workers + 2, size + SLOT_SLACK)
+            parts = handoff.decode_in_pool(lambda: fork_pool(workers), chunks, workers + 2, size + SLOT_SLACK)
         else:
             parts = [decode.decode_cols(decode.framed(c)) for c in chunks]
         return split.trace(), parts

@@ -97,7 +97,7 @@ def generic(path: Path, data: bytes | memoryview) -> list:
     except RecursionError:
         raise TraceError(path, "nested too deeply to be a trace") from None
     except json.JSONDecodeError as e:
-        if not text[e.pos:].strip():
+        if not text[e.pos :].strip():
             raise TraceError(path, "truncated JSON (file ends in the middle of the trace)") from None
         raise TraceError(path, f"malformed JSON ({problem or str(e)[:120]})") from None
     except ValueError as e:
@@ -154,8 +154,11 @@ def check(e) -> str | None:
             if ph == "M":
                 return "with odd metadata"
             del args[k]
-    if "flops" in args and (isinstance(args["flops"], bool) or not isinstance(args["flops"], (int, float, str))
-                            or _bad_number(args["flops"])):
+    if "flops" in args and (
+        isinstance(args["flops"], bool)
+        or not isinstance(args["flops"], (int, float, str))
+        or _bad_number(args["flops"])
+    ):
         del args["flops"]
     if ph == "X":
         return _check_slice(e)
@@ -198,7 +201,7 @@ def _check_memory(e: dict, args: dict) -> str | None:
         v = args.get(k)
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or _bad_number(v) or v < 0 or v > 2.0 ** 62:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or _bad_number(v) or v < 0 or v > 2.0**62:
             return "with odd [memory] args"
     dt = args.get("Device Type")
     if dt is not None and (isinstance(dt, bool) or not isinstance(dt, int) or _bad_number(dt)):

@@ -10,24 +10,31 @@ aligned on the step ranges). What the hooks could not do reaches ``warn()``.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Collection, Sequence
 
 import numpy as np
 
 from ...core.intervals import within_union
 from ...core.profile import Profile
+from ...core.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, METRICS, R_IDX, S_IDX, worker_keys
+from . import steps as steps_mod
 from . import throughput, torch_traces
 from .counters import counters_table
-from . import steps as steps_mod
-from ...core.records import METRICS, C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, R_IDX, S_IDX, worker_keys
 
 
-def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end: int | None = None,
-                  metrics: Sequence[str] = METRICS, extra_counters: Sequence[tuple] = (),
-                  run: dict | None = None, trim_to_steps: bool = True,
-                  steps: Collection[int] | Collection[tuple[int, int]] | None = None,
-                  wallclock_traces: Sequence[str | Path] = ()) -> Profile:
+def build_profile(
+    batches: Sequence[dict],
+    *,
+    t_start: int | None = None,
+    t_end: int | None = None,
+    metrics: Sequence[str] = METRICS,
+    extra_counters: Sequence[tuple] = (),
+    run: dict | None = None,
+    trim_to_steps: bool = True,
+    steps: Collection[int] | Collection[tuple[int, int]] | None = None,
+    wallclock_traces: Sequence[str | Path] = (),
+) -> Profile:
     """Merge the per-process batches into one Profile.
 
     Records outside [t_start, t_end] (wall-clock ns: warm-up, engine start) are dropped;
@@ -46,7 +53,7 @@ def build_profile(batches: Sequence[dict], *, t_start: int | None = None, t_end:
         worker += b.get("worker", [])
         counters += [tuple(c) for c in b.get("counters", [])]
         rank = engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
-        requests += [(*r[:len(R_IDX)], rank) for r in b.get("requests", [])]
+        requests += [(*r[: len(R_IDX)], rank) for r in b.get("requests", [])]
         hook_ns += int(b.get("hook_ns", 0) or 0)
         marks = b.get("torch_marks", [])
         torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
@@ -146,8 +153,10 @@ def hook_warnings(batches: Sequence[dict]) -> list[str]:
     unwritten = sorted(proc for proc, where in failures if where == FLUSH_FAILED)
     if unwritten:  # one line for every process: the same directory, the same reason
         first = failures[(unwritten[0], FLUSH_FAILED)][1]
-        out.append(f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
-                   f"their records were collected from the engine instead")
+        out.append(
+            f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
+            f"their records were collected from the engine instead"
+        )
     for (proc, where), (n, first) in sorted(failures.items()):
         if where != FLUSH_FAILED:
             out.append(f"{where} failed {n} time(s) in {proc} (first: {first}); those records are missing")

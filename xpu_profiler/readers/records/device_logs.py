@@ -4,14 +4,14 @@ merged into the run's Profile."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ...core.errors import TraceError
 from ...core.profile import K_KERNEL, Profile
+from ...core.records import LOG_DIR
 from ..base import ReadOptions
 from ..load import load
-from ...core.records import LOG_DIR
 
 
 def read_captured(run_dir: str | os.PathLike, xpu_gen: int | None = None) -> Profile:
@@ -33,8 +33,12 @@ def attach_device_logs(profile_obj: Profile, run_dir: Path, say: Callable[[str],
         return profile_obj
     kernels = logs.events["kind"] == K_KERNEL
     totals = {str(r): int(logs.events["dur"][kernels & (logs.events["rank"] == r)].sum()) for r in logs.ranks}
-    info = {"dir": str(log_dir), "files": sorted(str(p) for p in log_dir.glob("rank_*.log")),
-            "kernel_lines": int(kernels.sum()), "kernel_ns_by_rank": totals}
+    info = {
+        "dir": str(log_dir),
+        "files": sorted(str(p) for p in log_dir.glob("rank_*.log")),
+        "kernel_lines": int(kernels.sum()),
+        "kernel_ns_by_rank": totals,
+    }
     has_device = bool((profile_obj.events["kind"] == K_KERNEL).any())
     if has_device or not kernels.any():
         info["used"] = False

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from ...core.errors import TraceError
 from ...core.profile import Profile
-from . import assemble, lifetimes
-from ...knowledge.vllm_names import FRONTEND_TRACE_MARK
 from ...core.records import RECORD_SUFFIX, read_record_files, record_files
+from ...knowledge.vllm_names import FRONTEND_TRACE_MARK
+from . import assemble, lifetimes
 
 
 def is_record_dir(directory: Path) -> bool:
@@ -69,8 +69,11 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
     placed = _place_traces([f for f in others if f not in frontend], lts)
     meta = next((b["meta"] for b in chosen.batches if isinstance(b.get("meta"), dict)), {})
     engine = meta.get("engine") or {}
-    run = {"lifetime": {"key": chosen.key, "index": lts.index(chosen) + 1, "of": len(lts), "pids": chosen.pids},
-           "engine": engine, "start_time_ns": chosen.first_ns}
+    run = {
+        "lifetime": {"key": chosen.key, "index": lts.index(chosen) + 1, "of": len(lts), "pids": chosen.pids},
+        "engine": engine,
+        "start_time_ns": chosen.first_ns,
+    }
     if engine.get("model"):
         run["model"] = engine["model"]
     prof = assemble.build_profile(chosen.batches + common, run=run, wallclock_traces=placed.get(chosen.key, []))
@@ -79,12 +82,16 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
         prof.run["frontend_traces_left_out"] = [str(f) for f in frontend]
     if len(lts) > 1:
         others = "; ".join(f"{i}: {lt.describe()}" for i, lt in enumerate(lts, 1) if lt is not chosen)
-        prof.warn(f"{d} holds the records of {len(lts)} server lifetimes; this report is lifetime "
-                  f"{lts.index(chosen) + 1} ({chosen.describe()}); the others ({others}) are read with "
-                  f"--lifetime N")
+        prof.warn(
+            f"{d} holds the records of {len(lts)} server lifetimes; this report is lifetime "
+            f"{lts.index(chosen) + 1} ({chosen.describe()}); the others ({others}) are read with "
+            f"--lifetime N"
+        )
     if placed.get(""):
-        prof.warn(f"{len(placed[''])} torch trace(s) in {d} overlap no lifetime's steps and are left out: "
-                  + ", ".join(p.name for p in placed[""][:5]))
+        prof.warn(
+            f"{len(placed[''])} torch trace(s) in {d} overlap no lifetime's steps and are left out: "
+            + ", ".join(p.name for p in placed[""][:5])
+        )
     return prof
 
 

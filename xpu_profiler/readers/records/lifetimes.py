@@ -12,8 +12,8 @@ script) are two lifetimes as well.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ...core.records import S_IDX, W_IDX
 
@@ -22,9 +22,9 @@ from ...core.records import S_IDX, W_IDX
 class Lifetime:
     key: str
     batches: list[dict] = field(default_factory=list)
-    first_ns: int = 0    # wall-clock ns of its first record
-    last_ns: int = 0     # ... and of its last one
-    steps: int = 0       # engine steps recorded (all dp ranks)
+    first_ns: int = 0  # wall-clock ns of its first record
+    last_ns: int = 0  # ... and of its last one
+    steps: int = 0  # engine steps recorded (all dp ranks)
     pids: list[int] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -108,5 +108,11 @@ def _lifetime(key: str, batches: list[dict]) -> Lifetime:
     times = [t for b in batches for t in _times(b) if t > 0]
     starts = [int(b["started_ns"]) for b in batches if b.get("started_ns")]
     steps = {(int(r[S_IDX["dp_rank"]]), int(r[S_IDX["step"]])) for b in batches for r in b.get("sched", ())}
-    return Lifetime(key=key, batches=batches, first_ns=min(starts + times, default=0), last_ns=max(times, default=0),
-                    steps=len(steps), pids=sorted({int(b["pid"]) for b in batches}))
+    return Lifetime(
+        key=key,
+        batches=batches,
+        first_ns=min(starts + times, default=0),
+        last_ns=max(times, default=0),
+        steps=len(steps),
+        pids=sorted({int(b["pid"]) for b in batches}),
+    )

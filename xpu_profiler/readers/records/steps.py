@@ -57,8 +57,9 @@ def engine_ranks(by_step: dict[tuple[int, int], set]) -> dict[int, list]:
     return {dp: sorted(r) for dp, r in out.items()}
 
 
-def steps_table(sched: list, worker: list, strings: StringTable, base_ns: int,
-                engine_rank: dict[int, int] | None = None) -> Table:
+def steps_table(
+    sched: list, worker: list, strings: StringTable, base_ns: int, engine_rank: dict[int, int] | None = None
+) -> Table:
     """``engine_rank``: DP rank → the global rank of its first worker (the row of an engine
     none of whose workers reported; rank 0 when not known either)."""
     sched = unique_sched(sched)

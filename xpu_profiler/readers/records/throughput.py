@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.profile import REQUEST_SCHEMA, StringTable, Table
-from .steps import unique_sched
 from ...core.records import S_IDX
+from .steps import unique_sched
 
 
 def requests_table(records: list, strings: StringTable, base_ns: int) -> Table:
@@ -22,16 +22,19 @@ def requests_table(records: list, strings: StringTable, base_ns: int) -> Table:
     def rel(v):
         return int(v) - base_ns if v is not None and int(v) >= 0 else -1
 
-    return Table(REQUEST_SCHEMA, {
-        # the assembler appends the rank of the engine that served it (absent: rank 0)
-        "rank": np.array([int(r[6]) if len(r) > 6 else 0 for r in rows], np.int32),
-        "req": strings.intern_many(str(r[0]) for r in rows),
-        "arrival": np.array([rel(r[1]) for r in rows], np.int64),
-        "first_token": np.array([rel(r[2]) for r in rows], np.int64),
-        "finish": np.array([rel(r[3]) for r in rows], np.int64),
-        "prompt_len": np.array([int(r[4]) for r in rows], np.int64),
-        "output_len": np.array([int(r[5]) for r in rows], np.int64),
-    })
+    return Table(
+        REQUEST_SCHEMA,
+        {
+            # the assembler appends the rank of the engine that served it (absent: rank 0)
+            "rank": np.array([int(r[6]) if len(r) > 6 else 0 for r in rows], np.int32),
+            "req": strings.intern_many(str(r[0]) for r in rows),
+            "arrival": np.array([rel(r[1]) for r in rows], np.int64),
+            "first_token": np.array([rel(r[2]) for r in rows], np.int64),
+            "finish": np.array([rel(r[3]) for r in rows], np.int64),
+            "prompt_len": np.array([int(r[4]) for r in rows], np.int64),
+            "output_len": np.array([int(r[5]) for r in rows], np.int64),
+        },
+    )
 
 
 def step_rate_samples(sched: list, engine_rank: dict[int, int] | None = None) -> list[tuple]:
@@ -60,8 +63,12 @@ def overall(sched: list, requests: list, t_start: int, t_end: int) -> dict:
     dt = sum(int(r[S_IDX["decode_tokens"]]) for r in sched)
     out_tok = sum(int(r[5]) for r in requests) if requests else None
     wall = max(1, t_end - t_start)
-    res = {"window_ns": int(wall), "window_prefill_tokens": pt, "window_decode_tokens": dt,
-           "window_total_tok_s": (pt + dt) * 1e9 / wall}
+    res = {
+        "window_ns": int(wall),
+        "window_prefill_tokens": pt,
+        "window_decode_tokens": dt,
+        "window_total_tok_s": (pt + dt) * 1e9 / wall,
+    }
     if out_tok is not None:
         res["window_output_tokens"] = out_tok
         res["window_output_tok_s"] = out_tok * 1e9 / wall

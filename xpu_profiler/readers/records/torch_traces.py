@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ...core.profile import K_ANNOTATION, Profile
-from ..base import ReadOptions
 from ...core.records import STEP_RANGE
+from ..base import ReadOptions
 
 
 def align(prof: Profile, marks: list) -> int | None:
