@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `xpu_profiler analyze` on a large synthetic Kineto trace.
 
-Generates (or reuses) a deterministic trace with bench/gen_trace.py, then
+Generates (or reuses) a deterministic trace with xpu_profiler/testing/gen_trace.py, then
 measures, each in a separate fresh process:
 
   (a) baseline: a plain typed msgspec decode of the same file (the fastest
@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from xpu_profiler.testing import gen_trace
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / ".cache"
@@ -48,8 +50,6 @@ CACHE = HERE / ".cache"
 TARGET_RATIO = 1.5  # analyze wall / baseline decode wall
 TARGET_RSS_X = 2.5  # analyze peak RSS / uncompressed JSON size
 
-sys.path.insert(0, str(HERE))
-import gen_trace  # noqa: E402
 
 # The baseline: typed msgspec decode into gc=False structs (core fields and a
 # subset of args), whole process, normal interpreter exit.

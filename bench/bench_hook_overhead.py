@@ -23,7 +23,6 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
 
 def main() -> int:
@@ -49,7 +48,6 @@ def main() -> int:
     if args.inproc:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import xpu_profiler
     from xpu_profiler.core.errors import XpuProfilerError
     from xpu_profiler.live.models import resolve_model

@@ -2,7 +2,7 @@
 """Benchmark reading many rank files: serial vs a local process pool vs Ray tasks.
 
 Generates (or reuses, in bench/.cache/) ``--ranks`` rank files of ``--events`` events
-each with bench/gen_ranks.py (gzipped, as vLLM writes them), then, each in a fresh
+each with xpu_profiler/testing/gen_ranks.py (gzipped, as vLLM writes them), then, each in a fresh
 process and interleaved over ``--repeat`` rounds, runs the analysis of the directory
 with
 
@@ -35,13 +35,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xpu_profiler.testing import gen_ranks
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / ".cache"
 TARGET = 1.7
 
-sys.path.insert(0, str(HERE))
-import gen_ranks  # noqa: E402
 
 # One measured run: time the read and the summary of DIR with ENGINE, write summary.json.
 RUN = r"""

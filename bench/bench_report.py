@@ -2,7 +2,7 @@
 """Benchmark the HTML report on a large synthetic trace.
 
 Generates (or reuses from bench/.cache) a ~1M-event Kineto trace with
-bench/gen_trace.py, analyses it, writes the self-contained HTML report, and
+xpu_profiler/testing/gen_trace.py, analyses it, writes the self-contained HTML report, and
 opens it in headless Chromium (Debian's ``chromium``, driven by playwright).
 Prints the report's size (target < 8 MB) and its render time in the browser,
 from navigation start until every figure is drawn (target < 3 s; the median of
@@ -34,7 +34,7 @@ sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
 
 def ensure_trace(events: int, keep: bool, tmpdir: Path) -> Path:
     """A generated trace of ``events`` events (seed 0), reused from bench/.cache when current."""
-    import gen_trace
+    from xpu_profiler.testing import gen_trace
 
     name = f"trace_{events}_s0.json"
     for cand in (CACHE / (name + ".gz"), CACHE / name):

@@ -28,10 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xpu_profiler.testing import gen_trace
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 import bench_analyze as ba  # noqa: E402
-import gen_trace  # noqa: E402
 
 TARGETS = {"summary": 1.3, "default": 2.0, "summary.gz": 1.6, "default.gz": 2.0}
 TARGET_RSS_5M = 0.5  # peak RSS / uncompressed size on the 5M-event trace

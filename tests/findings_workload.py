@@ -43,7 +43,6 @@ def prompts(seed: int):
 
 def main(out: str) -> int:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import xpu_profiler
     from xpu_profiler.live.models import resolve_model
     from xpu_profiler.summary import encode

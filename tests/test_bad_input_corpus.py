@@ -18,13 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bad_inputs
 import pytest
 from click.testing import CliRunner
 
 from xpu_profiler.cli.main import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bad_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {c.name: c for c in bad_inputs.CASES}

@@ -30,8 +30,7 @@ from xpu_profiler.cli.main import main
 from xpu_profiler.core import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from gen_trace import generate  # noqa: E402
+from xpu_profiler.testing.gen_trace import generate  # noqa: E402
 
 IS_ROOT = os.geteuid() == 0
 LONG = "n" * 300  # longer than any file system's name limit (255)

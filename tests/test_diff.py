@@ -11,8 +11,7 @@ import pytest
 from conftest import ROOT
 from report_helpers import HOSTILE_NAMES, Browser, chromium_missing, write_kineto_trace
 
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_trace  # noqa: E402
+from xpu_profiler.testing import gen_trace
 
 
 def cli(*args):

@@ -14,9 +14,7 @@ from xpu_profiler import analysis, findings
 from xpu_profiler.core.errors import XpuProfilerError
 from xpu_profiler.findings import RULES, load_config
 from xpu_profiler.summary import Summary, load_summary
-
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_trace  # noqa: E402
+from xpu_profiler.testing import gen_trace
 
 V1 = ROOT / "tests" / "data" / "summary_v1_vllm_cpu.json"
 

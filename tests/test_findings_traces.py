@@ -1,14 +1,13 @@
 """Findings of the device-side and multi-rank rules, each triggered by a generated (or
 real) trace made to trigger it and silent on the same workload without the cause.
 
-The traces come from bench/gen_trace.py and bench/gen_ranks.py; every Summary is made by
+The traces come from xpu_profiler/testing/gen_trace.py and xpu_profiler/testing/gen_ranks.py; every Summary is made by
 the real readers and aggregator, device-side steps, idle breakdown and collectives
 across ranks included.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +18,7 @@ from xpu_profiler import analysis
 from xpu_profiler.core.profile import K_KERNEL
 from xpu_profiler.readers import load
 from xpu_profiler.readers.records.device_logs import attach_device_logs
-
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_ranks  # noqa: E402
-import gen_trace  # noqa: E402
+from xpu_profiler.testing import gen_ranks, gen_trace
 
 REAL = ROOT.parent / "shared" / "data" / "real-traces"
 SGLANG_DECODE = REAL / "tracelens" / "sglang-qwen3-8b-decode.json.gz"

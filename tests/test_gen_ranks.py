@@ -1,4 +1,4 @@
-"""bench/gen_ranks.py: the synthetic multi-rank traces are sane when read back, and
+"""xpu_profiler/testing/gen_ranks.py: the synthetic multi-rank traces are sane when read back, and
 `xpu_profiler analyze` reads them (a directory of ranks) with the generator's numbers."""
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import check_ranks  # noqa: E402
-import gen_ranks  # noqa: E402
+from xpu_profiler.testing import check_ranks, gen_ranks
 
 RANKS, SLOW, PCT = 3, 1, 40
 

@@ -19,7 +19,7 @@ from xpu_profiler.live.vllm import compat
 
 LIVE = ROOT / "xpu_profiler" / "live"
 #: the modules that touch vLLM's internals (the table is compat's)
-COMPAT_MODULES = ("compat", "compat_llm")
+COMPAT_MODULES = ("compat", "compat_table", "compat_llm")
 
 # Words vLLM uses for its attributes that our own code also uses for its own things
 # (the Profile's tables, a record's fields, parameter names): the check cannot tell

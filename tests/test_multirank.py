@@ -1,4 +1,4 @@
-"""Multi-rank analysis on traces from bench/gen_ranks.py, whose ground truth is counted
+"""Multi-rank analysis on traces from xpu_profiler/testing/gen_ranks.py, whose ground truth is counted
 while generating: engine steps counted once, ranks aligned by step whatever their
 clocks, collectives matched across ranks, the slow rank named as the straggler, the
 others' wait equal to the delay it injects, per-token costs per rank, vLLM's parallel
@@ -19,9 +19,7 @@ from xpu_profiler.aggregate import layout
 from xpu_profiler.core.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
 from xpu_profiler.knowledge.collective_kinds import KIND_NAMES, kind_of
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS
-
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_ranks  # noqa: E402
+from xpu_profiler.testing import gen_ranks
 
 RANKS, SLOW, PCT = 4, 2, 30
 

@@ -18,9 +18,7 @@ from xpu_profiler import analysis
 from xpu_profiler.core.errors import TraceError, XpuProfilerError
 from xpu_profiler.readers import ReadOptions, engines, expand
 from xpu_profiler.summary import encode
-
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_ranks  # noqa: E402
+from xpu_profiler.testing import gen_ranks
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,9 @@ from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 from xpu_profiler.readers import ReadOptions, kineto
 from xpu_profiler.readers.content import content_size
 from xpu_profiler.readers.kineto import decode, handoff, stream
+from xpu_profiler.testing import gen_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-import gen_trace  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-ns-resolution-rank0.pt.trace.json.gz"
 

@@ -50,7 +50,6 @@ def main(out_dir: str, tp: int = 1) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.pop("XPU_PROFILER_DIR", None)  # our own plugin stays inert here
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from xpu_profiler.live.models import resolve_model
 
     out = Path(out_dir).resolve()

@@ -33,14 +33,14 @@ steps (repeatable).
 
 Usage::
 
-    python bench/gen_ranks.py --ranks 4 --events 100000 -o DIR [--slow-rank 2 --slow-pct 30]
+    python -m xpu_profiler.testing.gen_ranks --ranks 4 --events 100000 -o DIR [--slow-rank 2 --slow-pct 30]
                               [--clock-offset 5] [--layers 32] [--seed 0] [--gzip]
                               [--tp 2] [--vllm-names] [--start-step 1:3]
 
 writes ``DIR/rank-{r}.pt.trace.json`` (``.json.gz`` with ``--gzip``) and
 ``DIR/expected.json``, the ground truth counted while generating (see
 bench/README.md). Output is streamed per step; memory stays flat. ``--check``
-reads the files back and checks them (bench/check_ranks.py).
+reads the files back and checks them (xpu_profiler/testing/check_ranks.py).
 """
 
 from __future__ import annotations
@@ -56,8 +56,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_trace import (  # noqa: E402
+from .gen_trace import (
     BASE_TIME_NS,
     CBID_LAUNCH,
     CBID_MEMCPY,
@@ -862,7 +861,7 @@ def main(argv=None) -> int:
         file=sys.stderr,
     )
     if a.check:
-        from check_ranks import check
+        from .check_ranks import check
 
         problems = check(a.output)
         for p in problems[:50]:

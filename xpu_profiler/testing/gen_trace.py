@@ -16,7 +16,7 @@ then ``M`` metadata, then ``Record Window End`` (whose pid/tid are "").
 
 Usage::
 
-    python bench/gen_trace.py --events 1000000 -o trace_1m.json [--gzip] [--seed 0]
+    python -m xpu_profiler.testing.gen_trace --events 1000000 -o trace_1m.json [--gzip] [--seed 0]
 
 ``--gzip`` also writes ``FILE.gz``; an output name ending in ``.gz`` is written
 compressed only. Next to the trace, ``FILE.expected.json`` holds the ground

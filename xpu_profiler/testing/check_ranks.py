@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Read back what bench/gen_ranks.py wrote and check it, with the stdlib only.
+"""Read back what xpu_profiler/testing/gen_ranks.py wrote and check it, with the stdlib only.
 
-    python bench/check_ranks.py DIR      (or: gen_ranks.py ... --check)
+    python -m xpu_profiler.testing.check_ranks DIR      (or: gen_ranks.py ... --check)
 
 Exit 1 and one line per problem when something is off; see ``check``.
 """

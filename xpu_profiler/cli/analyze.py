@@ -1,0 +1,182 @@
+"""`xpu_profiler analyze PATH...`: the analysis of traces and logs a user already has."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..core.errors import XpuProfilerError
+from .common import PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _size, _wrote
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=Path("xpu_profiler_out"),
+    show_default=True,
+    help="Output directory, or a file (report.html, trace.json.gz, ...) with the other outputs written beside it.",
+)
+@click.option(
+    "--format",
+    "formats",
+    default=None,
+    help="Comma list of perfetto, json, csv, html, bundle (default: all but bundle).",
+)
+@click.option("--taxonomy", type=click.Path(path_type=Path), help="TOML file with extra fused-op patterns.")
+@click.option("--top", type=int, default=15, show_default=True, help="Rows of the top-kernels table.")
+@click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
+@click.option(
+    "--xpu-gen",
+    type=click.Choice(["1", "2", "3"]),
+    default=None,
+    help="Kunlun generation of [XPURT_PROF] logs (P800 = 3); detected when possible.",
+)
+@click.option(
+    "--capture",
+    "captures",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Graph-capture trace(s) of the run, a file or a directory (repeatable): replayed kernels are "
+    "attributed through the captured launches. A vLLM profiler directory's capture_traces/ is "
+    "picked up without it.",
+)
+@click.option(
+    "--engine",
+    default=None,
+    metavar="ENGINE",
+    help="How files are read: auto (a local process pool for several files), serial, process, "
+    "ray (RAY_ADDRESS, else a local Ray), or ray://HOST:PORT.  [default: auto]",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Files read at a time (default: the CPU count)."
+)
+@click.option(
+    "--lifetime",
+    type=int,
+    default=None,
+    help="A server's record directory holding several server lifetimes (restarts): read lifetime N "
+    "(1 = the oldest; default: the latest).",
+)
+@click.option(
+    "--findings-config", type=click.Path(path_type=Path), help="TOML file overriding the findings' thresholds."
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    help="A basic-level run of the same workload (summary.json, trace or directory): the "
+    "profiler-overhead finding compares throughput against it.",
+)
+@click.option(
+    "--device-spec",
+    type=click.Path(path_type=Path),
+    help="TOML/JSON file with device peaks (FLOP/s, memory bandwidth) for MFU and bandwidth.",
+)
+@click.option(
+    "--steps",
+    "step_range",
+    default=None,
+    metavar="A:B",
+    help="Keep only engine steps A to B-1 (A: or :B leave one end open) of a large trace.",
+)
+@click.option(
+    "--max-events",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Keep only the first N events in time of a large trace.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
+def analyze(
+    paths,
+    output,
+    formats,
+    taxonomy,
+    top,
+    rank,
+    xpu_gen,
+    captures,
+    engine,
+    jobs,
+    lifetime,
+    findings_config,
+    baseline,
+    device_spec,
+    step_range,
+    max_events,
+    quiet,
+) -> None:
+    """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
+    directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
+    from .. import analysis
+    from ..core import fmt
+    from ..knowledge.taxonomy import Taxonomy
+    from ..readers import ReadOptions
+    from ..terminal import summary as terminal
+
+    try:
+        from .. import findings
+        from ..core import heap
+        from ..diff import load_input
+        from ..knowledge import devices
+
+        fcfg = findings.load_config(findings_config) if findings_config else None
+        ref = load_input(baseline) if baseline else None
+        if device_spec:  # for this command only
+            click.get_current_context().with_resource(devices.spec_overrides(device_spec))
+        tax = Taxonomy.from_file(taxonomy) if taxonomy else None
+        fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
+        inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
+        analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
+        total = sum(_size(p) for p in paths)
+        heap.bound_for_large_input(sum(_size(p, content=True) for p in paths))  # this process is ours
+        opts = ReadOptions(
+            rank=rank,
+            xpu_gen=int(xpu_gen) if xpu_gen else None,
+            extra={"lifetime": lifetime} if lifetime is not None else {},
+        )
+        from ..aggregate.select import Selection, parse_steps
+
+        sel = Selection(parse_steps(step_range) if step_range else None, max_events)
+        how = {
+            "taxonomy": tax,
+            "options": opts,
+            "top": max(top, 50),
+            "engine": engine,
+            "jobs": jobs,
+            "capture": captures,
+            "findings_config": fcfg,
+            "reference": ref,
+            "selection": sel or None,
+            "formats": fmts,
+        }
+        if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
+            with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
+                opts.progress = bar.update
+                profile, summary = analysis.analyze(paths, **how)
+        else:
+            profile, summary = analysis.analyze(paths, **how)
+        written = analysis.export(profile, summary, output, fmts, inputs)
+    except XpuProfilerError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
+    except MemoryError:
+        _fail(XpuProfilerError("out of memory while reading the input"))
+    except KeyboardInterrupt:
+        _interrupted()
+    if not quiet:
+        click.echo(terminal.render(summary, top=top))
+        for w in summary.warnings:
+            click.echo(f"warning: {fmt.plain(w)}", err=True)
+        click.echo("")
+    else:  # quiet, but an input left out is never left unsaid
+        for w in summary.warnings:
+            if any(w.startswith(f"{d.path}: dropped") for d in summary.dropped_inputs):
+                click.echo(f"warning: {fmt.plain(w)}", err=True)
+    _wrote(written)
+    sys.stdout.flush()

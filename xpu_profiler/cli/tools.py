@@ -1,0 +1,60 @@
+"""`xpu_profiler validate TRACE` and `xpu_profiler view TRACE`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..core.errors import XpuProfilerError
+from .common import _fail, _os_error
+
+
+@click.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+def validate(trace: Path) -> None:
+    """Check a Chrome/Perfetto trace JSON against Perfetto's import rules."""
+    from ..exporters.validate import validate_file
+
+    try:
+        problems = validate_file(trace)
+    except XpuProfilerError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
+    from ..core.fmt import plain
+
+    if problems:
+        for p in problems[:50]:
+            click.echo(plain(p))
+        if len(problems) > 50:
+            click.echo(f"... and {len(problems) - 50} more")
+        sys.exit(1)
+    click.echo(f"{plain(str(trace))}: ok")
+
+
+@click.command("view")
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option(
+    "--port",
+    type=int,
+    default=9001,
+    show_default=True,
+    help="Loopback port (ui.perfetto.dev fetches from 9001 only; 0 = any free port).",
+)
+@click.option("--no-browser", is_flag=True, help="Only print the link (and an ssh -L hint for remote machines).")
+@click.option("--keep", is_flag=True, help="Keep serving after the UI has fetched the trace (until Ctrl-C).")
+def view_command(trace: Path, port: int, no_browser: bool, keep: bool) -> None:
+    """Open TRACE in ui.perfetto.dev: serve this one file on 127.0.0.1 until the UI has fetched it."""
+    from .view import serve_trace
+
+    try:
+        code = serve_trace(trace, port=port, browser=not no_browser, keep=keep)
+    except XpuProfilerError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_os_error(e))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code)
