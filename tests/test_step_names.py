@@ -142,3 +142,15 @@ def test_every_step_annotation_of_the_real_traces_parses() -> None:
             assert {p.family for p in parsed.values()} == {"capture", "profiler"}
         else:
             assert step_family(parsed.values()) == "vllm"
+
+
+def test_the_quadratic_variant_reads_tokens_before_their_square_sum() -> None:
+    """``execute_context_1(888_788544)_generation_0(0)`` (a real vLLM gpt-oss B200 trace): the
+    first number of a group is its tokens, the second their square sum (888² = 788544)."""
+    s = parse_step_name("execute_context_1(888_788544)_generation_0(0)")
+    assert s is not None and s.form == "vllm_quad" and s.family == "vllm"
+    assert (s.prefill_reqs, s.prefill_tokens, s.decode_reqs, s.decode_tokens) == (1, 888, 0, 0)
+    assert s.phase == "prefill" and s.total_tokens == 888 == 788544**0.5
+    mixed = parse_step_name("execute_context_2(30_468)_generation_5(5_5)")
+    assert mixed is not None and (mixed.prefill_tokens, mixed.decode_reqs, mixed.decode_tokens) == (30, 5, 5)
+    assert mixed.phase == "mixed"

@@ -11,6 +11,8 @@ vllm_detailed   ``execute_10_context_1(sq7sk7sqsq49sqsk49)_generation_3(sq3sk..)
 vllm_total      ``execute_10_context_1(7)_generation_3(3)`` (fork: total first)     vllm
 vllm_total_raw  ``execute_10_context_1(..)_generation_3(..)`` (other contents)      vllm
 vllm_old        ``execute_new_1_cached_3`` (requests only)                          vllm
+vllm_quad       ``execute_context_1(888_788544)_generation_0(0)`` (tokens, then      vllm
+                their square sum: a pre-upstream variant)
 sglang          ``step[DECODE bs=32]``, ``step[EXTEND bs=2 toks=14721 c_sq=..]``    sglang
 atom            ``decode[bs=64 tok=64 d=64]``, ``prefill[bs=2 tok=14721 ctx=[..]]``  atom
 capture         ``capture_{num_tokens}_{MODE}`` (vLLM, SGLang graph capture)         capture
@@ -70,6 +72,8 @@ MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
+# a pre-upstream variant: each token count followed by its quadratic aggregate (888_788544: 888 tokens, 888²)
+_VLLM_QUAD = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
 _VLLM_DETAILED = re.compile(
     r"^execute_(?:(\d+)_)?context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
     r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$"
@@ -87,6 +91,11 @@ _KV = re.compile(r"(\w+)=(\d+)")
 def _vllm(m: re.Match) -> StepName:
     pr, pt, dr, dt = (int(x) for x in m.groups())
     return StepName("vllm", "vllm", pr, pt, dr, dt, pt + dt)
+
+
+def _vllm_quad(m: re.Match) -> StepName:
+    pr, pt, dr, dt = (int(x) for x in m.groups())
+    return StepName("vllm_quad", "vllm", pr, pt, dr, dt, pt + dt)
 
 
 def _vllm_detailed(m: re.Match) -> StepName:
@@ -160,6 +169,7 @@ def _profiler_step(m: re.Match) -> StepName:
 # most specific first: the detailed vLLM form before the raw one that also matches it
 _FORMS = (
     (_VLLM, _vllm),
+    (_VLLM_QUAD, _vllm_quad),
     (_VLLM_DETAILED, _vllm_detailed),
     (_VLLM_TOTAL, _vllm_total),
     (_VLLM_TOTAL_RAW, _vllm_total_raw),
