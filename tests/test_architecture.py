@@ -158,3 +158,24 @@ def test_module_sizes() -> None:
     big = [f"{name} ({n} lines)" for n, name in sizes if n > 420]
     assert not big, "modules over ~400 lines: " + ", ".join(big)
     assert sizes[len(sizes) // 2][0] <= 130
+
+
+def test_each_registry_holds_what_its_rows_name() -> None:
+    """One registry per plug point; a row names a module that has what the plug point needs."""
+    from xpu_profiler import exporters, readers
+    from xpu_profiler.readers import formats  # noqa: F401  (readers.formats below)
+    from xpu_profiler.findings.rules import RULES
+    from xpu_profiler.knowledge import devices
+
+    for name, mod in exporters.registry().items():
+        assert mod.NAME == name and mod.SUFFIXES and callable(mod.write), name
+    mods = readers.registry()
+    assert len(mods) == len(readers.formats.READERS)
+    for mod in mods:
+        assert callable(mod.sniff) and callable(mod.read), mod.NAME
+    kinds = [b.kind for b in devices.backends()]
+    assert len(set(kinds)) == len(kinds) and set(devices.DEVICES) == {"auto", *kinds}
+    for b in devices.backends():
+        assert all(row.spec.source for row in b.specs), b.kind  # every figure says where it comes from
+    ids = [r.id for r in RULES]
+    assert len(set(ids)) == len(ids)

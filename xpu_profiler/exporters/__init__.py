@@ -11,16 +11,21 @@ is attributed.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
 
-def registry() -> dict[str, ModuleType]:
-    from . import chrome_trace, csv_table, html, summary_json
+#: the exporters, by format name, in the order they write (the module's ``NAME`` is its key).
+#: Adding an exporter is a module (or package) and a row here.
+EXPORTERS = {"perfetto": "chrome_trace", "json": "summary_json", "csv": "csv_table", "html": "html"}
 
-    return {m.NAME: m for m in (chrome_trace, summary_json, csv_table, html)}
+
+def registry() -> dict[str, ModuleType]:
+    """The exporter modules by format name, imported on first use."""
+    return {name: importlib.import_module(f"{__name__}.{mod}") for name, mod in EXPORTERS.items()}
 
 
 def by_suffix(path: str | Path) -> ModuleType | None:

@@ -55,7 +55,7 @@ def read_one(path: str, reader: str, options, nested: bool = True):
     Errors come back as values: they cross process boundaries as plain tuples. With
     ``nested=False`` (inside a pool worker) the reader decodes in this process only.
     """
-    from .registry import reader_named
+    from .formats import reader_named
 
     if not nested:
         os.environ["XPU_PROFILER_WORKERS"] = "1"
@@ -137,7 +137,7 @@ def _ray():
 def probe(paths: list[str]) -> list[tuple]:
     """What this node holds of ``paths``: (argument, file, reader, size, mtime_ns) per file
     readers.expand finds, or (argument, None, problem, 0, 0) where it finds nothing."""
-    from .registry import expand
+    from .formats import expand
 
     out = []
     for i, p in enumerate(paths):

@@ -12,7 +12,7 @@ from ..core.profile import Profile
 from . import engines
 from .base import ReadOptions, rank_from_name
 from .capture_files import DETAILS_FILES, capture_details, details_files, is_capture_profile, split_capture_files
-from .registry import expand
+from .formats import expand
 
 
 def load(
