@@ -27,6 +27,8 @@ import numpy as np
 #: regular enough to call a period: this share of distances follow it
 REGULAR_SHARE = 0.8
 MAX_Q = 4
+#: leading distances that may differ from the period (dense layers before MoE ones)
+MAX_PREFIX = 4
 #: layers needed before a period alone is believed
 MIN_INFERRED = 3
 #: layers at which the count from the period alone gets full confidence
@@ -96,30 +98,41 @@ def _drop_edge_outliers(pos: np.ndarray, forward: np.ndarray, tokens: np.ndarray
     return pos, forward, dropped
 
 
-def periodicity(d: np.ndarray, max_q: int = MAX_Q) -> tuple[int, float]:
-    """(q, share): the fewest layers per period whose per-phase lengths at least
-    ``REGULAR_SHARE`` of the distances follow, and that share (the best q's when none does)."""
+class Period(NamedTuple):
+    q: int  # layers per period
+    share: float  # of the distances after the skipped ones that follow it
+    skip: int  # leading distances left out
+
+
+def periodicity(d: np.ndarray, max_q: int = MAX_Q) -> Period:
+    """The fewest layers per period whose per-phase lengths at least ``REGULAR_SHARE`` of the
+    distances follow (the best one when none does). The first few layers may differ (dense
+    layers before MoE ones): up to ``MAX_PREFIX`` leading distances (a third of them at
+    most) may be left out, the fewest that do."""
     if not len(d):
-        return 1, 0.0
-    best = (1, 0.0)
-    for q in range(1, max_q + 1):
-        if q > 1 and len(d) < 2 * q:
-            break
-        want = np.empty(len(d), d.dtype)
-        for r in range(q):
-            part = d[r::q]
-            vals, counts = np.unique(part, return_counts=True)
-            want[r::q] = vals[int(np.argmax(counts))]
-        share = float((d == want).mean())
-        if share >= REGULAR_SHARE:
-            return q, share
-        if share > best[1]:
-            best = (q, share)
+        return Period(1, 0.0, 0)
+    best = Period(1, 0.0, 0)
+    for skip in range(min(MAX_PREFIX, len(d) // 3) + 1):
+        rest = d[skip:]
+        for q in range(1, max_q + 1):
+            if q > 1 and len(rest) < 2 * q:
+                break
+            want = np.empty(len(rest), rest.dtype)
+            for r in range(q):
+                vals, counts = np.unique(rest[r::q], return_counts=True)
+                want[r::q] = vals[int(np.argmax(counts))]
+            follow = float((rest == want).mean())
+            if follow >= REGULAR_SHARE:
+                return Period(q, follow, skip)
+            if not skip and follow > best.share:
+                best = Period(q, follow, 0)
     return best
 
 
-def confidence(share: float, layers: int) -> float:
-    """How much a count from the period alone is believed: its regularity, less for a few layers."""
+def confidence(p: Period, distances: int, layers: int) -> float:
+    """How much a count from the period alone is believed: the share of all distances that
+    follow it, less for a few layers."""
+    share = p.share * (distances - p.skip) / distances if distances else 0.0
     return round(share * min(1.0, layers / FULL_CONFIDENCE_LAYERS), 3)
 
 
@@ -138,7 +151,7 @@ def segment(anchors: Anchors, n: int, tokens: np.ndarray, similar: np.ndarray, p
     layer = np.full(n, -1, np.int64)
     main = pos[fwd == 0]
     d = np.diff(main)
-    q, share = periodicity(d)
+    q, share, _ = periodicity(d)
     if q > 1 and len(d) < 2 * q:
         q = 1
     o = 0

@@ -258,7 +258,7 @@ def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.n
     a = ls.anchor_runs(anchor, np.isin(fused, MERGEABLE), np.isin(fused, BREAKS), tokens)
     main_n = int((a.forward == 0).sum())
     d = np.diff(a.pos[a.forward == 0])
-    q, share = ls.periodicity(d)
+    period = ls.periodicity(d)
     want, what = _piece_count(ctx, rows)
     cfg = ctx.cfg
     per = 1
@@ -275,14 +275,17 @@ def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.n
     else:
         if main_n < ls.MIN_INFERRED:
             return "too few attention runs to infer layers"
-        if share < ls.REGULAR_SHARE:
+        if period.share < ls.REGULAR_SHARE:
             return "the attention runs do not repeat regularly"
-        evidence, conf = "period", ls.confidence(share, main_n)
-        lengths = ", ".join(str(int(x)) for x in d[:q])
+        evidence, conf = "period", ls.confidence(period, len(d), main_n)
+        q = period.q
+        lengths = ", ".join(str(int(x)) for x in d[period.skip : period.skip + q])
         detail = (
-            f"inferred from the kernel period: {main_n} attention runs, {share:.0%} of the distances "
+            f"inferred from the kernel period: {main_n} attention runs, {period.share:.0%} of the distances "
             f"repeat every {q} layer(s) ({lengths} kernels)"
         )
+        if period.skip:
+            detail += f" after {period.skip} leading layer(s) of another length"
         if cfg is not None:
             conf = round(conf / 2, 3)
             detail += f"; the model config says {cfg.layers} layers (pipeline stages?)"
