@@ -259,6 +259,17 @@ def sched_world_size(sched) -> int:
         return 1
 
 
+def model_config(cfg) -> dict:
+    """The model's Hugging Face config (``model_config.hf_config``) as JSON-ready data, for
+    the layer analysis (layer count, layer types, MoE placement); empty when unreadable."""
+    import json
+
+    try:
+        return json.loads(cfg.model_config.hf_config.to_json_string())
+    except (AttributeError, TypeError, ValueError):
+        return {}
+
+
 def config_summary(cfg) -> dict:
     try:
         sc, pc, mc = cfg.scheduler_config, cfg.parallel_config, cfg.model_config
