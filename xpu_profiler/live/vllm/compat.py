@@ -251,6 +251,11 @@ def scheduler_engine_config(sched) -> dict:
     return config_summary(getattr(sched, "vllm_config", None))
 
 
+def scheduler_model_config(sched) -> dict:
+    """The model's config, from inside the EngineCore (``model_config``)."""
+    return model_config(getattr(sched, "vllm_config", None))
+
+
 def sched_world_size(sched) -> int:
     """Workers (TP x PP) behind this EngineCore: each answers for a profile window."""
     try:

@@ -82,7 +82,7 @@ def wrap_schedule(orig):
                 if sid == 0:
                     REC.meta = {
                         "engine": compat.scheduler_engine_config(self),
-                        "model_config": compat.model_config(getattr(self, "vllm_config", None)),
+                        "model_config": compat.scheduler_model_config(self),
                     }
                 WINDOWS.engine_step(self, so, sid, t0)  # a profile window asked for: tag its steps
         except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
