@@ -323,3 +323,26 @@ def test_vllm_llama_h100_80_layers_per_forward_without_steps() -> None:
     assert (ph.unit, ph.evidence, ph.layers, ph.steps) == ("forward", "pieces", 80, 10)
     check_accounting(ph, dur(forward_work))
     assert ph.layers_ns >= 0.99 * ph.op_time_ns
+
+
+def test_analyze_model_gives_the_layer_types(tmp_path: Path) -> None:
+    """``analyze --model`` with gpt-oss-20b's config (its layer_types alternate sliding and
+    full attention from layer 0): the MI300 decode's two attention kernels are the two kinds."""
+    from click.testing import CliRunner
+
+    from xpu_profiler.cli.main import main
+
+    types = ["sliding_attention", "full_attention"] * 12
+    cfg = {"num_hidden_layers": 24, "layer_types": types, "sliding_window": 128, "num_local_experts": 32}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "out"
+    args = ["analyze", str(MI300_FULL), "-o", str(out), "--format", "json", "--model", str(tmp_path), "-q"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    (ph,) = json.loads((out / "summary.json").read_text())["layers"]["phases"]
+    assert (ph["evidence"], ph["layers"]) == ("pieces", 24)
+    assert {k["kind"]: k["layers"] for k in ph["kinds"]} == {"sliding/moe": 12, "full/moe": 12}
+    # the windowed layers are the ones that ran the 2d attention kernel
+    assert {r["attention_kernel"] for r in ph["rows"] if r["attention"] == "sliding"} == {"kernel_unified_attention_2d"}
+    res = CliRunner().invoke(main, ["analyze", str(MI300_FULL), "-o", str(out), "--model", "no-such-model-here"])
+    assert res.exit_code == 2 and "nothing is downloaded" in res.output and "Traceback" not in res.output
