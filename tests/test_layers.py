@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 from xpu_profiler import analysis
@@ -220,3 +221,16 @@ def test_module_frames_by_name_or_by_structure(tmp_path: Path) -> None:
         assert {r.module for r in ph.rows} == {cls} and (how in ph.detail)
         assert [r.kernels_per_step for r in ph.rows] == [10.0] * 5
         assert ph.head_fused_ns == {"embedding": 4000} and ph.other_ns == 0
+
+
+def test_the_terminal_shows_kinds_and_slowest_layers_with_names_escaped(tmp_path: Path) -> None:
+    from xpu_profiler.terminal.summary import render
+
+    s = summarize(eager_trace(tmp_path / "t.json", "Evil\x1b[2JUnit", 5))
+    text = render(s)
+    assert "Layers [decode]: 5 per step, from module frames; 1 step(s)" in text
+    assert "Evil\\x1b[2JUnit x5" in text and "\x1b" not in text
+    assert re.search(r"attention/dense +5 +40\.00 us", text) and "every layer within 2% of the mean" in text
+    kernels = HEAD + [k for _ in range(12) for k in layer(DENSE_MLP)] + TAIL
+    text = render(summarize(replay_trace(tmp_path / "r.json", kernels)))
+    assert "from the kernel period (inferred), confidence 1.00" in text
