@@ -234,3 +234,20 @@ def test_the_terminal_shows_kinds_and_slowest_layers_with_names_escaped(tmp_path
     kernels = HEAD + [k for _ in range(12) for k in layer(DENSE_MLP)] + TAIL
     text = render(summarize(replay_trace(tmp_path / "r.json", kernels)))
     assert "from the kernel period (inferred), confidence 1.00" in text
+
+
+def test_the_report_lays_out_layers_and_kinds(tmp_path: Path) -> None:
+    from xpu_profiler.exporters.html.page import render
+    from xpu_profiler.exporters.html.report import build_report
+
+    kernels = HEAD + [k for i in range(12) for k in layer(MOE_MLP, SLIDING_ATTN if i % 2 else FULL_ATTN)] + TAIL
+    report = build_report(summarize(replay_trace(tmp_path / "r.json", kernels)))
+    (ph,) = report["layers"]["phases"]
+    assert ph["inferred"] and [k["kind"] for k in ph["kinds"]] == ["full/moe", "sliding/moe"]
+    per_layer, kinds = (report["figures"][f] for f in ph["figures"])
+    assert {t["name"] for t in per_layer["data"]} >= {"moe", "attention", "gemm"}
+    assert all(len(t["x"]) == 12 and t["customdata"][1] == "sliding/moe" for t in per_layer["data"])
+    assert all(t["x"] == ["full/moe", "sliding/moe"] for t in kinds["data"])
+    assert {"id": "layers", "title": "Time by layer"} in report["nav"]
+    page = render(build_report(summarize(eager_trace(tmp_path / "e.json", "<b>Evil</b>Unit", 3))))
+    assert "Time by layer" in page and "&lt;b&gt;Evil&lt;/b&gt;Unit x3" in page and "<b>Evil" not in page

@@ -79,5 +79,6 @@ def render_layers(summary: Summary, table: Callable[[list[str], list[list[str]],
             out.append(f"  note: {fmt.plain(n)}")
     if lay.refused:
         parts = [f"{fmt.plain(k)} ({v})" for k, v in lay.refused.items()]
-        out += ["", "Layers not found in some steps: " + "; ".join(parts)]
+        what = "Layers not found in some steps" if lay.phases else "Layers: none found"
+        out += ["", f"{what}: " + "; ".join(parts)]
     return out
