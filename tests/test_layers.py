@@ -251,3 +251,22 @@ def test_the_report_lays_out_layers_and_kinds(tmp_path: Path) -> None:
     assert {"id": "layers", "title": "Time by layer"} in report["nav"]
     page = render(build_report(summarize(eager_trace(tmp_path / "e.json", "<b>Evil</b>Unit", 3))))
     assert "Time by layer" in page and "&lt;b&gt;Evil&lt;/b&gt;Unit x3" in page and "<b>Evil" not in page
+
+
+def test_the_perfetto_trace_has_a_layer_track(tmp_path: Path) -> None:
+    from xpu_profiler.exporters import chrome_trace
+    from xpu_profiler.exporters.validate import validate_bytes
+
+    prof = load([eager_trace(tmp_path / "e.json", "LlamaDecoderLayer", 4)])
+    s = analysis.summarize(prof)
+    data = chrome_trace.to_bytes(prof, s)
+    assert validate_bytes(data) == []
+    ev = json.loads(data)["traceEvents"]
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "layers" in names
+    track = next(e["tid"] for e in ev if e["ph"] == "M" and e.get("args", {}).get("name") == "layers")
+    slices = sorted((e for e in ev if e["ph"] == "X" and e["tid"] == track), key=lambda e: e["ts"])
+    assert [e["name"] for e in slices] == [f"layer {i} · attention/dense" for i in range(4)]
+    # each layer from its first kernel's start to its last one's end (10 kernels, 5 us apart)
+    assert all(abs(e["dur"] - 49.0) < 1e-6 for e in slices)
+    assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(slices, slices[1:]))
