@@ -270,3 +270,34 @@ def test_the_perfetto_trace_has_a_layer_track(tmp_path: Path) -> None:
     # each layer from its first kernel's start to its last one's end (10 kernels, 5 us apart)
     assert all(abs(e["dur"] - 49.0) < 1e-6 for e in slices)
     assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(slices, slices[1:]))
+
+
+def test_diff_compares_one_layer_of_each_kind(tmp_path: Path) -> None:
+    from xpu_profiler.diff import compare
+    from xpu_profiler.terminal.diff import render
+
+    kernels = HEAD + [k for _ in range(12) for k in layer(MOE_MLP)] + TAIL
+    slow = [15.0 if k == "fused_moe_kernel" else 5.0 for k in kernels]  # the expert GEMMs 3x slower
+    base = summarize(replay_trace(tmp_path / "a.json", kernels))
+    new = summarize(replay_trace(tmp_path / "b.json", kernels, durs=slow))
+    report = compare(base, new, "a", "b")
+    rows = {r.kind: r for r in report.layers}
+    assert set(rows) == {"all layers", "attention/moe"}
+    k = rows["attention/moe"]
+    # a layer: 13 kernels of 5 us (BASE); NEW adds 2 x 10 us; 8 decode tokens per step
+    assert (k.per, k.base_layers, k.new_layers, k.status) == ("token", 12, 12, "changed")
+    assert k.base_per_layer_ns == 13 * 5000 / 8 and k.new_per_layer_ns == (13 * 5000 + 20_000) / 8
+    assert k.top_change == "moe +2,500.0 ns"
+    assert any("inferred from the kernel period" in n for n in report.notes)
+    text = render(report)
+    assert "Layers by kind" in text and "attention/moe" in text and "+30.8%" in text
+    # a run whose windowed layers its kernels name, against one that cannot tell: the mean
+    # layer compares, the kinds are each side's own
+    named = HEAD + [k for i in range(12) for k in layer(MOE_MLP, SLIDING_ATTN if i % 2 else FULL_ATTN)] + TAIL
+    other = compare(base, summarize(replay_trace(tmp_path / "c.json", named)))
+    assert {(r.kind, r.status) for r in other.layers} == {
+        ("all layers", "unchanged"),
+        ("attention/moe", "removed"),
+        ("full/moe", "added"),
+        ("sliding/moe", "added"),
+    }
