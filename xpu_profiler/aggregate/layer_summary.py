@@ -19,7 +19,7 @@ from .layer_kinds import layer_kinds
 from .layers import UnitLayers, find_layers
 
 #: layer spans kept for the trace's layer track
-MAX_SPANS = 50_000
+MAX_SPANS = 8192
 
 
 def layers_section(profile: Profile, basis: np.ndarray) -> Layers | None:

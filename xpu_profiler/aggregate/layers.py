@@ -85,11 +85,18 @@ class _Context:
     not_anchor: np.ndarray
     key_names: list[str]
     frames: Frames
-    frame: np.ndarray  # per event row: decoder frame index, -1 (basis rows only)
+    frame: np.ndarray | None  # per event row: decoder frame index, -1 (basis rows); None: no frames
     pieces: Frames
-    piece: np.ndarray
+    piece: np.ndarray | None
     cfg: ConfigLayers | None
     capture_how: str
+    shorts: dict[int, str] = field(default_factory=dict)
+
+    def short(self, token: int) -> str:
+        """The display name of a kernel key (attention kernels of the layers)."""
+        if token not in self.shorts:
+            self.shorts[token] = short_name(self.key_names[token], 48)
+        return self.shorts[token]
 
 
 def find_layers(profile: Profile, basis: np.ndarray) -> tuple[list[UnitLayers], Counter, ConfigLayers | None]:
@@ -135,11 +142,12 @@ def _context(profile: Profile, rows: np.ndarray, cfg: ConfigLayers | None) -> _C
         linear[nid] = bool(ln.LINEAR_KERNEL.search(s))
         not_anchor[nid] = bool(ln.NOT_ANCHOR.search(s))
     frames, pieces = decoder_frames(profile), piece_frames(profile)
-    frame = np.full(len(ev), -1, np.int64)
-    piece = np.full(len(ev), -1, np.int64)
+    frame = piece = None
     if len(frames.rows):
+        frame = np.full(len(ev), -1, np.int32)
         frame[rows] = frame_of(profile, frames, rows)
     if len(pieces.rows):
+        piece = np.full(len(ev), -1, np.int32)
         piece[rows] = frame_of(profile, pieces, rows)
     graphs = profile.run.get("graphs") if isinstance(profile.run.get("graphs"), dict) else {}
     how = str(graphs.get("capture_layers", "")) if len(profile.capture_layer) == len(ev) else ""
@@ -171,7 +179,7 @@ def _unit(ctx: _Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
     start = np.full(n, np.iinfo(np.int64).max)
     end = np.zeros(n, np.int64)
     np.minimum.at(start, lay[in_l], ev["start"][rows][in_l])
-    np.maximum.at(end, lay[in_l], (ev["start"] + ev["dur"])[rows][in_l])
+    np.maximum.at(end, lay[in_l], ev["start"][rows][in_l] + dur[in_l])
     # outside the layers: before the first, after the last, or in between
     t = ev["start"][rows]
     out = ~in_l
@@ -209,7 +217,9 @@ def _unit(ctx: _Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
 
 
 def _from_frames(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray | None, Any]:
-    f = ctx.frame[rows]
+    if ctx.frame is None:
+        return None, None
+    f = ctx.frame[rows].astype(np.int64)
     if not (f >= 0).any():
         return None, None
     used = np.unique(f[f >= 0])  # frames are in start order
@@ -305,7 +315,7 @@ def _piece_count(ctx: _Context, rows: np.ndarray) -> tuple[int, str]:
     """(layers the unit's graph pieces say, what they are): nested ``GraphModule`` frames
     (one per layer), else top-level ones (pieces - 1), from the trace's frames or the
     capture's; 0 without any."""
-    p = ctx.piece[rows]
+    p = ctx.piece[rows] if ctx.piece is not None else np.zeros(0, np.int32)
     if (p >= 0).any():
         n, how = int(len(np.unique(p[p >= 0]))), ctx.pieces.how
     elif ctx.capture_how.startswith("pieces:"):
@@ -332,7 +342,7 @@ def _spread(ctx: _Context, rows: np.ndarray, on: np.ndarray, stream_layer: np.nd
     if on.all() or not (stream_layer >= 0).any():
         return lay
     s = ev["start"][rows][on]
-    e = (ev["start"] + ev["dur"])[rows][on]
+    e = ev["start"][rows][on] + ev["dur"][rows][on]
     has = stream_layer >= 0
     n = int(stream_layer.max()) + 1
     first = np.full(n, np.iinfo(np.int64).max)
@@ -369,7 +379,7 @@ def _evidence(
             if li not in best or tt > best[li][0]:
                 best[li] = (tt, ti)
         for li, (_, ti) in best.items():
-            top[li] = short_name(ctx.key_names[ti], 48)
+            top[li] = ctx.short(ti)
     return [
         LayerEvidence(
             module=module_of[i] if i < len(module_of) else "",
