@@ -301,3 +301,18 @@ def test_diff_compares_one_layer_of_each_kind(tmp_path: Path) -> None:
         ("full/moe", "added"),
         ("sliding/moe", "added"),
     }
+
+
+def test_the_stream_that_runs_attention_is_the_main_one(tmp_path: Path) -> None:
+    kernels = HEAD + [k for _ in range(12) for k in layer(DENSE_MLP)] + TAIL
+    path = replay_trace(tmp_path / "t.json", kernels)
+    doc = json.loads(path.read_text())
+    # a communication stream busier than the compute stream, its kernel starting in layer 3
+    at = 100 + 6 * (len(HEAD) + 3 * len(layer(DENSE_MLP)) + 2)
+    comm = X("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "kernel", at, 5000, pid=0, tid=9, correlation=1, stream=9)
+    doc["traceEvents"].append(comm)
+    path.write_text(json.dumps(doc))
+    (ph,) = summarize(path).layers.phases
+    assert (ph.layers, ph.evidence) == (12, "period")
+    assert ph.rows[3].fused_ns["communication"] == 5_000_000  # the layer running when it started
+    assert ph.layers_ns + ph.head_ns + ph.tail_ns + ph.other_ns == ph.op_time_ns

@@ -256,14 +256,20 @@ def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.n
     cand = rows[dev] if dev.any() else rows
     track = ev["track"][cand]
     tracks, inv = np.unique(track, return_inverse=True)
-    main = tracks[int(np.argmax(np.bincount(inv.reshape(-1), weights=ev["dur"][cand])))]
+    inv = inv.reshape(-1)
+    # the main stream: the one that runs the attention (a communication or copy stream may
+    # hold more time), then the most time
+    is_anchor = (ev["fused"][cand] == _F["attention"]) & ~ctx.not_anchor[ev["name"][cand]]
+    if not is_anchor.any():
+        return "no attention kernel in the step"
+    n_anchor = np.bincount(inv, weights=is_anchor, minlength=len(tracks))
+    busy = np.bincount(inv, weights=ev["dur"][cand], minlength=len(tracks))
+    main = tracks[int(np.lexsort((busy, n_anchor))[-1])]
     on = (ev["track"][rows] == main) & (dev if dev.any() else True)
     s_rows = rows[on]
     names = ev["name"][s_rows]
     fused = ev["fused"][s_rows]
     anchor = (fused == _F["attention"]) & ~ctx.not_anchor[names]
-    if not anchor.any():
-        return "no attention kernel on the main stream"
     tokens = ctx.token[names]
     a = ls.anchor_runs(anchor, np.isin(fused, MERGEABLE), np.isin(fused, BREAKS), tokens)
     main_n = int((a.forward == 0).sum())
