@@ -85,7 +85,8 @@ def _mlp(cfg: dict, n: int) -> list[str] | None:
         return ["dense"] * n if "intermediate_size" in cfg else None
     dense_first = _int(cfg, "first_k_dense_replace") or 0
     freq = max(1, _int(cfg, "moe_layer_freq", "decoder_sparse_step") or 1)
-    only = cfg.get("mlp_only_layers") if isinstance(cfg.get("mlp_only_layers"), list) else []
+    listed = cfg.get("mlp_only_layers")
+    only: list[Any] = listed if isinstance(listed, list) else []
     step_rule = "decoder_sparse_step" in cfg  # Qwen-MoE: (i + 1) % step == 0; DeepSeek: (i - k) % freq == 0
     out = []
     for i in range(n):
@@ -112,19 +113,18 @@ def layer_kinds(layers: list[LayerEvidence], cfg: ConfigLayers | None, main: int
     """Per layer: attention, mlp, role, kind (a label such as "sliding/moe") and the
     sources that decided them. ``main``: layers of the main forward (the rest are draft)."""
     any_sliding = any(x.sliding for x in layers)
-    cfg_fits = cfg is not None and cfg.layers == main
+    fit = cfg if cfg is not None and cfg.layers == main else None  # the config speaks of these layers
     out = []
     for i, x in enumerate(layers):
         draft = x.later_forward or ln.is_draft_layer(x.module) or i >= main
         attn, a_src = _attention_kind(x, any_sliding)
-        if attn == "attention" and cfg_fits and cfg.attention is not None and i < cfg.layers:
-            attn, a_src = cfg.attention[i], "config"
-        elif attn == "none" and cfg_fits and cfg.attention is not None and i < cfg.layers and x.attention_ns == 0:
-            attn, a_src = cfg.attention[i], "config"
+        if fit is not None and fit.attention is not None and i < fit.layers:
+            if attn == "attention" or (attn == "none" and x.attention_ns == 0):
+                attn, a_src = fit.attention[i], "config"
         if x.moe_ns > 0:
             mlp, m_src = "moe", "kernels"
-        elif cfg_fits and cfg.mlp is not None and i < cfg.layers:
-            mlp, m_src = cfg.mlp[i], "config"
+        elif fit is not None and fit.mlp is not None and i < fit.layers:
+            mlp, m_src = fit.mlp[i], "config"
         elif x.gemm_ns > 0:
             mlp, m_src = "dense", "kernels"
         else:

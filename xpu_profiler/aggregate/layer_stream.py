@@ -43,7 +43,7 @@ class Anchors(NamedTuple):
 
 class Segmentation(NamedTuple):
     layer: np.ndarray  # per stream event: layer number (forward by forward), -1 outside
-    count: int  # layers of the main forward
+    main: int  # layers of the main forward
     draft: int  # layers of later forwards
     q: int  # layers per period
     period: int  # events per period (q layers)

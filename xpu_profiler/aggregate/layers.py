@@ -149,7 +149,8 @@ def _context(profile: Profile, rows: np.ndarray, cfg: ConfigLayers | None) -> _C
     if len(pieces.rows):
         piece = np.full(len(ev), -1, np.int32)
         piece[rows] = frame_of(profile, pieces, rows)
-    graphs = profile.run.get("graphs") if isinstance(profile.run.get("graphs"), dict) else {}
+    g = profile.run.get("graphs")
+    graphs: dict[str, Any] = g if isinstance(g, dict) else {}
     how = str(graphs.get("capture_layers", "")) if len(profile.capture_layer) == len(ev) else ""
     return _Context(profile, token, sliding, linear, not_anchor, list(keys), frames, frame, pieces, piece, cfg, how)
 
@@ -309,7 +310,7 @@ def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.n
         detail += f"; {a.dropped} attention run(s) at the edge taken for helpers, not layers"
     similar = np.where(np.isin(fused, _NOT_SIMILAR), -1, fused.astype(np.int64))
     seg = ls.segment(a, len(s_rows), tokens, similar, per)
-    count = seg.count
+    count = seg.main
     lay = _spread(ctx, rows, on, seg.layer)
     n = int(lay.max()) + 1 if (lay >= 0).any() else 0
     later = np.zeros(n, bool)

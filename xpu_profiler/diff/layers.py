@@ -110,12 +110,14 @@ def layer_deltas(base: Summary, new: Summary) -> tuple[list[LayerDelta], list[st
             top = ""
             if bk is not None and nk is not None and bk.layers and nk.layers:
                 top = _top_change(bk, nk, bd * bk.layers, nd * nk.layers)
+            if bk is not None and nk is not None and bk.kind != nk.kind:
+                kind = f"{bk.kind} → {nk.kind}"
+            else:
+                kind = bk.kind if bk is not None else nk.kind if nk is not None else ""
             rows.append(
                 LayerDelta(
                     phase=ph,
-                    kind=(bk or nk).kind
-                    if bk is None or nk is None or bk.kind == nk.kind
-                    else f"{bk.kind} → {nk.kind}",
+                    kind=kind,
                     base_layers=bk.layers if bk else None,
                     new_layers=nk.layers if nk else None,
                     per=per,

@@ -50,7 +50,7 @@ def build_layers(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
     if lay is None or not lay.phases:  # (why no step has layers: summary.json and the terminal)
         return None, {}
     figs: dict[str, Any] = {}
-    phases = []
+    phases: list[dict[str, Any]] = []
     for ph in lay.phases:
         steps = max(ph.steps, 1)
         ops = sorted(
