@@ -270,7 +270,7 @@ def model_config(cfg) -> dict:
     import json
 
     try:
-        return json.loads(cfg.model_config.hf_config.to_json_string())
+        return json.loads(cfg.model_config.hf_config.to_json_string(use_diff=False))
     except (AttributeError, TypeError, ValueError):
         return {}
 
