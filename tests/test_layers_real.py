@@ -319,10 +319,17 @@ def test_vllm_llama_h100_80_layers_per_forward_without_steps() -> None:
     forward_work = [d for m in models for d in raw.launched_in(m)]
 
     _, s = analyze([H100])
-    (ph,) = s.layers.phases
-    assert (ph.unit, ph.evidence, ph.layers, ph.steps) == ("forward", "pieces", 80, 10)
-    check_accounting(ph, dur(forward_work))
-    assert ph.layers_ns >= 0.99 * ph.op_time_ns
+    phases = s.layers.phases
+    assert all((ph.evidence, ph.layers) == ("pieces", 80) for ph in phases)
+    assert sum(ph.steps for ph in phases) == 10
+    if phases[0].unit == "forward":  # no engine steps: one unit per model frame
+        (ph,) = phases
+        check_accounting(ph, dur(forward_work))
+    else:  # engine steps (from execute_model frames): the same layers inside each
+        for ph in phases:
+            assert ph.layers_ns + ph.head_ns + ph.tail_ns + ph.other_ns == ph.op_time_ns
+    layers = sum(ph.layers_ns for ph in phases)  # all inside the model frames, nearly all of their work
+    assert 0.99 * dur(forward_work) <= layers <= dur(forward_work)
 
 
 def test_analyze_model_gives_the_layer_types(tmp_path: Path) -> None:
