@@ -29,7 +29,7 @@ class Frames(NamedTuple):
 
     rows: np.ndarray  # event rows
     cls: list[str]  # class of each frame
-    how: str  # "name", "structure", "pieces" or "" when none
+    how: str  # decoder layers: "name" or "structure"; pieces: "nested" or "top"; "forward"; "" none
 
 
 NO_FRAMES = Frames(np.zeros(0, np.int64), [], "")

@@ -7,9 +7,10 @@ the first evidence that speaks decides:
    of device work belongs to the frame its launch lies in;
 2. ``capture``: a graph replay's kernels matched to their captured launches, which lie in
    the capture trace's decoder-layer frames (``profile.capture_layer``);
-3. ``pieces``: a piecewise-compiled model runs one graph piece per layer plus one
-   (``GraphModule`` frames, or the pieces of the capture trace): when the main stream's
-   attention runs number pieces - 1, they are the layers (boundaries: ``layer_stream``);
+3. ``pieces``: a piecewise-compiled vLLM model runs each layer's attention eagerly in a
+   ``GraphModule`` frame nested in the split model's (in the trace, or in the capture trace
+   of a FULL graph; without nesting, top-level pieces = layers + 1): when the main
+   stream's attention runs number as many, they are the layers (boundaries: ``layer_stream``);
 4. ``config``: the model config's ``num_hidden_layers``, matched by the attention runs;
 5. ``period``: the attention runs alone, when their distances repeat (``layer_stream``):
    the count is **inferred**, with a confidence; a step whose runs do not repeat, or whose
@@ -73,7 +74,6 @@ class UnitLayers:
     other: int
     op_ns: int
     tokens: int
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
