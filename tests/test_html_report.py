@@ -579,7 +579,7 @@ def test_real_trace_sections(trace):
     assert r["kernels"]["rows"]
     listed = [
         f
-        for key in ("fused_ops", "phases", "device", "steps", "memory", "ranks", "rank_steps")
+        for key in ("fused_ops", "phases", "layers", "device", "steps", "memory", "ranks", "rank_steps")
         if r[key]
         for f in r[key]["figures"]
     ]

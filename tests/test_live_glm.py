@@ -77,6 +77,13 @@ def test_tiny_glm_profiles_moe_and_attention(tmp_path):
     assert fused_moe and sum(k["count"] for k in fused_moe) == moe_layers * steps, fused_moe
     attn = [k for n, k in top.items() if k["fused_op"] == "attention" and "unified_attention" in n]
     assert attn and sum(k["count"] for k in attn) == cfg["num_hidden_layers"] * steps, attn
+    # per layer: the dense first layer and the MoE ones, each step showing all of them
+    lay = s["layers"]
+    assert lay["config_layers"] == cfg["num_hidden_layers"]
+    for ph in lay["phases"]:
+        assert (ph["evidence"], ph["layers"]) == ("module", cfg["num_hidden_layers"])
+        assert [r["mlp"] for r in ph["rows"]] == ["dense"] * cfg["first_k_dense_replace"] + ["moe"] * moe_layers
+        assert {k["kind"]: k["layers"] for k in ph["kinds"]} == {"full/dense": 1, "full/moe": moe_layers}
     # the report shows the same rows
     html = out.read_text()
     blob = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)

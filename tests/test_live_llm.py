@@ -166,6 +166,18 @@ def test_module_ranges_attribute_native_ops(run_dir):
         assert "SiluAndMul" in mods and "MergedColumnParallelLinear" in mods
     summary = json.loads((run_dir / "standard.summary.json").read_text())
     assert summary["totals"]["other_share"] < 0.1
+    # each decoder layer in its own range: every step shows the model's configured layers
+    model = json.loads((run_dir / "truth.json").read_text())["model"]
+    want = {"tiny-llama": 4, "tiny-moe": 2}[model]
+    assert prof.run["model_config"]["num_hidden_layers"] == want
+    layers = summary["layers"]
+    assert layers["config_layers"] == want and layers["phases"]
+    for ph in layers["phases"]:
+        assert (ph["evidence"], ph["layers"], ph["inferred"]) == ("module", want, False)
+        assert ph["steps"] == ph["steps_seen"] and not layers["refused"]
+        mlp = "moe" if "moe" in model else "dense"
+        assert {k["kind"]: k["layers"] for k in ph["kinds"]} == {f"full/{mlp}": want}
+        assert ph["layers_ns"] + ph["head_ns"] + ph["tail_ns"] + ph["other_ns"] == ph["op_time_ns"]
 
 
 def test_memory_and_throughput_series(run_dir):

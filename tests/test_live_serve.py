@@ -261,6 +261,10 @@ def test_analyze_reads_every_step_and_request_of_the_server(server, tmp_path):
     assert not [t for t in traces if ".async_llm" in t]
     assert s["totals"]["events"] > 1000 and s["totals"]["op_time_ns"] > 0
     assert "Requests: 7 seen, 7 finished" in r.stdout and "TTFT p50" in r.stdout
+    # the EngineCore's records carry the model config: the layer view knows tiny-llama's 4 layers,
+    # and the steps of the workers' window show them, one xpu_module range each
+    assert s["layers"]["config_layers"] == 4
+    assert any((p["evidence"], p["layers"]) == ("module", 4) for p in s["layers"]["phases"])
 
     # the same records read in-process, untrimmed: the ops of the workers' window lie inside
     # their xpu_step ranges and are attributed to those engine steps

@@ -47,6 +47,7 @@ def analyze(
     reference: Summary | None = None,
     selection: Selection | None = None,
     formats: Sequence[str] = (),
+    model_config: dict | None = None,
 ) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
     (with its findings; ``reference``: a basic-level run of the same workload).
@@ -58,8 +59,11 @@ def analyze(
     ``selection``: keep only some steps or the first events (``select``).
     ``formats``: the outputs ``export`` will write; what of them needs neither attribution
     nor summary is made while the profile is attributed (``exporters.start_ahead``), where
-    memory allows."""
+    memory allows. ``model_config``: the model's config.json (``analyze --model``): its
+    layer count and types for the layer view."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
+    if model_config is not None:
+        profile.run["model_config"] = model_config
     kept = select.apply(profile, selection) if selection else None
     heap.trim()
     early = exporters.start_ahead(profile, formats, heap.can_spare)

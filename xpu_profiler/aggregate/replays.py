@@ -63,10 +63,30 @@ def attribute_replays(
         fused[hit] = att.fused[hit]
         source[hit] = Src.CAPTURE
         info.update(att.stats)
+        how = _capture_layers(profile, capture, caps, att.capture_row)
+        if how:
+            info["capture_layers"] = how
     if len(replays) or capture is not None:
         profile.run["graphs"] = info
     else:
         profile.run.pop("graphs", None)
+
+
+def _capture_layers(profile: Profile, capture: Profile, caps, capture_row: np.ndarray) -> str:
+    """Each replayed kernel's layer (or compiled piece) in its graph, from the frame its
+    captured launch lies in (``profile.capture_layer``); how they were found, "" none."""
+    from .layer_frames import capture_layer_hints
+
+    hints, how = capture_layer_hints(capture, caps.rows, caps.offsets)
+    if not how:
+        return ""
+    lut = np.full(len(capture.events), -1, np.int32)
+    lut[caps.rows] = hints
+    matched = capture_row >= 0
+    out = np.full(len(profile.events), -1, np.int32)
+    out[matched] = lut[capture_row[matched]]
+    profile.capture_layer = out
+    return how
 
 
 def _capture_hints(capture: Profile) -> dict:

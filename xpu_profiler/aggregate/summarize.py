@@ -20,6 +20,7 @@ from .comm import comm_section
 from .device_steps import add_phase_bounds, device_steps_section, device_timeline
 from .idle import per_stream_rows
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
+from .layer_summary import layers_section
 from .layout import layout
 from .memory import memory
 from .overlap import compute_events, overlap, step_spans
@@ -156,6 +157,7 @@ def _summary(
         roofline=roofline(profile, br.time, wall, spec),
         warnings=warnings(profile) + align.warnings + coll.warnings,
         dropped_inputs=dropped_inputs(profile),
+        layers=layers_section(profile, basis),
     )
 
 

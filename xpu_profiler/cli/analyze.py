@@ -90,6 +90,14 @@ from .common import PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _s
     metavar="N",
     help="Keep only the first N events in time of a large trace.",
 )
+@click.option(
+    "--model",
+    "model",
+    default=None,
+    metavar="NAME|PATH",
+    help="The model the trace ran (built-in name, directory or config.json, or a Hugging Face id in the "
+    "local cache; nothing is downloaded): its layer count and layer types for the per-layer view.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
 def analyze(
     paths,
@@ -108,6 +116,7 @@ def analyze(
     device_spec,
     step_range,
     max_events,
+    model,
     quiet,
 ) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
@@ -129,6 +138,9 @@ def analyze(
         if device_spec:  # for this command only
             click.get_current_context().with_resource(devices.spec_overrides(device_spec))
         tax = Taxonomy.from_file(taxonomy) if taxonomy else None
+        from .model_config import local_model_config
+
+        model_cfg = local_model_config(model) if model else None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
         analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
@@ -153,6 +165,7 @@ def analyze(
             "reference": ref,
             "selection": sel or None,
             "formats": fmts,
+            "model_config": model_cfg,
         }
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:

@@ -243,6 +243,10 @@ class Profile:
     #: derived, per row of ``steps``: the engine step it is one rank's part of (filled by
     #: ``aggregate.ranks.align_steps``; not saved, the analysis recomputes it)
     step_engine: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    #: derived, per event row: for a replayed kernel matched to its captured launch, the
+    #: decoder layer (or compiled piece) that launch was captured in, numbered within its
+    #: graph, -1 (filled by the attribution when capture traces are given; not saved)
+    capture_layer: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     #: run metadata: model, device, versions, engine config, detail level, metrics,
     #: sources, warnings, has_timeline, incomplete... JSON-ready values only.
     run: dict[str, Any] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from typing import Any
 from ..knowledge.kernel_names import strip_call_args
 from ..summary import Summary
 from ..summary.diff import DiffReport, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
+from .layers import layer_deltas
 
 PHASES = ("prefill", "decode", "mixed", "unknown")
 #: metrics measured per phase (the others are per run)
@@ -222,6 +223,8 @@ def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = 
         kernels_unlisted=unlisted,
         findings=finding_deltas(base, new),
     )
+    report.layers, layer_notes = layer_deltas(base, new)
+    report.notes += layer_notes
     moved = [m for m in report.metrics if m.change is not None and abs(m.change) > NOISE]
     report.unchanged = (
         not moved

@@ -32,6 +32,7 @@ from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
 from .trace_findings import markers
+from .trace_layers import layer_slices
 from .validate import JS_SAFE
 
 NAME = "perfetto"
@@ -318,12 +319,14 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, _encoder.encode)  # on the device's clock
     s_meta, s_texts, s_ts, s_dur = _engine_steps(profile, pid_of)
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
-    meta += d_meta + s_meta + f_meta
-    texts = d_texts + s_texts + f_texts  # the few events formatted one by one, numbered across their blocks
+    l_meta, l_texts, l_ts, l_dur = layer_slices(summary, pid_of)  # each step's decoder layers
+    meta += d_meta + s_meta + f_meta + l_meta
+    texts = d_texts + s_texts + l_texts + f_texts  # the few events formatted one by one, numbered across their blocks
     blocks = [
         *zip(b.kinds[:2], b.ts[:2], b.dur[:2]),  # slices, flows
         _text_block(d_ts, d_dur),
         _text_block(s_ts, s_dur),
+        _text_block(l_ts, l_dur),
         *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters
         _text_block(f_ts, np.zeros(len(f_ts), np.int64)),
     ]

@@ -165,6 +165,8 @@ class Profiler:
         p.run.setdefault("host", socket.gethostname())
         p.run.setdefault("versions", versions())
         p.run.setdefault("engine", compat_llm.engine_config(self.llm))
+        if "model_config" not in p.run and (cfg := compat_llm.model_config(self.llm)):
+            p.run["model_config"] = cfg  # the layers' count and types (summary: layers)
         if "device" not in p.run:  # the Python API: the device this process runs on
             _set_device(p.run)
         p.run["incomplete"] = bool(self.incomplete)

@@ -55,6 +55,7 @@ from .schema import (
     Throughput,
     Totals,
 )
+from .schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
 from .schema_ranks import Collective, ParallelGroup, PipelineStage, RankComm
 
 __all__ = [
@@ -79,6 +80,11 @@ __all__ = [
     "Idle",
     "Kernel",
     "KernelStats",
+    "LayerKind",
+    "LayerPhase",
+    "LayerRow",
+    "Layers",
+    "LayerSpans",
     "Memory",
     "Phase",
     "Rank",

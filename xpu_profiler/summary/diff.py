@@ -58,6 +58,22 @@ class OpDelta(_Struct):
     status: str = "changed"  # changed, unchanged, added, removed
 
 
+class LayerDelta(_Struct):
+    """One kind of decoder layer (or the mean layer: "all layers") in one phase: what one
+    layer costs per token of the phase (``per`` "token"), or per step when a run counts no tokens."""
+
+    phase: str
+    kind: str  # the kind; "BASE kind → NEW kind" when matched by MLP and role only
+    base_layers: int | None = None
+    new_layers: int | None = None
+    per: str = "token"
+    base_per_layer_ns: float | None = None
+    new_per_layer_ns: float | None = None
+    change: float | None = None
+    status: str = "changed"  # changed, unchanged, added, removed
+    top_change: str = ""  # the fused op whose cost per layer moved most
+
+
 class FindingDelta(_Struct):
     rule: str
     status: str  # appeared, disappeared, kept
@@ -93,6 +109,7 @@ class DiffReport(_Struct):
     #: kernels below the other run's top-kernels list cannot be said to be gone
     kernels_unlisted: int = 0
     findings: list[FindingDelta] = []
+    layers: list[LayerDelta] = []  # per phase: the mean layer, then each kind of layer
     headline: str = ""  # the largest change, in words
     headline_phase: str | None = None  # the phase whose per-token change moves the most op time
     notes: list[str] = []

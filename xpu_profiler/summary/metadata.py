@@ -18,6 +18,7 @@ NOT_RUN_METADATA = {
     "throughput",
     "sources",
     "graphs",
+    "model_config",  # the model's config.json: its layers are in the layers section
 }
 _RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
 _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}

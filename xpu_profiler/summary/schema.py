@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from .schema_device import Attribution, DeviceSteps, Graphs, Idle  # noqa: F401  (re-exported)
+from .schema_layers import Layers
 from .schema_ranks import (
     Comm,
     EngineSteps,
@@ -369,3 +370,4 @@ class Summary(_Struct):
     findings: list[Finding] = []  # ranked, filled by the facade (``findings.attach``)
     selection: Selection | None = None  # only part of the input was kept
     diff: Diff | None = None  # reserved (``xpu_profiler diff`` writes its own diff.json)
+    layers: Layers | None = None  # op time per decoder layer and kind of layer (None: no layers found)

@@ -83,6 +83,23 @@ def render(report: DiffReport) -> str:
             _op_rows(k_moved, TOP_ROWS),
             "llrrrrrl",
         )
+    if report.layers:
+        rows = [
+            [
+                r.phase,
+                _name(r.kind),
+                f"{'-' if r.base_layers is None else r.base_layers}/{'-' if r.new_layers is None else r.new_layers}",
+                fmt.ns(r.base_per_layer_ns, fmt.TERMINAL),
+                fmt.ns(r.new_per_layer_ns, fmt.TERMINAL),
+                _chg(r.change),
+                r.per,
+                fmt.plain(r.top_change),
+            ]
+            for r in report.layers
+        ]
+        out += ["", "Layers by kind (one layer's cost, per token of its phase or per step)"] + _table(
+            ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"], rows, "llrrrrll"
+        )
     for title, rows_ in (("Kernels added", report.kernels_added), ("Kernels removed", report.kernels_removed)):
         if rows_:
             out += ["", f"{title} ({len(rows_)})"] + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]

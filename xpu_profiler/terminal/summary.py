@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from .layers import render_layers
 from .ranks import render_ranks
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
@@ -127,6 +128,7 @@ def render(summary: Summary, top: int = 10) -> str:
                 f"host overhead/idle {fmt_ns(max(wall - busy, 0))}"
             )
     out += device_lines(summary)
+    out += render_layers(summary, _table)
     tp = summary.throughput
     if tp.duration_ns:
         parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]

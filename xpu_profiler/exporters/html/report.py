@@ -15,6 +15,7 @@ from .figures import json_ready
 from .findings import build_findings, build_roofline
 from .header import build_header
 from .headline import build_headline
+from .layers import build_layers
 from .multirank import build_comm, build_rank_steps
 from .page import plotly_version
 from .style import PHASE_COLORS, fused_colors
@@ -28,6 +29,7 @@ SECTION_TITLES = {
     "headline": "Key figures",
     "fused_ops": "Time by fused op",
     "phases": "Prefill vs decode",
+    "layers": "Time by layer",
     "roofline": "MFU & bandwidth",
     "device": "Device time",
     "steps": "Step timeline",
@@ -58,6 +60,7 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
     for key, builder in (
         ("fused_ops", lambda: build_fused_ops(summary, colors)),
         ("phases", lambda: build_phases(summary, colors)),
+        ("layers", lambda: build_layers(summary, colors)),
         ("device", lambda: build_device(summary)),
         ("steps", lambda: build_steps(summary)),
         ("rates", lambda: build_rates(summary)),

@@ -251,12 +251,28 @@ def scheduler_engine_config(sched) -> dict:
     return config_summary(getattr(sched, "vllm_config", None))
 
 
+def scheduler_model_config(sched) -> dict:
+    """The model's config, from inside the EngineCore (``model_config``)."""
+    return model_config(getattr(sched, "vllm_config", None))
+
+
 def sched_world_size(sched) -> int:
     """Workers (TP x PP) behind this EngineCore: each answers for a profile window."""
     try:
         return max(1, int(sched.vllm_config.parallel_config.world_size))
     except (AttributeError, TypeError, ValueError):
         return 1
+
+
+def model_config(cfg) -> dict:
+    """The model's Hugging Face config (``model_config.hf_config``) as JSON-ready data, for
+    the layer analysis (layer count, layer types, MoE placement); empty when unreadable."""
+    import json
+
+    try:
+        return json.loads(cfg.model_config.hf_config.to_json_string(use_diff=False))
+    except (AttributeError, TypeError, ValueError):
+        return {}
 
 
 def config_summary(cfg) -> dict:

@@ -126,3 +126,8 @@ def vocab_size(llm, default: int = 32000) -> int:
 def engine_config(llm) -> dict:
     """The engine settings a report shows (empty when they cannot be read)."""
     return compat.config_summary(getattr(getattr(llm, "llm_engine", None), "vllm_config", None))
+
+
+def model_config(llm) -> dict:
+    """The model's config.json as the engine loaded it (empty when it cannot be read)."""
+    return compat.model_config(getattr(getattr(llm, "llm_engine", None), "vllm_config", None))

@@ -80,7 +80,10 @@ def wrap_schedule(orig):
                 setattr(so, STEP_TAG, sid)
                 REC.pending[id(so)] = (sid, t0, t1, pt, dt, pr, dr, run, wait, done, compat.kv_usage(self))
                 if sid == 0:
-                    REC.meta = {"engine": compat.scheduler_engine_config(self)}
+                    REC.meta = {
+                        "engine": compat.scheduler_engine_config(self),
+                        "model_config": compat.scheduler_model_config(self),
+                    }
                 WINDOWS.engine_step(self, so, sid, t0)  # a profile window asked for: tag its steps
         except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
             REC.failed("Scheduler.schedule", e)

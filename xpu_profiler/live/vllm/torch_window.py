@@ -5,7 +5,8 @@ steps (0: until stopped, or until a step ends past ``deadline``). While it runs,
 step is wrapped in an ``xpu_step#N`` range (its wall-clock start is noted, to align the
 trace's clock later) and every vLLM layer module named in ``compat.LAYER_CLASSES`` in
 an ``xpu_module:<Class>`` range, so that the ops of native, decomposed layer
-implementations are attributed to their fused op. Traces are written outside engine
+implementations are attributed to their fused op; each decoder layer
+(``knowledge.layer_names``) gets an ``xpu_module:<Class>_<k>`` range (the layer view). Traces are written outside engine
 steps, when the records are taken.
 """
 
@@ -15,6 +16,7 @@ import os
 import sys
 
 from ...core import records
+from ...knowledge.layer_names import is_decoder_layer
 from . import compat
 from .recorder import now
 
@@ -132,8 +134,13 @@ class TorchWindow:
 
         enter = torch.ops.profiler._record_function_enter_new
         exit_ = torch.ops.profiler._record_function_exit
+        decoder: dict[str, int] = {}  # decoder layers: one numbered range each (the layer view)
         for _, mod in model.named_modules():
-            label = compat.layer_label(type(mod).__name__)
+            cls = type(mod).__name__
+            label = compat.layer_label(cls)
+            if label is None and is_decoder_layer(cls):
+                label = f"{cls}_{decoder.setdefault(cls, 0)}"
+                decoder[cls] += 1
             if label is None:
                 continue
             name = records.MODULE_RANGE_PREFIX + label

@@ -76,6 +76,8 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
     }
     if engine.get("model"):
         run["model"] = engine["model"]
+    if isinstance(meta.get("model_config"), dict) and meta["model_config"]:
+        run["model_config"] = meta["model_config"]
     prof = assemble.build_profile(chosen.batches + common, run=run, wallclock_traces=placed.get(chosen.key, []))
     prof.run["sources"] = [{"path": str(d), "format": "xpu_profiler records"}]
     if frontend:
