@@ -28,9 +28,9 @@ pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "real-traces"
-#: a real trace from another project (SGLang on MI300X, a HIP graph replay), else one in the repo
+#: a real trace from another project (SGLang on MI300X, a HIP graph replay), else the repo's (vLLM, MI300X)
 SHARED_TRACE = REAL / "tracelens" / "sglang-qwen3-8b-decode.json.gz"
-REPO_TRACE = ROOT / "tests" / "data" / "vllm_cpu_tp2_gloo"
+REPO_TRACE = ROOT / "tests" / "data" / "tracelens" / "vllm_decode_full" / "graph_execution.json.gz"
 #: what an analysis-only install must not bring (or need)
 HEAVY = ("torch", "vllm", "pandas", "ray", "tokenizers", "transformers")
 #: packages the `[vllm]` extra must never install: they would replace the user's own build
