@@ -154,6 +154,8 @@ def test_a_summary_json_reads_back_without_its_trace(decode, tmp_path):
     pd.testing.assert_frame_equal(again.steps, decode.steps)
     with pytest.raises(Exception, match="holds no events"):
         again.trace(tmp_path / "t.json.gz")
+    html = again.report(tmp_path / "r.html").read_text(encoding="utf-8")  # the report needs only the Summary
+    assert all(op in html for op in decode.fused_ops["fused_op"])
 
 
 def test_without_pandas_the_error_names_it(decode, monkeypatch):

@@ -138,7 +138,7 @@ class Analysis:
 
     # -- the outputs --------------------------------------------------------------------
     def _write(self, fmt: str, path: str | Path) -> Path:
-        if self.profile is None and fmt != "json":
+        if self.profile is None and fmt == "perfetto":
             raise XpuProfilerError(f"{self.source}: a summary.json alone holds no events: load the trace for a {fmt}")
         mod = exporters.registry()[fmt]
         return Path(mod.write(self.profile if self.profile is not None else Profile(), self.summary, Path(path)))
