@@ -28,7 +28,7 @@ from .readers.base import is_json_document, looks_like_kineto
 from .readers.content import is_gzip, read_head
 from .readers.load import load_run
 from .summary import Summary, load_summary, schema
-from .summary.schema_ranks import Collective
+from .summary.schema_ranks import Collective, Rank
 
 #: the DataFrame sections: name → what it holds (one row each)
 SECTIONS = {
@@ -122,7 +122,7 @@ class Analysis:
 
     @property
     def ranks(self) -> Any:
-        return rows_frame(self.summary.ranks, schema.Rank)
+        return rows_frame(self.summary.ranks, Rank)
 
     @property
     def collectives(self) -> Any:

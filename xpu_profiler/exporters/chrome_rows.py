@@ -1,8 +1,8 @@
 """The bulk of the Perfetto trace as bytes, formatted from the columns a chunk at a time.
 
-Slices, flow arrows, counter samples and Python frames are not formatted one Python statement per
-event: each distinct (name, process, kind, fused op, phase, which optional args) gets
-one byte template with its fixed text already in place (names repeat: a trace has
+Slices, flow arrows, counter samples and Python frames are not formatted one Python
+statement per event: each distinct (name, process, kind, fused op, phase, which optional
+args) gets one byte template with its fixed text already in place (names repeat: a trace has
 hundreds of distinct ones for millions of events). A chunk of rows is one ``%``: its
 rows' templates joined into one format, filled from their values laid out in row order
 (integer columns split into µs and ns digits in numpy), with no Python call, tuple or

@@ -5,8 +5,8 @@ phase, tokens in args), one for the steps' device spans, one per host thread, on
 per device stream (with extra "lane" tracks where kernels on a stream overlap),
 counter tracks for memory, KV-cache usage, throughput and each step's device idle
 by cause, the Python stack frames beside their thread (``chrome_frames``), and flow
-arrows from each launch to its device work (``chrome_device``). The rules followed are those of Perfetto's JSON
-importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
+arrows from each launch to its device work (``chrome_device``). The rules followed are
+those of Perfetto's JSON importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
 events sorted by (ts, -dur), exactly one name per process and thread, no
 partially overlapping slices on a track, no NaN.
 """
