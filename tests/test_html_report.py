@@ -603,9 +603,9 @@ def test_every_template_file_ships_as_package_data():
     import fnmatch
     from pathlib import Path
 
-    tomllib = pytest.importorskip("tomllib")
+    from xpu_profiler.core import toml
 
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    globs = toml.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     pkg = Path(html.__file__).parent
     shipped = globs["xpu_profiler.exporters.html"]
     files = [p.relative_to(pkg).as_posix() for p in (pkg / "templates").iterdir()]

@@ -78,8 +78,8 @@ class LiveRun:
         ]
         with open(self.stdout, "w") as o, open(self.stderr, "w") as e:
             self.proc = subprocess.Popen(
-                cmd, env=env or vllm_env(tmp / "cache"), cwd=ROOT, stdout=o, stderr=e, process_group=0
-            )
+                cmd, env=env or vllm_env(tmp / "cache"), cwd=ROOT, stdout=o, stderr=e, start_new_session=True
+            )  # its own process group (pgid = its pid: killpg below), as on Python 3.10 (process_group is 3.11's)
         self.seen: dict[int, tuple[float, str]] = {}
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)

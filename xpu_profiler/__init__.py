@@ -2,7 +2,17 @@
 
 from .core.version import __version__
 
-__all__ = ["__version__", "profile"]
+__all__ = ["__version__", "load", "profile"]
+
+
+def load(paths, **kwargs):
+    """Analyse traces you have, for a notebook: ``xpu_profiler.load("traces/")`` → an
+    ``Analysis`` with ``.summary`` (the typed Summary), each section as a pandas DataFrame
+    (``.fused_ops``, ``.steps``, ``.kernels``, ``.ranks``, ``.collectives``, ``.requests``,
+    ...), ``.report(path)`` and ``.trace(path)`` (``xpu_profiler.notebook``)."""
+    from .notebook import load as _load
+
+    return _load(paths, **kwargs)
 
 
 def profile(llm, metrics=None, detail_level="standard", **kwargs):

@@ -16,7 +16,7 @@ from .aggregate.select import Selection
 from .core import atomic_write, heap
 from .core.errors import XpuProfilerError
 from .core.fmt import plain
-from .core.profile import Profile
+from .core.profile import FRAME_SCHEMA, Profile, Table
 from .findings import FindingsConfig
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
@@ -48,6 +48,7 @@ def analyze(
     selection: Selection | None = None,
     formats: Sequence[str] = (),
     model_config: dict | None = None,
+    python_frames: bool = True,
 ) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
     (with its findings; ``reference``: a basic-level run of the same workload).
@@ -60,10 +61,14 @@ def analyze(
     ``formats``: the outputs ``export`` will write; what of them needs neither attribution
     nor summary is made while the profile is attributed (``exporters.start_ahead``), where
     memory allows. ``model_config``: the model's config.json (``analyze --model``): its
-    layer count and types for the layer view."""
+    layer count and types for the layer view. ``python_frames=False`` leaves the traces'
+    Python stack frames out of the profile (and so of the Perfetto trace and the bundle:
+    smaller files; the analysis never reads them)."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
     if model_config is not None:
         profile.run["model_config"] = model_config
+    if not python_frames:
+        profile.frames = Table(FRAME_SCHEMA)
     kept = select.apply(profile, selection) if selection else None
     heap.trim()
     early = exporters.start_ahead(profile, formats, heap.can_spare)
@@ -92,9 +97,22 @@ def summarize(
     return findings.attach(aggregate.summarize(profile, top=top), findings_config, reference)
 
 
+#: the suffix that names the bundle (the exporters name theirs)
+BUNDLE_SUFFIXES = (".npz",)
+
+
+def _named_format(output: Path) -> tuple[str, tuple[str, ...]] | None:
+    """The format a file name's suffix names, with that format's suffixes; None for none."""
+    if output.name.lower().endswith(BUNDLE_SUFFIXES):
+        return "bundle", BUNDLE_SUFFIXES
+    mod = exporters.by_suffix(output) if output.suffix else None
+    return (mod.NAME, tuple(mod.SUFFIXES)) if mod is not None else None
+
+
 def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
-    """Where each format goes: `--output DIR` holds them all; `--output X.html` (or any
-    file an exporter claims by suffix) names that one and puts the others beside it."""
+    """Where each format goes (the rule ``--help`` says, ``cli.common.OUTPUT_RULE``): `--output DIR` holds them all; `--output
+    X.html` (or any file a format claims by suffix) names that one and puts the others beside
+    it. A file name of a format that ``formats`` leaves out is refused, not guessed around."""
     output = Path(output)
     known = exporters.registry()
     unknown = [f for f in formats if f not in known and f != "bundle"]
@@ -104,20 +122,27 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
         is_dir = output.is_dir()
     except OSError as e:  # a name too long, no access
         raise atomic_write.OutputError(output, atomic_write.reason(e)) from None
-    named = exporters.by_suffix(output) if output.suffix else None
+    named = _named_format(output)
     if named is not None and not is_dir:
+        fmt, suffixes = named
         folder = output.parent
         stem = output.name
-        for suf in named.SUFFIXES:
+        for suf in suffixes:
             if stem.lower().endswith(suf):
-                stem = stem[: -len(suf)]
+                stem = stem[: -len(suf)].rstrip(".")  # report.summary.json → report
                 break
-        out = {}
-        for f in formats:
-            out[f] = output if f == named.NAME else folder / f"{stem}.{FILE_NAMES[f]}"
-        if named.NAME not in out:
-            out[named.NAME] = output
-        return out
+
+        def beside(f: str) -> Path:
+            return folder / (f"{stem}.{FILE_NAMES[f]}" if stem else FILE_NAMES[f])
+
+        if fmt not in formats:
+            what = "a Perfetto trace's" if fmt == "perfetto" else f"the {fmt} output's"
+            raise XpuProfilerError(
+                f"--output {plain(str(output))} is {what} name, but --format {','.join(formats)} leaves "
+                f"{fmt} out: name the file for one of those formats (e.g. {plain(beside(formats[0]).name)}), "
+                "give a directory, or add it to --format"
+            )
+        return {f: output if f == fmt else beside(f) for f in formats}
     if output.exists() and not is_dir:
         raise XpuProfilerError(f"{plain(str(output))}: exists and is not a directory")
     return {f: output / FILE_NAMES[f] for f in formats}

@@ -102,6 +102,9 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
     c = profile.counters
     if len(c):
         profile.counters = c.take(np.flatnonzero((c["t"] >= t0) & (c["t"] <= t1)))
+    fr = profile.frames
+    if len(fr):  # the Python frames that overlap what was kept
+        profile.frames = fr.take(np.flatnonzero((fr["start"] <= t1) & (fr["start"] + fr["dur"] >= t0)))
     _keep_events(profile, keep)
     kept = int(keep.sum())
     info = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _size, _wrote
+from .common import OUTPUT_RULE, PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _size, _wrote
 
 
 @click.command()
@@ -19,7 +19,7 @@ from .common import PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _s
     type=click.Path(path_type=Path),
     default=Path("xpu_profiler_out"),
     show_default=True,
-    help="Output directory, or a file (report.html, trace.json.gz, ...) with the other outputs written beside it.",
+    help=OUTPUT_RULE,
 )
 @click.option(
     "--format",
@@ -98,6 +98,11 @@ from .common import PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _s
     help="The model the trace ran (built-in name, directory or config.json, or a Hugging Face id in the "
     "local cache; nothing is downloaded): its layer count and layer types for the per-layer view.",
 )
+@click.option(
+    "--no-python-frames",
+    is_flag=True,
+    help="Leave the traces' Python stack frames out of the Perfetto trace and the bundle (smaller files).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
 def analyze(
     paths,
@@ -117,6 +122,7 @@ def analyze(
     step_range,
     max_events,
     model,
+    no_python_frames,
     quiet,
 ) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
@@ -166,6 +172,7 @@ def analyze(
             "selection": sel or None,
             "formats": fmts,
             "model_config": model_cfg,
+            "python_frames": not no_python_frames,
         }
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
             with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:

@@ -10,6 +10,12 @@ import click
 from ..core.errors import XpuProfilerError
 
 PROGRESS_MIN_BYTES = 32 << 20  # show a progress bar for inputs larger than this
+#: the ``-o`` rule of the commands that write every format (``analysis.output_paths``), one sentence
+OUTPUT_RULE = (
+    "A directory that receives every output, or one output's file whose suffix names its format "
+    "(.html, .json.gz / .json trace, summary.json, .csv, .npz), the others written beside it as "
+    "STEM.trace.json.gz, STEM.summary.json, ...; a file name of a format --format leaves out is an error."
+)
 
 
 def _fail(e: BaseException) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import _csv, _fail, _interrupted, _os_error
+from .common import OUTPUT_RULE, _csv, _fail, _interrupted, _os_error
 
 
 @click.command()
@@ -28,7 +28,7 @@ from .common import _csv, _fail, _interrupted, _os_error
     type=click.Path(path_type=Path),
     default=Path("xpu_profiler_out"),
     show_default=True,
-    help="Output directory, or a file (report.html, ...) with the others beside it.",
+    help=OUTPUT_RULE,
 )
 @click.option("--format", "formats", default=None, help="Comma list of perfetto, json, csv, html.")
 @click.option(

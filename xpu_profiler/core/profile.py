@@ -1,8 +1,8 @@
 """The one columnar data model every source loads into and every output reads.
 
 A `Profile` holds one `Table` per kind of record (events, steps, counters,
-requests), each a set of equal-length numpy arrays, plus a `StringTable` for
-names and a plain-dict `run` for metadata. Times are integer nanoseconds
+requests, collectives' metadata, Python frames), each a set of equal-length numpy
+arrays, plus a `StringTable` for names and a plain-dict `run` for metadata. Times are integer nanoseconds
 relative to `base_ns` (absolute Unix-epoch ns of time 0, or 0 when unknown).
 Never a Python object per event: traces hold millions of them.
 """
@@ -100,12 +100,23 @@ COMM_SCHEMA: dict[str, np.dtype] = {
     "dtype": np.dtype(np.int32),  # string id of the element type ("BFloat16"), -1
 }
 
+#: a trace's Python stack frames (Kineto's ``python_function`` events other than module
+#: ranges): kept for the timeline only, never part of the analysis
+FRAME_SCHEMA: dict[str, np.dtype] = {
+    "rank": np.dtype(np.int32),
+    "track": np.dtype(np.int64),  # the host thread they ran on
+    "name": np.dtype(np.int32),  # string id ("gpu_worker.py(350): execute_model")
+    "start": np.dtype(np.int64),
+    "dur": np.dtype(np.int64),
+}
+
 SCHEMAS = {
     "events": EVENT_SCHEMA,
     "steps": STEP_SCHEMA,
     "counters": COUNTER_SCHEMA,
     "requests": REQUEST_SCHEMA,
     "comms": COMM_SCHEMA,
+    "frames": FRAME_SCHEMA,
 }
 #: string-id columns of every table (re-mapped when profiles merge)
 STRING_COLUMNS = ("name", "cat", "group", "launch", "req", "coll", "pg", "pg_ranks", "dtype")
@@ -239,6 +250,7 @@ class Profile:
     counters: Table = field(default_factory=lambda: Table(COUNTER_SCHEMA))
     requests: Table = field(default_factory=lambda: Table(REQUEST_SCHEMA))
     comms: Table = field(default_factory=lambda: Table(COMM_SCHEMA))
+    frames: Table = field(default_factory=lambda: Table(FRAME_SCHEMA))
     base_ns: int = 0
     #: derived, per row of ``steps``: the engine step it is one rank's part of (filled by
     #: ``aggregate.ranks.align_steps``; not saved, the analysis recomputes it)

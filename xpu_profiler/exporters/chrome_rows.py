@@ -1,8 +1,8 @@
 """The bulk of the Perfetto trace as bytes, formatted from the columns a chunk at a time.
 
-Slices, flow arrows and counter samples are not formatted one Python statement per
-event: each distinct (name, process, kind, fused op, phase, which optional args) gets
-one byte template with its fixed text already in place (names repeat: a trace has
+Slices, flow arrows, counter samples and Python frames are not formatted one Python
+statement per event: each distinct (name, process, kind, fused op, phase, which optional
+args) gets one byte template with its fixed text already in place (names repeat: a trace has
 hundreds of distinct ones for millions of events). A chunk of rows is one ``%``: its
 rows' templates joined into one format, filled from their values laid out in row order
 (integer columns split into µs and ns digits in numpy), with no Python call, tuple or
@@ -19,7 +19,7 @@ import numpy as np
 ROW_SEP = b",\n"
 _enc = msgspec.json.Encoder()
 
-S_SLICE, S_FLOW, S_TEXT, S_COUNTER = 0, 1, 2, 3
+S_SLICE, S_FLOW, S_TEXT, S_COUNTER, S_FRAME = 0, 1, 2, 3, 4
 # the optional int args of a slice: step (with its phase) and correlation
 _VARIANT_TAIL = {
     0: b"",
@@ -163,6 +163,23 @@ class Rows:
         )
         self.c_key, self.c_t, self.c_value = key.reshape(-1), t, value
 
+    def set_frames(
+        self, name_json: dict[int, bytes], name: np.ndarray, pid: np.ndarray, tid: np.ndarray, start, dur
+    ) -> None:
+        """Python frames: one template per (name, process); ``start``/``dur`` their times."""
+        code = name.astype(np.int64) * (1 << 20) + pid.astype(np.int64)
+        uniq, key = np.unique(code, return_inverse=True)
+        self.p_fmt = _objects(
+            [
+                b'{"ph":"X","name":'
+                + _pct(name_json[int(c) >> 20])
+                + b',"pid":%d' % (int(c) & 0xFFFFF)
+                + b',"tid":%d,"ts":%d.%s,"dur":%d.%s,"cat":"python_function"}'
+                for c in uniq.tolist()
+            ]
+        )
+        self.p_key, self.p_tid, self.p_start, self.p_dur = key.reshape(-1), tid, start, dur
+
     # -- formatting -----------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -201,6 +218,10 @@ class Rows:
         values = _enc.encode(self.c_value[rows].tolist())[1:-1].split(b",")
         return self.c_fmt[self.c_key[rows]], [(np.arange(len(rows)), [*_split_us(self.c_t[rows]), _objects(values)])]
 
+    def _frames(self, rows: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, list]]]:
+        cols = [self.p_tid[rows], *_split_us(self.p_start[rows]), *_split_us(self.p_dur[rows])]
+        return self.p_fmt[self.p_key[rows]], [(np.arange(len(rows)), cols)]
+
     def text(self, lo: int, hi: int) -> bytes:
         """Sorted rows lo..hi as one text, ROW_SEP between them: the rows' templates joined
         into one format, filled by one ``%`` from their values laid out in row order."""
@@ -208,7 +229,8 @@ class Rows:
         fmts = np.empty(len(kind), object)
         n_args = np.zeros(len(kind), np.int64)
         filled = []  # (rows of the chunk, their value columns)
-        for k, fn in ((S_SLICE, self._slices), (S_FLOW, self._flows), (S_COUNTER, self._counters)):
+        sources = ((S_SLICE, self._slices), (S_FLOW, self._flows), (S_COUNTER, self._counters), (S_FRAME, self._frames))
+        for k, fn in sources:
             pos = np.flatnonzero(kind == k)
             if len(pos):
                 fmts[pos], groups = fn(row[pos])

@@ -4,8 +4,9 @@ Layout: one process per rank; in it one track for engine steps (slices named by
 phase, tokens in args), one for the steps' device spans, one per host thread, one
 per device stream (with extra "lane" tracks where kernels on a stream overlap),
 counter tracks for memory, KV-cache usage, throughput and each step's device idle
-by cause, and flow arrows from each launch to its device work (``chrome_device``). The rules followed are those of Perfetto's JSON
-importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
+by cause, the Python stack frames beside their thread (``chrome_frames``), and flow
+arrows from each launch to its device work (``chrome_device``). The rules followed are
+those of Perfetto's JSON importer: `traceEvents` first, integer-derived µs with at most 3 decimals,
 events sorted by (ts, -dur), exactly one name per process and thread, no
 partially overlapping slices on a track, no NaN.
 """
@@ -30,7 +31,8 @@ from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import Summary
 from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
-from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_SLICE, S_TEXT, Rows
+from .chrome_frames import add_frames
+from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_FRAME, S_SLICE, S_TEXT, Rows
 from .trace_findings import markers
 from .trace_layers import layer_slices
 from .validate import JS_SAFE
@@ -90,7 +92,11 @@ _BULK_COLUMNS = ("name", "kind", "start", "dur", "rank", "device", "track", "cor
 
 
 def _columns(profile: Profile) -> tuple:
-    return (*(profile.events[c] for c in _BULK_COLUMNS), *(profile.counters[c] for c in profile.counters.schema))
+    return (
+        *(profile.events[c] for c in _BULK_COLUMNS),
+        *(profile.counters[c] for c in profile.counters.schema),
+        *(profile.frames[c] for c in profile.frames.schema),
+    )
 
 
 def ahead(profile: Profile) -> None:
@@ -131,6 +137,7 @@ def bulk(profile: Profile) -> _Bulk:
     tid = np.zeros(len(idx), np.int32)
     ev_start, ev_dur = ev["start"], ev["dur"]
     next_tid: dict[tuple[int, int], int] = {}
+    label_of: dict[tuple[int, int], tuple[str, int]] = {}  # host thread → (its name, its last lane)
     for u, (r, dev, d, tr) in enumerate(uniq.tolist()):
         m = by_track[bounds[u] : bounds[u + 1]]
         rows_m = idx[m]
@@ -145,6 +152,7 @@ def bulk(profile: Profile) -> _Bulk:
         else:
             tname = thread_names.get(str(r), {})
             label = next((v for k, v in tname.items() if k.endswith(f":{tr}")), None) or f"thread {tr}"
+            label_of[(r, tr)] = (label, base + n_lanes - 1)
         tid[m] = base + lane_of
         for lane in range(n_lanes):
             t = base + lane
@@ -197,6 +205,8 @@ def bulk(profile: Profile) -> _Bulk:
         kinds_all.append(np.full(int(ok.sum()), S_COUNTER, np.int8))
         ts_all.append(c["t"][ok])
         dur_all.append(None)
+
+    add_frames(profile, pid_of, label_of, rows, MAX_DEPTH, meta, (kinds_all, ts_all, dur_all))  # beside their threads
 
     return _Bulk(
         pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json, _columns(profile)
@@ -327,7 +337,7 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
         _text_block(d_ts, d_dur),
         _text_block(s_ts, s_dur),
         _text_block(l_ts, l_dur),
-        *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters
+        *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters, Python frames
         _text_block(f_ts, np.zeros(len(f_ts), np.int64)),
     ]
     kinds_all, ts_all, dur_all = (list(x) for x in zip(*blocks))
@@ -341,7 +351,7 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
     # each row's place in its own source: sources are contiguous in kind_cat except the
     # texts, which are numbered across their blocks in the order they were appended
     row_in = np.empty(len(kind_cat), np.int32)
-    for k in (S_SLICE, S_FLOW, S_TEXT, S_COUNTER):
+    for k in (S_SLICE, S_FLOW, S_TEXT, S_COUNTER, S_FRAME):
         m = np.flatnonzero(kind_cat == k)
         row_in[m] = np.arange(len(m), dtype=np.int32)
     rows.kind, rows.row = kind_cat[order], row_in[order]

@@ -59,9 +59,9 @@ def enable(kw: dict, device_kind: str, level: str, work_dir: Path, say: Callable
 
 def destination(output: str | Path) -> Path:
     """``report.html`` → ``report.capture_traces/``; an output directory → ``DIR/capture_traces/``."""
-    from ..analysis import output_paths
+    from ..analysis import FILE_NAMES, output_paths
 
-    trace = output_paths(output, ["perfetto"])["perfetto"]
+    trace = output_paths(output, list(FILE_NAMES))["perfetto"]
     prefix = trace.name[: -len("trace.json.gz")] if trace.name.endswith("trace.json.gz") else trace.stem + "."
     return trace.parent / f"{prefix}{compat_llm.CAPTURE_TRACE_SUBDIR}"
 

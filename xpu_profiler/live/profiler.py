@@ -69,6 +69,9 @@ class Profiler:
 
     # -- control --------------------------------------------------------------------
     def start(self) -> Profiler:
+        error, _ = compat.release_check()  # a release the hooks cannot hold: one line, before anything
+        if error:
+            raise XpuProfilerError(error)
         cfg: dict[str, Any] = {"metrics": list(self.metrics)}
         wcfg = dict(cfg)
         if self.torch_enabled:

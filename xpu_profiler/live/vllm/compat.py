@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from operator import attrgetter
 
@@ -29,6 +30,8 @@ from .compat_table import (  # noqa: F401  (the table, named here too)
     SCHEDULER_MODULE,
     SCHEDULER_OUTPUT_MODULE,
     SYMBOLS,
+    VLLM_NEWEST,
+    VLLM_OLDEST,
     WORKER_WRAPPER_MODULE,
     Symbol,
 )
@@ -111,6 +114,35 @@ def vllm_version() -> str:
         return str(getattr(vllm, "__version__", "unknown"))
     except ImportError:
         return "not installed"
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a version string ("0.32.0+cpu", "0.11.0rc2.dev5"); None when it has none."""
+    m = re.match(r"v?(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def release_check(version: str | None = None) -> tuple[str | None, str | None]:
+    """(error, note) for the installed vLLM (or ``version``) against the accepted releases
+    (``VLLM_OLDEST``..``VLLM_NEWEST``): an error, one line, for an older release; a note for
+    a newer one (tried: the hook check at start-up names what moved); (None, None) else,
+    and for a version that names no release (a source build), which the hook check covers."""
+    v = vllm_version() if version is None else version
+    rel = _release(v)
+    accepted = f"{VLLM_OLDEST[0]}.{VLLM_OLDEST[1]} to {VLLM_NEWEST[0]}.{VLLM_NEWEST[1]}"
+    if rel is None:
+        return None, None
+    if rel < VLLM_OLDEST:
+        return (
+            f"vLLM {v} is older than the live mode supports ({accepted}): upgrade vLLM (the build for your "
+            "device), or profile with vLLM's own profiler and read its traces with `xpu_profiler analyze`"
+        ), None
+    if rel > VLLM_NEWEST:
+        return None, (
+            f"vLLM {v} is newer than the releases the live mode was checked on ({accepted}); "
+            "the start-up check names any hook it moved"
+        )
+    return None, None
 
 
 def module_class(module, name: str):

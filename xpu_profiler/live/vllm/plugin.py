@@ -49,6 +49,10 @@ def _register() -> None:
         patching.on_import(INIT_DEVICE_PATCHES)
     patching.on_import({mod: _attach_control for mod in compat.CONTROL_MODULES})
     if os.environ.get(ENV_DIR) and REC.file_dir is None:
+        error, _ = compat.release_check()
+        if error:  # a release the hooks cannot hold: said once per process, the server runs on
+            sys.stderr.write(f"xpu_profiler: {error}; nothing is recorded\n")
+            return
         start_file_mode(os.environ[ENV_DIR], os.environ.get(ENV_LEVEL, "basic"), os.environ.get(ENV_STEPS))
 
 

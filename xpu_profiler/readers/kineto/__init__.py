@@ -15,7 +15,17 @@ from pathlib import Path
 import numpy as np
 
 from ...core.errors import TraceError
-from ...core.profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL, K_MEMCPY, K_MEMSET, Profile, Table
+from ...core.profile import (
+    COMM_SCHEMA,
+    COUNTER_SCHEMA,
+    EVENT_SCHEMA,
+    FRAME_SCHEMA,
+    K_KERNEL,
+    K_MEMCPY,
+    K_MEMSET,
+    Profile,
+    Table,
+)
 from ..base import ReadOptions, looks_like_kineto, resolve_rank
 from ..content import read_bytes
 from .columns import MEMORY_SERIES
@@ -96,6 +106,7 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
     mem_t = np.concatenate([c.mem_t for c in parts])
     starts = [int(ts_ns.min())] if n else []
     starts += [int(mem_t.min())] if len(mem_t) else []
+    starts += [int(c.frame_ts_ns.min()) for c in parts if len(c.frame_ts_ns)]  # a host gap's frames come first
     shift = min(starts) if starts else 0
     prof.base_ns = base_ns + shift
     ts_ns -= shift
@@ -177,6 +188,7 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
                 "value": np.concatenate([c.mem_v for c in parts])[order],
             },
         )
+    prof.frames = _frames(parts, strings, shift, rank)
     for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
 
@@ -194,6 +206,26 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
     if dropped:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped
     return prof
+
+
+def _frames(parts: list, strings, shift: int, rank: int) -> Table:
+    """The Python frames of every chunk on the profile's time base (their names interned
+    after every event's, so the events' string ids are those of a trace without them)."""
+    if not any(len(c.frame_ts_ns) for c in parts):
+        return Table(FRAME_SCHEMA)
+    start = np.concatenate([c.frame_ts_ns for c in parts]) - shift
+    return Table(
+        FRAME_SCHEMA,
+        {
+            "rank": np.full(len(start), rank, np.int32),
+            "track": np.concatenate([c.frame_tid for c in parts]),
+            "name": np.concatenate(
+                [strings.intern_many(c.frame_names)[c.frame_name_ids] for c in parts if len(c.frame_ts_ns)]
+            ),
+            "start": start,
+            "dur": np.concatenate([c.frame_dur_ns for c in parts]),
+        },
+    )
 
 
 def _skipped(path: Path, parts: list) -> dict:

@@ -45,7 +45,8 @@ CATEGORY_KINDS = {
 }
 # X events of these categories carry nothing the analysis uses; they are counted, not kept.
 SKIPPED_CATEGORIES = {"Trace", "overhead"}
-# Of python_function frames only module ranges matter (fused-op attribution).
+# Of python_function frames only module ranges are events (fused-op attribution); the other
+# frames are kept apart, for the timeline (``Profile.frames``).
 MODULE_PREFIX = "nn.Module: "
 
 MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
@@ -87,6 +88,13 @@ class Cols(msgspec.Struct):
     mem_v: np.ndarray
     thread_names: dict
     process_names: dict
+    # the Python frames apart from the events: names (chunk-local table), times in ns, pid, tid
+    frame_names: list
+    frame_name_ids: np.ndarray
+    frame_ts_ns: np.ndarray
+    frame_dur_ns: np.ndarray
+    frame_pid: np.ndarray
+    frame_tid: np.ndarray
     n_events: int
     dropped: int
     odd: int
@@ -121,12 +129,19 @@ def columns(path: Path, events: list[Event]) -> Cols:
     cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
     kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
     keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
+    frames: list[Event] = []
     if "python_function" in cats:
         py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
         is_module = np.fromiter(
             (xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()), dtype=bool, count=len(py_rows)
         )
         keep[py_rows[~is_module]] = False
+        frame_rows = py_rows[~is_module]
+        frames = [xs[i] for i in frame_rows.tolist()]
+        frame_cols = _frames(path, frames, x_idx[frame_rows])
+    else:
+        frame_cols = _frames(path, frames, x_idx[:0])
+    del frames
     dropped = int(np.count_nonzero(~keep))
     if dropped:
         keep_idx = np.flatnonzero(keep)
@@ -231,11 +246,35 @@ def columns(path: Path, events: list[Event]) -> Cols:
         mem_v=mem_v,
         thread_names=thread_names,
         process_names=process_names,
+        **frame_cols,
         n_events=n_all,
         dropped=dropped,
         odd=odd,
         skipped=skipped,
     )
+
+
+def _frames(path: Path, frames: list[Event], x_idx: np.ndarray) -> dict:
+    """The Python frames' columns (``Cols.frame_*``); a frame with no usable time is left
+    out (they are no events of the analysis: counted with the dropped ones)."""
+    names = list(map(attrgetter("name"), frames))
+    ts_us = _floats(path, frames, "ts", x_idx, names)
+    dur_us = _floats(path, frames, "dur", x_idx, names)
+    ok = np.isfinite(ts_us) & np.isfinite(dur_us) & (np.abs(ts_us) <= MAX_US) & (dur_us >= 0) & (dur_us <= MAX_DUR_US)
+    pid, tid = _ints(frames, "pid"), _ints(frames, "tid")
+    if not ok.all():
+        keep = np.flatnonzero(ok)
+        names = [names[i] for i in keep.tolist()]
+        ts_us, dur_us, pid, tid = ts_us[keep], dur_us[keep], pid[keep], tid[keep]
+    uniq, ids = _local_ids(names)
+    return {
+        "frame_names": uniq,
+        "frame_name_ids": ids,
+        "frame_ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
+        "frame_dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
+        "frame_pid": pid,
+        "frame_tid": tid,
+    }
 
 
 def where(e: Exception) -> str:

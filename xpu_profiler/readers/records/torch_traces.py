@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.profile import K_ANNOTATION, Profile
+from ...core.profile import K_ANNOTATION, SCHEMAS, Profile
 from ...core.records import STEP_RANGE
 from ..base import ReadOptions
 
@@ -41,8 +41,9 @@ def align(prof: Profile, marks: list) -> int | None:
 
 
 def relabel(prof: Profile, rank: int) -> None:
-    """Every row of ``prof`` belongs to ``rank``."""
-    for table in (prof.events, prof.steps, prof.counters, prof.requests):
+    """Every row of ``prof`` belongs to ``rank`` (every table: collectives' metadata and Python
+    frames too)."""
+    for table in (prof.table(name) for name in SCHEMAS):
         if len(table):
             table["rank"][:] = rank
 
