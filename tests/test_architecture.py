@@ -163,9 +163,9 @@ def test_module_sizes() -> None:
 def test_each_registry_holds_what_its_rows_name() -> None:
     """One registry per plug point; a row names a module that has what the plug point needs."""
     from xpu_profiler import exporters, readers
-    from xpu_profiler.readers import formats  # noqa: F401  (readers.formats below)
     from xpu_profiler.findings.rules import RULES
     from xpu_profiler.knowledge import devices
+    from xpu_profiler.readers import formats  # noqa: F401  (readers.formats below)
 
     for name, mod in exporters.registry().items():
         assert mod.NAME == name and mod.SUFFIXES and callable(mod.write), name

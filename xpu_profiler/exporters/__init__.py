@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
-
 #: the exporters, by format name, in the order they write (the module's ``NAME`` is its key).
 #: Adding an exporter is a module (or package) and a row here.
 EXPORTERS = {"perfetto": "chrome_trace", "json": "summary_json", "csv": "csv_table", "html": "html"}

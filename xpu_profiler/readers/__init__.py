@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from .base import ReadOptions
 from .content import is_gzip, read_bytes, read_head
-from .load import load
 from .formats import expand, find_reader, registry, why_unreadable
+from .load import load
 
 __all__ = [
     "ReadOptions",
