@@ -16,7 +16,8 @@ kernel, ``cublasLtEpilogue`` in a GEMM epilogue's parameters).
   ``at::native::vectorized_elementwise_kernel<4, Functor, …>``, ``…::enable_sm90_or_later<X>``)
   is unwrapped to its first type argument: ``inner`` is that argument's head, ``outer`` the
   launcher's (the same string when nothing is wrapped);
-- a plain identifier (``nvjet_tst_64x64_…``, ``Cijk_Alik_…``, ``bmm_…_dynBatch_sm100f``, Triton
+- a name of free words with no C++ signature (``add_11 Cmpt Exec``) is its own head, and so is
+  a plain identifier (``nvjet_tst_64x64_…``, ``Cijk_Alik_…``, ``bmm_…_dynBatch_sm100f``, Triton
   kernels) is its own head: generated kernels carry their configuration in it.
 
 Sources: the Itanium C++ ABI mangling grammar (itanium-cxx-abi.github.io/cxx-abi/abi.html
@@ -134,9 +135,12 @@ def strip_brackets(s: str) -> str:
 
 
 def qualified_head(name: str) -> str:
-    """The qualified function name of a demangled kernel or op name."""
+    """The qualified function name of a demangled kernel or op name; a name of free words
+    (``add_11 Cmpt Exec``, no C++ signature) is its own head."""
     s = strip_brackets(name).replace(" const", "")
     words = s.split()
+    if len(words) > 1 and "::" not in words[-1] and not any(c in name for c in "<("):
+        return " ".join(words)
     q = words[-1] if words else name.strip()
     parts = [p for p in q.split("::") if p and not p.startswith(("{", "operator"))]
     return "::".join(parts) if parts else q
