@@ -27,6 +27,8 @@ from .stream import read_streamed
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
+#: what the run record keeps of Kineto's deviceProperties (enough to know the part: ``devices``)
+DEVICE_PROPERTIES = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms", "warpSize")
 MAX_RANK = 1 << 20  # a declared rank beyond it is no rank of a real job
 
 
@@ -199,6 +201,11 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
     if trace is not None and trace.deviceProperties:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
+        info["device_properties"] = [
+            {k: d[k] for k in DEVICE_PROPERTIES if k in d and isinstance(d[k], (str, int, float))}
+            for d in trace.deviceProperties
+            if isinstance(d, dict)
+        ][:64]
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
     if trace is not None and trace.host_name:
