@@ -14,9 +14,9 @@ nvidia    NCCL, NVSHMEM, cuBLAS/cuBLASLt, CUTLASS, FlashAttention, FlashMLA, Fla
 amd       hipBLASLt/Tensile, RCCL, QuickReduce, MoRI, Composable Kernel and ck_tile, aiter,
           vLLM's ROCm kernels, sgl-kernel's HIP kernels
 serving   vLLM and SGLang kernels and custom ops (``vllm::*``, ``_C::*``, ``sgl_kernel::*``)
+intel     torch-xpu-ops (SYCL), oneDNN, IPEX (before aten: ``at::native::xpu::`` is theirs)
 aten      PyTorch ATen kernels (CUDA/HIP functors, reductions, indexing) and ``aten::`` ops,
           fbgemm_gpu
-intel     torch-xpu-ops (SYCL), oneDNN, IPEX
 kunlun    Kunlun P800: XCCL/BKCL, XBLAS, vllm-kunlun ops, the XPU runtime's kernels
 words     the generic vocabulary, in precedence order, for names no library row knows
 ========  =====================================================================================
@@ -53,8 +53,8 @@ def tables() -> list[tuple[str, list[Family]]]:
         ("nvidia", nvidia.ROWS),
         ("amd", amd.ROWS),
         ("serving", serving.ROWS),
-        ("aten", aten.ROWS),
         ("intel", intel.ROWS),
+        ("aten", aten.ROWS),
         ("kunlun", kunlun.ROWS),
         ("words", words.ROWS),
     ]
