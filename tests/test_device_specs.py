@@ -211,3 +211,16 @@ def test_the_headline_peak_is_the_runs_dtype() -> None:
     assert "1,979" not in facts["Device"]
     facts = dict(build_header(_summary_on("rocm:MI300X", "float16"))["facts"])
     assert "1,307 TFLOP/s fp16 peak" in facts["Device"]
+
+
+def test_a_device_spec_file_names_a_part_the_table_does_not_know(tmp_path: Path) -> None:
+    """--device-spec: an entry keyed (or named) as the trace names its device applies to it."""
+    rel = "mtia-inference-rank0.json.gz"
+    assert _properties(rel)[0]["name"] == "ARTEMIS"
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[ARTEMIS]\nname = "ARTEMIS"\npeak_flops = { bf16 = 1.0e14 }\nmem_bw_bytes_s = 1.0e12\n')
+    _, s = analyze([REAL / rel], engine="serial")
+    assert s.device is None
+    with devices.spec_overrides(spec):
+        _, s = analyze([REAL / rel], engine="serial")
+    assert s.device is not None and s.device.peak_flops == {"bf16": 1e14} and "spec.toml" in s.device.source

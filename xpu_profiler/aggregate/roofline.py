@@ -46,6 +46,10 @@ def run_spec(profile: Profile) -> dict | None:
             key = devices.spec_key_for_properties(p)
             if key is not None and key in table:
                 return table[key].to_json()
+            name = str(p.get("name") or "").strip().lower()  # a --device-spec entry for a part we do not know
+            hit = next((v for k, v in table.items() if name and name in (k.lower(), v.name.lower())), None)
+            if hit is not None:
+                return hit.to_json()
     return None
 
 
