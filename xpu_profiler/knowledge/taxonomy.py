@@ -102,7 +102,7 @@ def _as_row(row: Family | Sequence[str], what: str) -> Family:
     return Family(regex, fused, what, on="name", note=row[2] if len(row) > 2 else "")
 
 
-def _compile(regex: str, fused: str, what: str) -> tuple[re.Pattern, int]:
+def _compile(regex: str, fused: str, what: str) -> tuple[re.Pattern[str], int]:
     if fused not in FUSED_OPS:
         raise XpuProfilerError(f"{what}: unknown fused op {fused!r} (known: {', '.join(FUSED_OPS)})")
     try:
@@ -119,10 +119,10 @@ class Taxonomy:
     ``runtime`` table, by default); ``families``: the rows searched after it (the library tables
     and the generic words). Plain ``(regex, fused_op)`` pairs are searched in the whole name."""
 
-    patterns: list = field(default_factory=lambda: list(tables()[0][1]))
+    patterns: list[Family | tuple[str, ...]] = field(default_factory=lambda: list(tables()[0][1]))
     modules: list[tuple[str, str]] = field(default_factory=lambda: list(MODULE_PATTERNS))
     custom_op: str = CUSTOM_OP
-    families: list = field(default_factory=lambda: [r for _, t in tables()[1:] for r in t])
+    families: list[Family | tuple[str, ...]] = field(default_factory=lambda: [r for _, t in tables()[1:] for r in t])
 
     def __post_init__(self) -> None:
         self._rows = [_as_row(r, "taxonomy") for r in (*self.patterns, *self.families)]
@@ -215,9 +215,9 @@ class Taxonomy:
             raise XpuProfilerError(f"{path}: no such taxonomy file") from None
         except (TOMLDecodeError, UnicodeDecodeError) as e:
             raise XpuProfilerError(f"{path}: not valid TOML ({e})") from None
-        rows: list = []
-        mods: list = []
-        for key, out in (("pattern", rows), ("module", mods)):
+        rows: list[Family | tuple[str, ...]] = []
+        mods: list[tuple[str, str]] = []
+        for key in ("pattern", "module"):
             for i, row in enumerate(data.get(key, [])):
                 if (
                     not isinstance(row, dict)
@@ -228,11 +228,10 @@ class Taxonomy:
                     raise XpuProfilerError(
                         f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op (and an optional string note)"
                     )
-                out.append(
-                    Family(row["regex"], row["fused_op"], f"{path.name}", on="name", note=row.get("note", ""))
-                    if key == "pattern"
-                    else (row["regex"], row["fused_op"])
-                )
+                if key == "pattern":
+                    rows.append(Family(row["regex"], row["fused_op"], path.name, on="name", note=row.get("note", "")))
+                else:
+                    mods.append((row["regex"], row["fused_op"]))
         try:
             return Taxonomy(patterns=rows + list(tables()[0][1]), modules=mods + MODULE_PATTERNS)
         except XpuProfilerError as e:

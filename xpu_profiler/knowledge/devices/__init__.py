@@ -100,7 +100,7 @@ def spec_key_for_name(name: str) -> str | None:
 GENERIC_NAMES = ("", "AMD RADEON GRAPHICS", "AMD RADEON GRAPHICS (GFX90A)")
 
 
-def spec_key_for_properties(props: Mapping) -> str | None:
+def spec_key_for_properties(props: Mapping[str, object]) -> str | None:
     """The spec key of a device as a trace describes it (Kineto ``deviceProperties``: ``name``,
     ``totalGlobalMem``, ``computeMajor``, ``computeMinor``, ``numSms``, ``warpSize``): by its name,
     unless the properties contradict the part the name gives (``AMD Instinct MI250X/MI250`` with
@@ -117,11 +117,11 @@ def spec_key_for_properties(props: Mapping) -> str | None:
     return by_name
 
 
-def _known(props: Mapping) -> bool:
+def _known(props: Mapping[str, object]) -> bool:
     return all(isinstance(props.get(k), int) for k in ("warpSize", "computeMajor", "computeMinor", "numSms"))
 
 
-def _fits(sig: Signature, props: Mapping) -> bool:
+def _fits(sig: Signature, props: Mapping[str, object]) -> bool:
     if not _known(props):
         return False
     mem = props.get("totalGlobalMem")

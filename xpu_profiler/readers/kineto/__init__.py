@@ -19,7 +19,7 @@ from ...core.profile import COMM_SCHEMA, COUNTER_SCHEMA, EVENT_SCHEMA, K_KERNEL,
 from ..base import ReadOptions, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
-from .columns import MAX_US, MEMORY_SERIES
+from .columns import MAX_US, MEMORY_SERIES, REDUNDANT_UNUSED
 from .columns import columns as to_columns
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
 from .schema import Args, Event
@@ -193,12 +193,15 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
                 "value": np.concatenate([c.mem_v for c in parts])[order],
             },
         )
-    if unused:
-        notes.append(f"{path.name}: not used by the analysis: {_events_line(unused)}")
+    odd = {k: v for k, v in unused.items() if k not in REDUNDANT_UNUSED}
+    if odd:
+        notes.append(f"{path.name}: not used by the analysis: {_events_line(odd)}")
     for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
 
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
+    if unused:
+        info["unused_events"] = {k: v[0] for k, v in unused.items()}
     if trace is not None and trace.deviceProperties:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
         info["device_properties"] = [

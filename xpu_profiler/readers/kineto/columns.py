@@ -51,6 +51,12 @@ MODULE_PREFIX = "nn.Module: "
 MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
 MAX_DUR_US = 1e12  # ~11.6 days: a longer event is absurd, and a few of them would overflow int64 sums
 MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
+#: the instants Kineto writes around its own window (pytorch/kineto libkineto/src/output_json.cpp)
+PROFILER_INSTANTS = frozenset(("Iteration Start: PyTorch Profiler", "Record Window End"))
+#: unused events that only repeat what the analysis reads elsewhere: flows link a launch to its
+#: kernel (the analysis joins them by args.correlation) and ops to their backward (External id);
+#: the profiler's own instants mark its window. Counted in the run record, never warned.
+REDUNDANT_UNUSED = ("flow", "profiler instant")
 
 
 class Cols(msgspec.Struct):
@@ -187,8 +193,13 @@ def columns(path: Path, events: list[Event]) -> Cols:
     else:
         mem_idx = inst_idx[is_mem].tolist()
         mem = [events[i] for i in mem_idx]
-        other = inst_idx[~is_mem]
-        unused["instant"] = [len(other), int(other[0]), _text(events[int(other[0])].name)]
+        other = inst_idx[~is_mem].tolist()
+        for label, rows in (
+            ("profiler instant", [i for i in other if events[i].name in PROFILER_INSTANTS]),
+            ("instant", [i for i in other if events[i].name not in PROFILER_INSTANTS]),
+        ):
+            if rows:
+                unused[label] = [len(rows), rows[0], _text(events[rows[0]].name)]
     del inst
     m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
     m_args = list(map(attrgetter("args"), mem))

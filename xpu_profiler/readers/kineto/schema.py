@@ -151,8 +151,17 @@ PH_IDS.update({c: 10 + k for k, c in enumerate(UNUSED_PHASES)})
 PH_LETTERS = {v: k for k, v in PH_IDS.items() if k != "I"}
 
 _OTHERS = [_Other] + [type(f"_Other_{t}", (_Other,), {}, tag=t) for t in UNUSED_PHASES if t != "s"]
-PH_CODE = {_Slice: 0, _Instant: 1, _InstantG: 1, _Meta: 2, _Begin: 3, _End: 4, _AsyncBegin: 5, _AsyncEnd: 6}
-PH_CODE.update({t: PH_IDS[t.__struct_config__.tag] for t in _OTHERS})
+PH_CODE: dict[type, int] = {
+    _Slice: 0,
+    _Instant: 1,
+    _InstantG: 1,
+    _Meta: 2,
+    _Begin: 3,
+    _End: 4,
+    _AsyncBegin: 5,
+    _AsyncEnd: 6,
+}
+PH_CODE.update({t: PH_IDS[c] for t, c in zip(_OTHERS, UNUSED_PHASES)})  # _OTHERS: UNUSED_PHASES' order
 TAGGED_DECODER = msgspec.json.Decoder(
     list[Union[(_Slice, _Instant, _InstantG, _Meta, _Begin, _End, _AsyncBegin, _AsyncEnd, *_OTHERS)]]
 )
