@@ -220,3 +220,25 @@ def test_names_are_classified_once_per_distinct_name(tmp_path: Path, monkeypatch
     layer = [NORM, ROUTER, ROUTING, BMM1, BMM2, FINALIZE, NORM, QKV, ATTN]
     analyze([trace(tmp_path, layer * 300)], engine="serial")
     assert len(calls) == pytest.approx(len(set(layer)), abs=len(set(layer)))  # at most its two heads each
+
+
+def test_the_next_layers_opener_ends_a_block(tmp_path: Path) -> None:
+    """With the norm fused into the all-reduce and an attention kernel no table knows, the next
+    layer's routing kernel still ends the block: its QKV GEMM is no expert."""
+    fused_ar = "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8, 4, true>(Params)"
+    layer = [
+        ROUTER,
+        ROUTING,
+        ROUTING2,
+        BMM1,
+        BMM2,
+        FINALIZE,
+        fused_ar,
+        QKV,
+        "sdk_kernel_v9",
+        "my_out_proj_v9",
+        fused_ar,
+    ]
+    got, st = attributed(trace(tmp_path, layer * 2))
+    assert [f for f, _ in got[6:11]] == ["communication", "gemm", "other", "other", "communication"]
+    assert st["moe_blocks"] == 2 and st["moe_events"] == 4

@@ -84,9 +84,14 @@ def _moe_blocks(
     nxt = np.searchsorted(stops, openers, side="right")
     limit = np.where(nxt < len(stops), stops[np.minimum(nxt, len(stops) - 1)], n)
     limit = np.minimum(limit, openers + rules.MOE_MAX_KERNELS + 1)
+    expertish = ((role == _EXPERT) & moe) | (own == FUSED_OPS.index("gemm"))
+    # ... and the next opener after an expert GEMM: the next layer's block (consecutive routing
+    # kernels before the first expert GEMM open one block)
+    first_expert = np.minimum.accumulate(np.where(expertish, idx, n)[::-1])[::-1]
+    after = np.searchsorted(openers, first_expert[openers], side="right")
+    limit = np.minimum(limit, np.where(after < len(openers), openers[np.minimum(after, len(openers) - 1)], n))
     last_moe = np.maximum.accumulate(np.where(moe, idx, -1))
     end = last_moe[limit - 1]  # >= the opener, itself MoE
-    expertish = ((role == _EXPERT) & moe) | (own == FUSED_OPS.index("gemm"))
     cum = np.concatenate(([0], np.cumsum(expertish)))
     ok = cum[end + 1] - cum[openers] > 0
     start, end = openers[ok], end[ok]

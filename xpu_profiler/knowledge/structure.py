@@ -9,8 +9,9 @@ vLLM ``topkGatingSoftmax`` / ``moe_align_block_size``, triton_kernels ``_topk_fo
 Kunlun ``moe_softmax_topk_norm``...) and closes at the last MoE-named kernel (a closer such as
 ``moe::dev::finalize``, ``moe_sum``, ``_finalize_matmul``, or the last expert GEMM when the
 library has no finalize kernel: CK's 2-stage MoE, aiter's 1-stage ``fmoe``) before the next
-kernel that cannot belong to an MoE layer (``MOE_STOP``: norm, attention) and within
-``MOE_MAX_KERNELS``. The block must hold an expert GEMM or a GEMM. Every kernel inside is MoE
+kernel that cannot belong to an MoE layer (``MOE_STOP``: norm, attention), before the next
+opener that follows an expert GEMM (the next layer's block: an all-reduce fused with the norm
+is no stop), and within ``MOE_MAX_KERNELS``. The block must hold an expert GEMM or a GEMM. Every kernel inside is MoE
 whatever its name (the trtllm-gen ``bmm_*`` expert GEMMs of a B300 run, the SwiGLU and quant
 kernels between two expert GEMMs) except communication (expert-parallel dispatch/combine keep
 their category) and copies. Up to ``MOE_PROLOGUE_KERNELS`` kernels right before the opener
