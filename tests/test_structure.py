@@ -242,3 +242,16 @@ def test_the_next_layers_opener_ends_a_block(tmp_path: Path) -> None:
     got, st = attributed(trace(tmp_path, layer * 2))
     assert [f for f, _ in got[6:11]] == ["communication", "gemm", "other", "other", "communication"]
     assert st["moe_blocks"] == 2 and st["moe_events"] == 4
+
+
+def test_the_report_shows_the_kernel_sequence_source(tmp_path: Path) -> None:
+    """summary.json's attribution shares and the HTML report's attribution section name it."""
+    from xpu_profiler.exporters import html
+
+    layer = [NORM, ROUTER, ROUTING, BMM1, BMM2, FINALIZE, NORM, QKV, ATTN]
+    _, s = analyze([trace(tmp_path, layer * 2)], engine="serial")
+    assert s.attribution.share_by_source["structure"] == pytest.approx(4 / 18)
+    parts = {p["key"]: p for p in html.build_report(s)["fused_ops"]["attribution"]["parts"]}
+    assert parts["structure"]["label"] == "kernel sequence" and parts["structure"]["share"] == pytest.approx(4 / 18)
+    page = html.write(None, s, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'id="structure">Kernel sequence:' in page and "2 MoE blocks" in page

@@ -264,20 +264,7 @@ def _with_slices(path: Path, parts: list, notes: list[str]) -> list:
             f"{path.name}: skipped {len(backwards)} begin/end pair(s) ending before they begin (first: #{i} {str(b.name)[:60]!r})"
         )
         slices = [sl for sl in slices if sl.dur >= 0]
-    events = [
-        Event(
-            name=b.name,
-            cat=b.cat,
-            pid=b.pid,
-            tid=b.tid,
-            ts=sl.start,
-            dur=sl.dur,
-            args=getattr(b, "args", Args()),
-            ph="X",
-        )
-        for sl in slices
-        for _, b in (sl.payload,)
-    ]
+    events = [_as_slice(sl.payload[1], sl.start, sl.dur) for sl in slices]
     if unmatched or no_time:
         notes.append(
             f"{path.name}: skipped {unmatched + no_time} begin/end event(s) without a partner or a usable time"
@@ -287,6 +274,12 @@ def _with_slices(path: Path, parts: list, notes: list[str]) -> list:
     cols = to_columns(path, events)
     cols.n_events = 0  # counted in their own chunks
     return [*parts, cols]
+
+
+def _as_slice(begin, ts: float, dur: float) -> Event:
+    """A complete event made of a Begin event (its name, category, ids and args) and its span."""
+    args = getattr(begin, "args", Args())
+    return Event(name=begin.name, cat=begin.cat, pid=begin.pid, tid=begin.tid, ts=ts, dur=dur, args=args, ph="X")
 
 
 def _unused(parts: list) -> dict:
