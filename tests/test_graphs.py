@@ -266,7 +266,7 @@ def test_names_and_keys() -> None:
         assert LAUNCH_API.search(n), n
     for n in ("cudaGraphLaunch", "hipStreamGetCaptureInfo", "cudaStreamBeginCapture", "hipGetDevicePropertiesR0600"):
         assert not LAUNCH_API.search(n), n
-    assert KEYS == ("none", "op_chain", "module", "capture", "name")
+    assert KEYS == ("none", "op_chain", "module", "capture", "name", "structure")
     assert AttributionSource.CAPTURE.label == "capture trace"
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.knowledge.kernels_kunlun import KUNLUN_PATTERNS
-from xpu_profiler.knowledge.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Taxonomy
+from xpu_profiler.knowledge.families import kunlun, tables
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy
 
 EXPECTED = {
     # [KD] vLLM-Kunlun profiling guide sample output; demangled and raw
@@ -90,13 +90,13 @@ def test_kunlun_name(name, fused):
 
 
 def test_rows_are_well_formed():
-    assert KUNLUN_PATTERNS and all(r.fused_op in FUSED_OPS and r.family in FAMILIES for r in KUNLUN_PATTERNS)
-    Taxonomy(patterns=list(KUNLUN_PATTERNS))  # compiles
+    assert kunlun.ROWS and all(r.fused_op in FUSED_OPS and r.source for r in kunlun.ROWS)
+    Taxonomy(families=list(kunlun.ROWS))  # compiles
 
 
 def test_kunlun_rows_change_nothing_for_the_real_non_kunlun_traces():
-    """The Kunlun rows run first for every name: on the CUDA/ROCm/CPU traces of the
-    shared test data they must give exactly what the generic rows give."""
+    """The Kunlun rows are searched for every name: on the CUDA/ROCm/CPU traces of the
+    shared test data they must give exactly what the other tables give without them."""
     from xpu_profiler.readers import load
 
     data = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
@@ -106,6 +106,7 @@ def test_kunlun_rows_change_nothing_for_the_real_non_kunlun_traces():
     names: set[str] = set()
     for f in files:
         names |= set(load([f]).strings.strings)
-    full, generic = Taxonomy(), Taxonomy(patterns=list(PATTERNS))
+    full = Taxonomy()
+    generic = Taxonomy(families=[r for name, t in tables()[1:] if name != "kunlun" for r in t])
     changed = sorted(n for n in names if full.classify(n) != generic.classify(n))
     assert len(names) > 100 and changed == []

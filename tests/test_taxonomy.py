@@ -27,7 +27,7 @@ NAMES = {
     "fused_moe_kernel": "moe",
     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)": "communication",
     "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>": "communication",
-    "triton_poi_fused_add_cos_sin_0": "elementwise",
+    "triton_poi_fused_add_cos_sin_0": "rope",  # Inductor tokens cos+sin: RoPE computed in the kernel
     "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0": "norm",
     "Memcpy HtoD (Pinned -> Device)": "memcpy",
     "Memset (Device)": "memset",

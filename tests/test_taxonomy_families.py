@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.knowledge.taxonomy import FAMILIES, FUSED_OPS, PATTERNS, Rule, Taxonomy, rules
+from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy
 
 DATA = Path(__file__).resolve().parent / "data"
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
@@ -316,7 +316,7 @@ GOLDEN: dict[str, str] = {
     # --- inductor-fused kernels (vLLM's torch.compile) ---------------------------------------
     "triton_poi_fused_mul_silu_slice_0": "activation",
     "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1": "norm",
-    "triton_poi_fused_add_cos_sin_0": "elementwise",
+    "triton_poi_fused_add_cos_sin_0": "rope",  # Inductor tokens cos+sin: RoPE computed in the kernel
 }
 
 
@@ -356,7 +356,7 @@ def test_the_golden_file_covers_the_shared_traces() -> None:
     from xpu_profiler.core.profile import DEVICE_KINDS
     from xpu_profiler.readers import load
 
-    files = sorted(REAL.rglob("*.json.gz")) if REAL.is_dir() else []
+    files = sorted([*REAL.rglob("*.json.gz"), *REAL.glob("gpu-inference/*.json")]) if REAL.is_dir() else []
     if not files:
         pytest.skip("real traces not found")
     listed = {n for _, _, n in real_names()}
@@ -378,19 +378,6 @@ def test_moe_holds_no_epilogue_words_and_quantization_no_gemm() -> None:
         got = tax.classify(n)
         if got >= 0 and FUSED_OPS[got] in ("activation", "quantization"):
             assert not gemmish.search(n), n
-
-
-def test_table_is_ordered_by_family() -> None:
-    order = {f: i for i, f in enumerate(FAMILIES)}
-    for table in (PATTERNS, rules()):
-        ranks = [order[r.family] for r in table]
-        assert ranks == sorted(ranks)
-    assert all(isinstance(r, Rule) and r.fused_op in FUSED_OPS for r in rules())
-    fams = [r.family for r in rules()]
-    # epilogue and dtype words come after every structural family
-    assert max(i for i, f in enumerate(fams) if f in ("moe", "attention", "communication", "gemm")) < min(
-        i for i, f in enumerate(fams) if f in ("activation", "quantization")
-    )
 
 
 def test_user_rows_first_and_validated(tmp_path: Path) -> None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from . import aggregate, exporters, findings
 from .aggregate import select
 from .aggregate.select import Selection
 from .core import atomic_write, heap
 from .core.errors import XpuProfilerError
 from .core.fmt import plain
-from .core.profile import FRAME_SCHEMA, Profile, Table
+from .core.profile import DEVICE_KINDS, FRAME_SCHEMA, K_CPU_OP, Profile, Table
 from .findings import FindingsConfig
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
@@ -65,6 +67,7 @@ def analyze(
     Python stack frames out of the profile (and so of the Perfetto trace and the bundle:
     smaller files; the analysis never reads them)."""
     profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
+    _check_analysable(profile)
     if model_config is not None:
         profile.run["model_config"] = model_config
     if not python_frames:
@@ -80,6 +83,22 @@ def analyze(
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return profile, findings.attach(summary, findings_config, reference)
+
+
+def _check_analysable(profile: Profile) -> None:
+    """One line (exit 2) for inputs whose events hold nothing the analysis reads: no device
+    work, no host op, no step, request or counter (a trace of unknown categories only)."""
+    ev = profile.events
+    if not len(ev) or len(profile.steps) or len(profile.requests) or len(profile.counters):
+        return
+    if np.isin(ev["kind"], (*DEVICE_KINDS, K_CPU_OP)).any():
+        return
+    cats = [profile.strings[int(c)] for c in np.unique(ev["cat"][ev["cat"] >= 0]).tolist()][:5]
+    where = ", ".join(str(s.get("path", "")) for s in profile.run.get("sources", []) if isinstance(s, dict)) or "input"
+    raise XpuProfilerError(
+        f"{where}: nothing to analyse: {len(ev):,} event{'s' if len(ev) != 1 else ''}, none a device kernel, copy or host op"
+        + (f" (categories {', '.join(repr(c) for c in cats)})" if cats else "")
+    )
 
 
 def summarize(

@@ -8,8 +8,11 @@
 - ``fused``: the outermost vLLM custom op on the launching op chain, else the innermost
   layer module range, else the event's own name, else its top-level op's name, else
   "other"; device work whose own name is unambiguous (memcpy, memset, communication)
-  keeps it. Graph-replayed device work has no launching op of its own: it is
-  attributed through the capture trace when one is given (``replays``), else by name;
+  keeps it (a copy launched by a collective op is that collective's staging copy).
+  Graph-replayed device work has no launching op of its own: it is attributed through
+  the capture trace when one is given (``replays``). What is still decided by its own
+  name alone then goes through the structure rules (``structure``: MoE blocks, staging
+  copies, attention pre-processing) before the name;
 - ``source``: how the fused op was decided (``attribution_source`` codes);
 
 and each step's ``busy`` time (``device_steps.step_busy``).
@@ -29,6 +32,7 @@ from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
 from .device_steps import step_busy
 from .replays import attribute_replays, find_replays
 from .steps import steps_from_annotations
+from .structure import apply_structure
 
 #: fused ops that device work keeps from its own name whatever launched it
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
@@ -52,6 +56,7 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)
     ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
     attribute_replays(profile, replays, capture, taxonomy, fused, source)
+    profile.run["structure"] = apply_structure(profile, taxonomy, fused, source)
     ev["fused"], ev["source"] = fused, source
     if len(profile.steps):
         profile.steps["busy"] = step_busy(profile, basis_mask(profile))
@@ -164,6 +169,11 @@ def _fused_ops(
         put(q[c_ok][good], c_fused[good], Src.OP_CHAIN)
     strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & device_mask(kind))
     put(strong, own[strong], Src.NAME)
+    if len(q):  # ... except a copy launched by a collective op: its staging copy (vllm::all_reduce > copy_)
+        comm = FUSED_OPS.index("communication")
+        rows_c = q[c_ok][good & (c_fused == comm)]
+        staged = rows_c[(own[rows_c] == FUSED_OPS.index("memcpy")) & device_mask(kind[rows_c])]
+        put(staged, np.full(len(staged), comm, np.int16), Src.OP_CHAIN)
     unknown = fused < 0
     fused[unknown] = OTHER
     source[unknown] = Src.NONE

@@ -7,7 +7,8 @@ ranks' clocks aligned on them.
   Kunlun ``kl3_all_reduce*``/BKCL/XCCL, HCCL); on a run without device work (the CPU),
   the outermost host ops of that family (``_C::shm_allreduce``, ``c10d::allreduce_``),
   each lasting until the work it handed to gloo's threads ends (``backend_work``).
-- **Kind** (``collective_kinds.KINDS``, first match wins): from the collective name the trace records
+- **Kind** (``collective_kinds.KINDS``, first match wins; else the kind of the name's
+  communication family, ``taxonomy.collective_kind``): from the collective name the trace records
   (``record_param_comms``'s ``Collective name``), else the communication host op the
   work was launched from (``nccl:all_reduce``, ``c10d::allreduce_``: NCCL runs several
   kinds as ``ncclKernel_SendRecv``), else the event's own name.
@@ -34,7 +35,7 @@ from ..core.launches import launch_rows, thread_ids
 from ..core.ordering import lexsort
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
 from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
-from ..knowledge.taxonomy import FUSED_OPS
+from ..knowledge.taxonomy import FUSED_OPS, collective_kind
 from .attribution import launch_points
 from .backend_work import work_ends, work_rows
 from .ranks import step_engine
@@ -103,7 +104,7 @@ def _name_kinds(profile: Profile, rows: np.ndarray) -> np.ndarray:
     names = profile.events["name"][rows]
     uniq, inv = np.unique(names, return_inverse=True)
     return (
-        np.array([kind_of(profile.strings[int(u)]) for u in uniq], np.int64)[inv]
+        np.array([collective_kind(profile.strings[int(u)]) for u in uniq], np.int64)[inv]
         if len(rows)
         else np.zeros(0, np.int64)
     )

@@ -27,7 +27,8 @@ JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
 def run_spec(profile: Profile) -> dict | None:
     """The spec of the run's device, as a dict: from the device table by the key the run
     recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
-    saved, else the device a trace names (Kineto ``deviceProperties``)."""
+    saved, else the device a trace describes (Kineto ``deviceProperties``: its name, or its
+    properties when the name is empty or generic)."""
     run = profile.run
     info = run.get("device_info") if isinstance(run.get("device_info"), dict) else {}
     table = devices.specs()
@@ -37,10 +38,18 @@ def run_spec(profile: Profile) -> dict | None:
     if isinstance(run.get("device_spec"), dict):
         return run["device_spec"]
     for src in run.get("sources") or []:
-        for name in (src.get("devices") or []) if isinstance(src, dict) else []:
-            spec = devices.spec_for_name(str(name))
-            if spec is not None:
-                return spec.to_json()
+        if not isinstance(src, dict):
+            continue
+        props = [p for p in src.get("device_properties") or [] if isinstance(p, dict)]
+        props += [{"name": n} for n in src.get("devices") or [] if not props]
+        for p in props:
+            key = devices.spec_key_for_properties(p)
+            if key is not None and key in table:
+                return table[key].to_json()
+            name = str(p.get("name") or "").strip().lower()  # a --device-spec entry for a part we do not know
+            hit = next((v for k, v in table.items() if name and name in (k.lower(), v.name.lower())), None)
+            if hit is not None:
+                return hit.to_json()
     return None
 
 

@@ -27,6 +27,7 @@ def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
         share_by_source=share,
         name_share=share.get(KEYS[AttributionSource.NAME], 0.0),
         unattributed_share=share.get(KEYS[AttributionSource.NONE], 0.0),
+        structure={k: int(v) for k, v in (profile.run.get("structure") or {}).items() if isinstance(v, int) and v},
     )
 
 

@@ -16,13 +16,16 @@ MODULE     2     layer module        the innermost layer module range around the
                                      (``nn.Module: RMSNorm_3``, ``xpu_module:...``)
 CAPTURE    3     capture trace       a graph replay, matched to its launch in the graph-capture
                                      trace and attributed through that launch's op chain or module
-NAME       4     kernel name         the event's own name, through the pattern table only
+NAME       4     kernel name         the event's own name, through the family tables only
+STRUCTURE  5     kernel sequence     the event's place in its stream's kernel sequence: inside an
+                                     MoE block, an all-reduce's staging copy, attention's
+                                     pre-processing (``aggregate/structure.py``)
 =========  ====  ==================  ===========================================================
 
-Order matters: when several sources know an event, the lower code wins (an eager
-kernel's op chain beats its module, which beats its name). A replayed kernel has no
-op chain or module of its own, so CAPTURE is its strongest possible source and NAME
-its fallback.
+Order matters: when several sources know an event, the first in ``PRECEDENCE`` wins (an
+eager kernel's op chain beats its module, which beats the capture trace, which beats the
+kernel sequence, which beats its name). A replayed kernel has no op chain or module of
+its own, so CAPTURE is its strongest possible source, then STRUCTURE, then NAME.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class AttributionSource(IntEnum):
     MODULE = 2
     CAPTURE = 3
     NAME = 4
+    STRUCTURE = 5
 
     @property
     def label(self) -> str:
@@ -50,7 +54,17 @@ LABELS = {
     AttributionSource.MODULE: "layer module",
     AttributionSource.CAPTURE: "capture trace",
     AttributionSource.NAME: "kernel name",
+    AttributionSource.STRUCTURE: "kernel sequence",
 }
+#: strongest first (the codes are a saved format and only grow: they are not the order)
+PRECEDENCE = (
+    AttributionSource.OP_CHAIN,
+    AttributionSource.MODULE,
+    AttributionSource.CAPTURE,
+    AttributionSource.STRUCTURE,
+    AttributionSource.NAME,
+    AttributionSource.NONE,
+)
 #: JSON keys, by code (what summary.json and the report use)
 KEYS = tuple(s.name.lower() for s in AttributionSource)
 DTYPE = np.dtype(np.int8)

@@ -4,33 +4,52 @@ bandwidth factor of each kind, and the element sizes of the dtype names traces w
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
+
+from .kernel_heads import heads
 
 
 class Kind(NamedTuple):
-    regex: str
+    """A collective kind and the words that name it. ``words`` make a name communication on
+    their own (the taxonomy's generic communication row is built from them); ``hints`` only
+    tell the kind of a name already known as communication (``dispatch`` of DeepEP,
+    ``one_shot`` of a custom all-reduce, a bare ``reduce``)."""
+
     kind: str
+    words: str = ""
+    hints: str = ""
     note: str = ""
 
 
-#: collective kinds by name, searched in order (case-insensitive)
+#: collective kinds, searched in order (case-insensitive) in a name's head
 KINDS: list[Kind] = [
-    Kind(r"reduce_?scatter", "reduce_scatter"),
-    Kind(r"all_?gather|_allgather|all_gather_into", "all_gather"),
-    Kind(r"all_?to_?all|all2all|(?<![a-z])a2a|dispatch|combine", "all_to_all", "incl. expert-parallel DeepEP"),
+    Kind("reduce_scatter", r"reduce_?scatter|reducescatter"),
+    Kind("all_gather", r"all_?gather|allgather", r"all_gather_into"),
     Kind(
-        r"all_?reduce|cross_device_reduce|custom_ar|one_?shot|two_?shot|lamport",
+        "all_to_all",
+        r"all_?to_?all|all2all|(?<![a-z])a2a(?![a-z])",
+        r"dispatch|combine|notify",
+        "incl. expert-parallel dispatch/combine (DeepEP, pplx, MoRI)",
+    ),
+    Kind(
         "all_reduce",
+        r"all_?reduce",
+        r"cross_device_reduce|custom_ar|one_?shot|two_?shot|lamport",
         "incl. vLLM's custom all-reduce",
     ),
-    Kind(r"broadcast|bcast", "broadcast"),
-    Kind(r"(?<![a-z])reduce(?![a-z])|ncclDevKernel_Reduce_|ncclKernel_Reduce_", "reduce"),
-    Kind(r"send_?recv|(?<![a-z])(send|recv|isend|irecv)(?![a-z])|p2p", "send_recv"),
-    Kind(r"barrier", "barrier"),
+    Kind("broadcast", r"broadcast", r"bcast"),
+    Kind("reduce", "", r"(?<![a-z])reduce(?![a-z])|ncclDevKernel_Reduce_|ncclKernel_Reduce_"),
+    Kind("send_recv", r"send_?recv", r"(?<![a-z])(send|recv|isend|irecv)(?![a-z])|p2p"),
+    Kind("barrier", "", r"barrier"),
 ]
 KIND_NAMES = tuple(dict.fromkeys(k.kind for k in KINDS)) + ("other",)
 OTHER_KIND = len(KIND_NAMES) - 1
-_KIND_RX = [(re.compile(k.regex, re.IGNORECASE), KIND_NAMES.index(k.kind)) for k in KINDS]
+_KIND_RX = [
+    (re.compile("|".join(x for x in (k.words, k.hints) if x), re.IGNORECASE), KIND_NAMES.index(k.kind)) for k in KINDS
+]
+#: the words that make a name communication (the taxonomy's generic communication row)
+COLLECTIVE_WORDS = "|".join(k.words for k in KINDS if k.words)
 
 #: bus bandwidth = algorithm bandwidth × factor(n) (NCCL's convention)
 BUS_FACTOR = {
@@ -70,10 +89,16 @@ DTYPE_BYTES = {
 }
 
 
+@lru_cache(maxsize=4096)
 def kind_of(name: str) -> int:
-    for rx, k in _KIND_RX:
-        if rx.search(name):
-            return k
+    """Kind of a collective (index into ``KIND_NAMES``) from the kind words in a name's head
+    (``kernel_heads``: template arguments say nothing); ``OTHER_KIND`` when it has none
+    (``taxonomy.collective_kind`` then asks the family table)."""
+    inner, outer = heads(name)
+    for text in dict.fromkeys((inner, outer)):
+        for rx, k in _KIND_RX:
+            if rx.search(text):
+                return k
     return OTHER_KIND
 
 

@@ -1,10 +1,7 @@
-"""The fused ops every event is attributed to, and the structural families the name tables
-are searched in (``FAMILIES`` order: data movement, runtime, communication, MoE, ... epilogue
-and dtype words last): the vocabulary the kernel tables and the taxonomy share."""
+"""The fused ops every event is attributed to: the vocabulary the family tables
+(``knowledge/families``), the module patterns and every output share."""
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 FUSED_OPS = (
     "attention",
@@ -25,31 +22,3 @@ FUSED_OPS = (
     "other",
 )
 OTHER = FUSED_OPS.index("other")
-
-#: structural families, in the order the table searches them (epilogue/dtype words last)
-FAMILIES = (
-    "memory",
-    "runtime",
-    "communication",
-    "moe",
-    "kv_cache",
-    "attention",
-    "rope",
-    "norm",
-    "convolution",
-    "gemm",
-    "sampling",
-    "embedding",
-    "activation",
-    "quantization",
-    "elementwise",
-)
-
-
-class Rule(NamedTuple):
-    """One row of the pattern table: ``re.search`` over a name, case-insensitive."""
-
-    regex: str
-    fused_op: str
-    family: str
-    note: str = ""

@@ -10,9 +10,14 @@ XPU runtime events) by what they do, never by one vendor's spelling:
   capture each becomes a graph node;
 - graph launches (``cudaGraphLaunch``, ``hipGraphLaunch``, ``xpu_graph_launch``): a replay.
 
+Kunlun's XPU runtime (XPURT) spells its API in snake case (``xpu_launch_async``,
+``xpu_memcpy``, ``xpu_wait``): ``KUNLUN_API`` says which names are runtime calls (the XProfiler
+reader has no category for them), ``KUNLUN_MARKERS`` which names only a Kunlun trace holds.
+
 Sources: the CUDA Runtime / Driver API references (docs.nvidia.com/cuda/cuda-runtime-api,
 cuda-driver-api), HIP's API reference (rocm.docs.amd.com/projects/HIP), and the Kunlun
-runtime names of XProfiler traces (``readers/xprofiler.py``).
+runtime names of XProfiler traces and of Paddle's XPU tracer
+(``paddle/fluid/platform/profiler/xpu_tracer.cc``: XPTI records API, KERNEL, MEMCPY, WAIT).
 """
 
 from __future__ import annotations
@@ -32,3 +37,10 @@ LAUNCH_API = re.compile(
 #: ``xpu_graph_launch`` / ``xpuGraphLaunch`` (not verified in public sources). Kunlun's
 #: CUPTI-compatible layer may also report ``cudaGraphLaunch``, which is covered.
 GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch(_v\d+)?$|^xpu_?graph_?launch", re.I)
+#: a Kunlun XPU runtime API call (``xpu_launch_async``, ``xpuMemcpy``)
+KUNLUN_API = re.compile(r"xpu[A-Za-z]*_[A-Za-z0-9_]+|xpu[A-Z][A-Za-z0-9]+")
+#: names and categories only Kunlun traces hold, as JSON strings (sniffing a file's head)
+KUNLUN_MARKERS = re.compile(
+    rb'"(?:xpu_launch[a-z_]*|xpu_wait|xpu_memcpy[a-z_]*|xpu_malloc|xpu_free|xpurt[a-z_]*|'
+    rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"'
+)

@@ -1,27 +1,18 @@
-"""Which kernel or op name belongs to which fused op: ordered, declarative tables.
+"""Which kernel or op name belongs to which fused op: the family tables, and the layer modules.
 
-Three tables, each searched top to bottom, first match wins:
-
-- ``PATTERNS``: rules over kernel and op names (CUDA, ROCm, CPU ``aten::``/``_C::``
-  ops of vLLM's CPU build, Kunlun ``xblas``/``kl3_*``/vllm-kunlun ops);
+- ``families``: one table of kernel families per vendor (``knowledge/families/``), each row
+  with its source, matched on the name's *head* (``kernel_heads``: no template arguments, no
+  argument list), first row wins; Inductor's generated names are read from their op tokens;
 - ``MODULE_PATTERNS``: layer module class names (from ``nn.Module: X_0`` frames of
   ``with_stack`` traces, or our own ``xpu_module:X`` ranges);
 - ``CUSTOM_OP``: which host ops are custom ops of vLLM, SGLang or a kernel library,
   whose name decides the fused op of everything they launch (the "launching op chain").
 
-**Structure before detail.** A name is classified by its structural family first,
-in ``FAMILIES`` order: data movement, the vendor runtime's plain tensor kernels,
-communication, MoE (expert GEMMs, routing, top-k, align/sort, permute, finalize),
-KV-cache writes, attention (and other sequence mixers), rope, norm, convolution,
-GEMM (dense and quantised), sampling, embedding — and only then by the epilogue
-and dtype words: activation (``swiglu``, ``silu``...), quantization (``quant``,
-``fp8``, ``mxfp4``...), element-wise. So ``_matmul_ogs_NNT_bf16xbf16xmxfp4_..._swiglu``
-is an MoE expert GEMM, ``fp8gemm_bf16_blockscale`` a GEMM, and "quantization" only
-holds kernels that quantize or dequantize. ``rules()`` merges the vendor rows of
-``taxonomy_kunlun`` into the same family order.
+Classification is per distinct name and cached: a trace's millions of events share a few
+hundred names.
 
-Users extend the tables from a TOML file (``--taxonomy FILE``); their rows go in
-front of the built-in ones::
+Users extend the tables from a TOML file (``--taxonomy FILE``); their rows go in front of the
+built-in ones and are searched in the whole name::
 
     [[pattern]]
     regex = "my_fused_gemm_.*"
@@ -38,14 +29,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import XpuProfilerError
 from ..core.records import MODULE_RANGE_PREFIX
 from ..core.toml import TOMLDecodeError, loads
-from .fused_ops import FAMILIES, FUSED_OPS, Rule
-from .kernels_generic import PATTERNS
-from .kernels_kunlun import KUNLUN_PATTERNS
+from .collective_kinds import KIND_NAMES, OTHER_KIND, kind_of
+from .families import ROLES, Family, TokenRule, tables
+from .families.triton import inductor_rule
+from .fused_ops import FUSED_OPS
+from .kernel_heads import heads
 
 #: (regex, fused_op) over layer module class names (instance suffix stripped).
 MODULE_PATTERNS: list[tuple[str, str]] = [
@@ -95,65 +89,106 @@ def module_class(range_name: str) -> str | None:
     return None
 
 
-def rules() -> list[Rule]:
-    """The built-in table: generic and vendor rows merged family by family (vendor rows
-    first within a family, each table's own order kept)."""
-    rank = {f: i for i, f in enumerate(FAMILIES)}
-    rows = [(rank[r.family], 0, i, r) for i, r in enumerate(KUNLUN_PATTERNS)]
-    rows += [(rank[r.family], 1, i, r) for i, r in enumerate(PATTERNS)]
-    return [r for *_, r in sorted(rows, key=lambda t: t[:3])]
+def rules() -> list[Family]:
+    """The built-in family rows, in search order (the Inductor rule runs after the
+    ``runtime`` table)."""
+    return [r for _, t in tables() for r in t]
 
 
-def _compile(rows: Sequence[Sequence[str]], what: str) -> list[tuple[re.Pattern, int]]:
-    out = []
-    for row in rows:
-        regex, fused = row[0], row[1]
-        if fused not in FUSED_OPS:
-            raise XpuProfilerError(f"{what}: unknown fused op {fused!r} (known: {', '.join(FUSED_OPS)})")
-        try:
-            out.append((re.compile(regex, re.IGNORECASE), FUSED_OPS.index(fused)))
-        except re.error as e:
-            raise XpuProfilerError(f"{what}: bad regex {regex!r} ({e})") from None
-    return out
+def _as_row(row: Family | Sequence[str], what: str) -> Family:
+    if isinstance(row, Family):
+        return row
+    regex, fused = row[0], row[1]
+    return Family(regex, fused, what, on="name", note=row[2] if len(row) > 2 else "")
+
+
+def _compile(regex: str, fused: str, what: str) -> tuple[re.Pattern[str], int]:
+    if fused not in FUSED_OPS:
+        raise XpuProfilerError(f"{what}: unknown fused op {fused!r} (known: {', '.join(FUSED_OPS)})")
+    try:
+        return re.compile(regex, re.IGNORECASE), FUSED_OPS.index(fused)
+    except re.error as e:
+        raise XpuProfilerError(f"{what}: bad regex {regex!r} ({e})") from None
 
 
 @dataclass
 class Taxonomy:
     """Compiled tables; `classify*` return indexes into FUSED_OPS (-1: no match).
 
-    ``patterns`` rows are ``Rule``s or plain ``(regex, fused_op)`` pairs."""
+    ``patterns``: the rows searched before the Inductor rule (users' rows, then the built-in
+    ``runtime`` table, by default); ``families``: the rows searched after it (the library tables
+    and the generic words). Plain ``(regex, fused_op)`` pairs are searched in the whole name."""
 
-    patterns: list = field(default_factory=rules)
+    patterns: list[Family | tuple[str, ...]] = field(default_factory=lambda: list(tables()[0][1]))
     modules: list[tuple[str, str]] = field(default_factory=lambda: list(MODULE_PATTERNS))
     custom_op: str = CUSTOM_OP
+    families: list[Family | tuple[str, ...]] = field(default_factory=lambda: [r for _, t in tables()[1:] for r in t])
 
     def __post_init__(self) -> None:
-        self._patterns = _compile(self.patterns, "taxonomy")
-        self._modules = _compile(self.modules, "taxonomy modules")
+        self._rows = [_as_row(r, "taxonomy") for r in (*self.patterns, *self.families)]
+        self._inductor_at = len(self.patterns)
+        self._compiled = []
+        for r in self._rows:
+            rx, fused = _compile(r.regex, r.fused_op, "taxonomy")
+            if r.role not in ROLES:
+                raise XpuProfilerError(f"taxonomy: unknown role {r.role!r} in row {r.regex!r}")
+            args = re.compile(r.args, re.IGNORECASE) if r.args else None
+            self._compiled.append((rx, args, r.on == "name", fused, ROLES.index(r.role)))
+        self._modules = [_compile(regex, fused, "taxonomy modules") for regex, fused, *_ in self.modules]
         self._custom = re.compile(self.custom_op)
-        self._cache: dict[str, int] = {}
+        self._cache: dict[str, tuple[int, int, Family | TokenRule | None]] = {}
 
-    def rule_index(self, name: str) -> int:
-        """Row of ``patterns`` that decides a name, -1 when none matches."""
+    def _decide(self, name: str) -> tuple[int, int, Family | TokenRule | None]:
+        """(fused op, role, deciding row) of a name: rows in order on its inner head, then on
+        its outer head (a launcher template); the Inductor rule after the first rows."""
         hit = self._cache.get(name)
-        if hit is None:
-            hit = -1
-            for i, (rx, _) in enumerate(self._patterns):
-                if rx.search(name):
-                    hit = i
-                    break
-            self._cache[name] = hit
+        if hit is not None:
+            return hit
+        inner, outer = heads(name)
+        hit = (-1, 0, None)
+        for text in (inner, outer) if outer != inner else (inner,):
+            found = self._search(name, text)
+            if found is not None:
+                hit = found
+                break
+        self._cache[name] = hit
         return hit
 
-    def classify(self, name: str) -> int:
-        """Fused op of a kernel or op name, -1 when no pattern matches."""
-        i = self.rule_index(name)
-        return self._patterns[i][1] if i >= 0 else -1
+    def _search(self, name: str, head: str) -> tuple[int, int, Family | TokenRule | None] | None:
+        for i, (rx, args, on_name, fused, role) in enumerate(self._compiled):
+            if i == self._inductor_at:
+                tok = inductor_rule(head)
+                if tok is not None:
+                    return FUSED_OPS.index(tok.fused_op), ROLES.index(tok.role), tok
+            if rx.search(name if on_name else head) and (args is None or args.search(name)):
+                return fused, role, self._rows[i]
+        if self._inductor_at >= len(self._compiled):
+            tok = inductor_rule(head)
+            if tok is not None:
+                return FUSED_OPS.index(tok.fused_op), ROLES.index(tok.role), tok
+        return None
 
-    def explain(self, name: str) -> tuple | None:
-        """The row that decides a name (a ``Rule`` for built-in rows), or None."""
-        i = self.rule_index(name)
-        return self.patterns[i] if i >= 0 else None
+    def classify(self, name: str) -> int:
+        """Fused op of a kernel or op name, -1 when no row matches."""
+        return self._decide(name)[0]
+
+    def role(self, name: str) -> int:
+        """The name's role in an MoE block (index into ``families.ROLES``; 0: none)."""
+        return self._decide(name)[1]
+
+    def collective_kind(self, name: str) -> int:
+        """Kind of a collective (index into ``collective_kinds.KIND_NAMES``): the kind words of
+        its name, else the kind of the communication family it belongs to (DeepEP's
+        ``cached_notify``: all_to_all), else ``OTHER_KIND``."""
+        k = kind_of(name)
+        if k != OTHER_KIND:
+            return k
+        row = self.explain(name)
+        return KIND_NAMES.index(row.kind) if isinstance(row, Family) and row.kind else OTHER_KIND
+
+    def explain(self, name: str) -> Family | TokenRule | None:
+        """The row that decides a name (a ``Family``, or Inductor's ``TokenRule``), or None."""
+        return self._decide(name)[2]
 
     def classify_module(self, range_name: str) -> int:
         cls = module_class(range_name)
@@ -180,9 +215,9 @@ class Taxonomy:
             raise XpuProfilerError(f"{path}: no such taxonomy file") from None
         except (TOMLDecodeError, UnicodeDecodeError) as e:
             raise XpuProfilerError(f"{path}: not valid TOML ({e})") from None
-        rows: list = []
-        mods: list = []
-        for key, out in (("pattern", rows), ("module", mods)):
+        rows: list[Family | tuple[str, ...]] = []
+        mods: list[tuple[str, str]] = []
+        for key in ("pattern", "module"):
             for i, row in enumerate(data.get(key, [])):
                 if (
                     not isinstance(row, dict)
@@ -193,12 +228,22 @@ class Taxonomy:
                     raise XpuProfilerError(
                         f"{path}: [[{key}]] #{i + 1} needs string keys regex and fused_op (and an optional string note)"
                     )
-                out.append(
-                    Rule(row["regex"], row["fused_op"], "user", row.get("note", ""))
-                    if key == "pattern"
-                    else (row["regex"], row["fused_op"])
-                )
+                if key == "pattern":
+                    rows.append(Family(row["regex"], row["fused_op"], path.name, on="name", note=row.get("note", "")))
+                else:
+                    mods.append((row["regex"], row["fused_op"]))
         try:
-            return Taxonomy(patterns=rows + rules(), modules=mods + MODULE_PATTERNS)
+            return Taxonomy(patterns=rows + list(tables()[0][1]), modules=mods + MODULE_PATTERNS)
         except XpuProfilerError as e:
             raise XpuProfilerError(f"{path}: {e}") from None
+
+
+@lru_cache(maxsize=1)
+def default() -> Taxonomy:
+    """The built-in taxonomy, compiled once."""
+    return Taxonomy()
+
+
+def collective_kind(name: str) -> int:
+    """``Taxonomy.collective_kind`` of the built-in tables."""
+    return default().collective_kind(name)

@@ -23,7 +23,7 @@ documented, so this reader maps what it can recognise and keeps the rest:
   counted in the run's source record; odd events never make the read fail.
 
 Chrome-trace times are microseconds (``ts``, ``dur``), converted to integer ns.
-``B``/``E`` pairs are joined per thread; ``C`` events become counters; ``M``
+``B``/``E`` pairs are joined per thread (``begin_end``); ``C`` events become counters; ``M``
 events name processes; instant and flow events are counted, not kept.
 """
 
@@ -49,6 +49,7 @@ from ..core.profile import (
 )
 from ..knowledge.kernel_names import demangle_names
 from .base import ReadOptions, resolve_rank
+from .begin_end import Mark, pair
 from .content import read_bytes
 from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 from .xprofiler_fields import (  # noqa: F401  (sniff: this reader's, for the registry)
@@ -122,7 +123,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
     c_names: list[str] = []
     c_t: list[float] = []
     c_v: list[float] = []
-    open_b: dict = {}
+    marks: list[Mark] = []
     counts = {
         "complete": 0,
         "begin_end": 0,
@@ -175,29 +176,16 @@ def read(path: Path, options: ReadOptions) -> Profile:
                 continue
             counts["complete"] += 1
             add(e, ts, dur)
-        elif ph == "B":
-            why = _time(e, ts, 0.0)
-            if why:
-                skip(why, i, e)
-                continue
-            open_b.setdefault((_key(e.get("pid")), _key(e.get("tid"))), []).append((e, ts))
-        elif ph == "E":
-            stack = open_b.get((_key(e.get("pid")), _key(e.get("tid"))))
-            # an E closes the innermost open B of the same name (or any, if it has none)
+        elif ph in ("B", "E"):
             name = e.get("name")
-            j = next(
-                (k for k in range(len(stack or []) - 1, -1, -1) if not name or stack[k][0].get("name") == name), None
-            )
-            if ts is None or j is None:
-                counts["unmatched_begin_end"] += 1
+            name = name if isinstance(name, str) else ""
+            if ts is None or (ph == "B" and _time(e, ts, 0.0)):
+                if ph == "B":
+                    skip(_time(e, ts, 0.0) or "with no 'ts' field", i, e)
+                else:
+                    counts["unmatched_begin_end"] += 1
                 continue
-            b, t0 = stack.pop(j)
-            why = _time(e, ts, ts - t0)
-            if why:
-                skip(why, i, e)
-                continue
-            counts["begin_end"] += 1
-            add(b, t0, ts - t0)
+            marks.append(Mark((_key(e.get("pid")), _key(e.get("tid"))), name, ts, ph == "B", (i, e)))
         elif ph == "C":
             args = e.get("args")
             if _time(e, ts, 0.0) or not isinstance(args, dict):
@@ -227,7 +215,16 @@ def read(path: Path, options: ReadOptions) -> Profile:
             skip("with no 'ph' field", i, e)
         else:
             skip("with a phase this reader cannot map", i, e)
-    counts["unmatched_begin_end"] += sum(len(s) for s in open_b.values())
+    slices, unmatched = pair(marks)
+    counts["unmatched_begin_end"] += unmatched
+    for sl in slices:
+        i, e = sl.payload
+        why = _time(e, sl.start, sl.dur)
+        if why:
+            skip(why, i, e)
+            continue
+        counts["begin_end"] += 1
+        add(e, sl.start, sl.dur)
 
     ts_all = np.array(starts + c_t, dtype=np.float64)
     t0_us = float(ts_all.min()) if len(ts_all) else 0.0

@@ -8,16 +8,14 @@ import re
 from pathlib import Path
 
 from ..core.profile import K_COMM, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN
+from ..knowledge.runtime_api import KUNLUN_API, KUNLUN_MARKERS
 from .base import has_kineto_markers, is_chrome_json
 from .kineto.columns import MAX_DUR_US, MAX_US
 
 SETTINGS_NAME = "xprofiler.settings.json"
 
-# Names and categories specific to the Kunlun runtime / XProfiler.
-_XPU_MARKERS = re.compile(
-    rb'"(?:xpu_launch[a-z_]*|xpu_wait|xpu_memcpy[a-z_]*|xpu_malloc|xpu_free|xpurt[a-z_]*|'
-    rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"'
-)
+# Names and categories specific to the Kunlun runtime / XProfiler: ``runtime_api``.
+_XPU_MARKERS = KUNLUN_MARKERS
 
 # category (lower case) → kind
 CATEGORY_KINDS = {
@@ -53,7 +51,7 @@ _DEVICE_KEYS = ("device", "device_id", "deviceId", "dev", "xpu", "devid")
 _STREAM_KEYS = ("stream", "stream_id", "streamId", "hwq", "queue")
 _CORR_KEYS = ("correlation", "correlation_id", "correlationId", "corr", "token")
 _DEVICE_PROCESS = re.compile(r"(?:xpu|device|card|gpu|kunlun)\s*[:#_-]?\s*(\d+)", re.I)
-_XPU_API_NAME = re.compile(r"xpu[A-Za-z]*_[A-Za-z0-9_]+|xpu[A-Z][A-Za-z0-9]+")
+_XPU_API_NAME = KUNLUN_API
 
 
 def _is_settings(path: Path, head: bytes) -> bool:

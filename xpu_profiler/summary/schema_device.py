@@ -80,3 +80,5 @@ class Attribution(_Struct):
     share_by_source: dict[str, float] = {}
     name_share: float = 0.0  # inferred from the kernel name alone
     unattributed_share: float = 0.0  # no source at all ("other")
+    # what the structure rules found: moe_blocks, moe_events, staging_copies, attention_pre
+    structure: dict[str, int] = {}

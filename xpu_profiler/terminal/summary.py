@@ -154,12 +154,20 @@ SOURCE_LABELS = {
     "op_chain": "launching op",
     "module": "layer module",
     "capture": "capture trace",
+    "structure": "kernel sequence",
     "name": "kernel name only",
     "none": "none",
 }
 
 
-SHORT_SOURCES = {"op_chain": "op chain", "module": "module", "capture": "capture", "name": "name", "none": "none"}
+SHORT_SOURCES = {
+    "op_chain": "op chain",
+    "module": "module",
+    "capture": "capture",
+    "structure": "sequence",
+    "name": "name",
+    "none": "none",
+}
 
 
 def _sources(by_source: dict[str, int]) -> str:
@@ -178,6 +186,15 @@ def attribution_lines(summary: Summary) -> list[str]:
             f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in sorted(a.share_by_source.items(), key=lambda kv: -kv[1])
         ]
         out.append(f"Attributed by: {', '.join(parts)} (inferred from names only: {_pct(a.name_share)})")
+    st = a.structure
+    found = [
+        f"{st['moe_blocks']} MoE blocks" if st.get("moe_blocks") else "",
+        f"{st['moe_events']} kernels in them as MoE whatever their names" if st.get("moe_events") else "",
+        f"{st['staging_copies']} staging copies of collectives" if st.get("staging_copies") else "",
+        f"{st['attention_pre']} compiled kernels before attention as RoPE" if st.get("attention_pre") else "",
+    ]
+    if any(found):
+        out.append("Kernel sequence: " + "; ".join(f for f in found if f))
     if g.replays:
         line = (
             f"Graph replays: {g.replays:,} ({g.launches:,} graph launches in the trace), {g.replayed_events:,} "

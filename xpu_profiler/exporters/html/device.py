@@ -25,10 +25,18 @@ SOURCE_LABELS = {
     "op_chain": "launching op",
     "module": "layer module",
     "capture": "capture trace",
+    "structure": "kernel sequence",
     "name": "kernel name only",
     "none": "unattributed",
 }
-SOURCE_COLORS = {"op_chain": "#4c9f70", "module": "#2e86ab", "capture": "#7d5ba6", "name": "#e8833a", "none": "#c4c4c4"}
+SOURCE_COLORS = {
+    "op_chain": "#4c9f70",
+    "module": "#2e86ab",
+    "capture": "#7d5ba6",
+    "structure": "#c2a83e",
+    "name": "#e8833a",
+    "none": "#c4c4c4",
+}
 
 
 def build_device(summary: Summary) -> tuple[dict | None, dict]:
@@ -168,7 +176,7 @@ def build_attribution(summary: Summary) -> dict | None:
             "captured_graphs": g.captured_graphs,
             "capture_files": list(g.capture_files),
         }
-    return {"parts": parts, "name_share": a.name_share, "graphs": graphs}
+    return {"parts": parts, "name_share": a.name_share, "graphs": graphs, "structure": dict(a.structure)}
 
 
 def source_split(by_source: dict[str, int], total: float) -> list[dict]:

@@ -48,15 +48,23 @@ def build_header(summary: Summary) -> dict[str, Any]:
     }
 
 
+#: the headline's dtype when the run does not record one: the widest a model is served in
+#: (a narrower dtype's peak, fp8 or int8, would flatter every figure read against it)
+HEADLINE_DTYPES = ("bf16", "fp16", "fp32")
+
+
 def _peak_flops(summary: Summary) -> tuple[float | None, str | None]:
-    """The device's peak FLOP/s for the run's dtype (specs list one per dtype)."""
+    """The device's peak FLOP/s for the run's dtype (specs list one per dtype); when the run
+    records none, bf16's (else fp16's, fp32's), labelled as such."""
     peak = summary.device.peak_flops if summary.device is not None else {}
-    dtype = str(summary.run.engine.get("dtype", ""))
+    dtype = str(summary.run.engine.get("dtype", "") or "").replace("torch.", "")
     key = DTYPE_KEYS.get(dtype, dtype)
-    if number(peak.get(key)):
-        return number(peak[key]), key
-    known = [(v, k) for k, v in peak.items() if number(v)]
-    return max(known) if known else (None, None)
+    if key:
+        return (number(peak[key]), key) if number(peak.get(key)) else (None, None)
+    for k in HEADLINE_DTYPES:
+        if number(peak.get(k)):
+            return number(peak[k]), f"{k} peak (the run's dtype is not recorded)"
+    return None, None
 
 
 def _device_text(summary: Summary) -> str | None:
@@ -71,7 +79,8 @@ def _device_text(summary: Summary) -> str | None:
         parts[0] += f" ({kind})"
     flops, dtype = _peak_flops(summary)
     if flops:
-        parts.append(f"{flops / 1e12:,.0f} TFLOP/s" + (f" {dtype}" if dtype else "") + " peak")
+        label = dtype if dtype and dtype.endswith(")") else f"{dtype} peak" if dtype else "peak"
+        parts.append(f"{flops / 1e12:,.0f} TFLOP/s {label}")
     if dev is not None and number(dev.mem_bw_bytes_s):
         parts.append(f"{dev.mem_bw_bytes_s / 1e12:.2f} TB/s")
     if dev is not None and number(dev.mem_bytes):

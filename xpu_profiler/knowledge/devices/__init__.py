@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ...core.errors import DeviceError, XpuProfilerError
-from .base import Backend, DeviceInfo, DeviceSpec, SpecRow
+from .base import Backend, DeviceInfo, DeviceSpec, GiB, Signature, SpecRow
 
 __all__ = [
     "BACKENDS",
@@ -35,6 +35,7 @@ __all__ = [
     "spec_for",
     "spec_for_name",
     "spec_key_for_name",
+    "spec_key_for_properties",
     "spec_overrides",
     "specs",
 ]
@@ -93,6 +94,45 @@ def spec_key_for_name(name: str) -> str | None:
     """The spec key of a device named as a trace or torch names it ("NVIDIA H100 80GB HBM3")."""
     up = name.upper()
     return next((key for word, key in _MATCH if word in up), None)
+
+
+#: names that say nothing of the part (ROCm builds may write these for Instinct GPUs)
+GENERIC_NAMES = ("", "AMD RADEON GRAPHICS", "AMD RADEON GRAPHICS (GFX90A)")
+
+
+def spec_key_for_properties(props: Mapping[str, object]) -> str | None:
+    """The spec key of a device as a trace describes it (Kineto ``deviceProperties``: ``name``,
+    ``totalGlobalMem``, ``computeMajor``, ``computeMinor``, ``numSms``, ``warpSize``): by its name,
+    unless the properties contradict the part the name gives (``AMD Instinct MI250X/MI250`` with
+    104 CUs is an MI250); by the properties alone when the name is empty or generic."""
+    name = str(props.get("name") or "").strip()
+    by_name = None if name.upper() in GENERIC_NAMES else spec_key_for_name(name)
+    rows = {row.key: row for row in _rows()}
+    by_sig = next((row.key for row in _rows() if row.signature and _fits(row.signature, props)), None)
+    if by_name is None:
+        return by_sig
+    own = rows[by_name].signature if by_name in rows else None
+    if own is not None and by_sig is not None and by_sig != by_name and _known(props) and not _fits(own, props):
+        return by_sig
+    return by_name
+
+
+def _known(props: Mapping[str, object]) -> bool:
+    return all(isinstance(props.get(k), int) for k in ("warpSize", "computeMajor", "computeMinor", "numSms"))
+
+
+def _fits(sig: Signature, props: Mapping[str, object]) -> bool:
+    if not _known(props):
+        return False
+    mem = props.get("totalGlobalMem")
+    if not isinstance(mem, (int, float)) or mem <= 0:
+        return False
+    return (
+        props["warpSize"] == sig.warp_size
+        and (props["computeMajor"], props["computeMinor"]) == sig.compute
+        and props["numSms"] == sig.units
+        and abs(mem / GiB - sig.mem_gib) <= 0.08 * sig.mem_gib
+    )
 
 
 def spec_for(info: DeviceInfo) -> DeviceSpec | None:

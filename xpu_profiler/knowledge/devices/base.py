@@ -27,13 +27,26 @@ class DeviceSpec:
 
 
 @dataclass(frozen=True)
+class Signature:
+    """What a trace's device properties say of a part when its name does not (Kineto's
+    ``deviceProperties``: ROCm builds may write an empty name, or ``AMD Radeon Graphics``)."""
+
+    warp_size: int  # 32 NVIDIA, 64 AMD
+    compute: tuple[int, int]  # computeMajor, computeMinor (CUDA capability; gfx major/minor on ROCm)
+    units: int  # numSms: SMs, or CUs on ROCm
+    mem_gib: float  # totalGlobalMem, GiB (matched within 8%)
+
+
+@dataclass(frozen=True)
 class SpecRow:
     """A row of a vendor's spec table: the key it is known by (``cuda:H100``), the words of
-    a device name that identify it (``H100``; longest match wins), and the spec."""
+    a device name that identify it (``H100``; longest match wins), the spec, and the device
+    properties that identify it when the name is empty or generic."""
 
     key: str
     match: tuple[str, ...]
     spec: DeviceSpec
+    signature: Signature | None = None
 
 
 @dataclass

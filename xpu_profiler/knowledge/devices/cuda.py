@@ -26,11 +26,20 @@ def _probe() -> tuple[bool, str]:
 def _describe() -> DeviceInfo:
     import torch
 
-    from . import spec_key_for_name
+    from . import spec_key_for_properties
 
     props = torch.cuda.get_device_properties(0)
     name = str(props.name)
-    return DeviceInfo("cuda", name, torch.cuda.device_count(), "cuda", int(props.total_memory), spec_key_for_name(name))
+    described = {  # as Kineto's deviceProperties spell them
+        "name": name,
+        "totalGlobalMem": int(props.total_memory),
+        "computeMajor": int(props.major),
+        "computeMinor": int(props.minor),
+        "numSms": int(props.multi_processor_count),
+        "warpSize": int(getattr(props, "warp_size", 0)) or (64 if getattr(torch.version, "hip", None) else 32),
+    }
+    key = spec_key_for_properties(described)
+    return DeviceInfo("cuda", name, torch.cuda.device_count(), "cuda", int(props.total_memory), key)
 
 
 BACKEND = Backend(

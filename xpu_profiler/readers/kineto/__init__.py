@@ -27,13 +27,18 @@ from ...core.profile import (
     Table,
 )
 from ..base import ReadOptions, looks_like_kineto, resolve_rank
+from ..begin_end import Mark, pair
 from ..content import read_bytes
-from .columns import MEMORY_SERIES
+from .columns import MAX_US, MEMORY_SERIES, REDUNDANT_UNUSED
+from .columns import columns as to_columns
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+from .schema import Args, Event
 from .stream import read_streamed
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
+#: what the run record keeps of Kineto's deviceProperties (enough to know the part: ``devices``)
+DEVICE_PROPERTIES = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms", "warpSize")
 MAX_RANK = 1 << 20  # a declared rank beyond it is no rank of a real job
 
 
@@ -73,7 +78,11 @@ def _read_whole(path: Path) -> tuple:
 
 
 def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
+    parts = _with_slices(path, parts, notes)
     skipped = _skipped(path, parts)
+    unused = _unused(parts)
+    if sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0 and unused:
+        raise TraceError(path, f"nothing to analyse: {_events_line(unused)}, no slice (X, or a B/E pair)")
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
     if declared is not None and not 0 <= declared < MAX_RANK:
         notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
@@ -144,6 +153,13 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
             )
             n_comm += len(c.comm_rows)
         offset += len(c.ts_ns)
+    empty = strings.get("")
+    if n and empty >= 0 and (cat_all == empty).all():  # no category anywhere: not a PyTorch profiler trace
+        kind[:] = K_KERNEL
+        notes.append(
+            f"{path.name}: no event names a category (not a PyTorch profiler trace): its {n} slices are taken "
+            "as device work, one stream per (pid, tid)"
+        )
     is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
     gpu_ann = strings.get("gpu_user_annotation")
     if gpu_ann >= 0:
@@ -189,12 +205,22 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
             },
         )
     prof.frames = _frames(parts, strings, shift, rank)
+    odd = {k: v for k, v in unused.items() if k not in REDUNDANT_UNUSED}
+    if odd:
+        notes.append(f"{path.name}: not used by the analysis: {_events_line(odd)}")
     for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
 
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
+    if unused:
+        info["unused_events"] = {k: v[0] for k, v in unused.items()}
     if trace is not None and trace.deviceProperties:
         info["devices"] = [d.get("name") for d in trace.deviceProperties if isinstance(d, dict)]
+        info["device_properties"] = [
+            {k: d[k] for k in DEVICE_PROPERTIES if k in d and isinstance(d[k], (str, int, float))}
+            for d in trace.deviceProperties
+            if isinstance(d, dict)
+        ][:64]
     if trace is not None and trace.distributedInfo is not None and trace.distributedInfo.world_size:
         info["world_size"] = trace.distributedInfo.world_size
     if trace is not None and trace.host_name:
@@ -246,3 +272,63 @@ def _skipped(path: Path, parts: list) -> dict:
             f" ({'; '.join(x.removeprefix(': skipped ') for x in lines)})",
         )
     return skipped
+
+
+def _with_slices(path: Path, parts: list, notes: list[str]) -> list:
+    """The Begin/End (and async b/e) events of every chunk paired into slices (``begin_end``),
+    as one more chunk of columns: a pair may span chunks, so pairing waits for all of them."""
+    marks, offset, no_time = [], 0, 0
+    for c in parts:
+        for i, code, key, name, ts, begin in c.marks:
+            if ts != ts or abs(ts) > MAX_US:  # NaN or absurd: no slice can be made of it
+                no_time += 1
+                continue
+            marks.append(Mark((code <= 4, key), name, ts, code in (3, 5), (offset + i, begin)))
+        offset += c.n_events
+        c.marks = []
+    if not marks and not no_time:
+        return parts
+    slices, unmatched = pair(marks)
+    backwards = [sl for sl in slices if sl.dur < 0]
+    if backwards:
+        i, b = backwards[0].payload
+        notes.append(
+            f"{path.name}: skipped {len(backwards)} begin/end pair(s) ending before they begin (first: #{i} {str(b.name)[:60]!r})"
+        )
+        slices = [sl for sl in slices if sl.dur >= 0]
+    events = [_as_slice(sl.payload[1], sl.start, sl.dur) for sl in slices]
+    if unmatched or no_time:
+        notes.append(
+            f"{path.name}: skipped {unmatched + no_time} begin/end event(s) without a partner or a usable time"
+        )
+    if not events:
+        return parts
+    cols = to_columns(path, events)
+    cols.n_events = 0  # counted in their own chunks
+    return [*parts, cols]
+
+
+def _as_slice(begin, ts: float, dur: float) -> Event:
+    """A complete event made of a Begin event (its name, category, ids and args) and its span."""
+    args = getattr(begin, "args", Args())
+    return Event(name=begin.name, cat=begin.cat, pid=begin.pid, tid=begin.tid, ts=ts, dur=dur, args=args, ph="X")
+
+
+def _unused(parts: list) -> dict:
+    """Events of phases the analysis does not use, over all chunks: label → [count, first index, name]."""
+    out: dict[str, list] = {}
+    offset = 0
+    for c in parts:
+        for label, (k, i, name) in c.unused.items():
+            got = out.setdefault(label, [0, offset + i, name])
+            got[0] += k
+        offset += c.n_events
+    return out
+
+
+def _events_line(unused: dict) -> str:
+    """``24,620 flow events (first: 'ac2g', #35), 2 instant events (...)``."""
+    return ", ".join(
+        f"{k:,} {label} event{'s' if k != 1 else ''} (first: {name!r}, #{i})"
+        for label, (k, i, name) in sorted(unused.items(), key=lambda kv: -kv[1][0])
+    )

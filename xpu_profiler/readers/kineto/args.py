@@ -176,7 +176,9 @@ def _num(v) -> float:
 
 
 def _ints(xs: list[Event], field: str) -> np.ndarray:
-    """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids."""
+    """pid/tid columns: ints, with Kineto's odd strings ("" or "0x7f…") mapped to ids. An
+    unsigned 64-bit id (a hash, as IBM AIU traces write: above 2^63) keeps its 64 bits as the
+    signed int64 of the same bit pattern: distinct ids stay distinct, in every chunk alike."""
     try:
         return np.fromiter(map(attrgetter(field), xs), dtype=np.int64, count=len(xs))
     except (TypeError, ValueError, OverflowError):
@@ -186,6 +188,8 @@ def _ints(xs: list[Event], field: str) -> np.ndarray:
         for i, v in enumerate(values):
             if isinstance(v, (int, float)) and -(2**63) <= v < 2**63 and v == int(v):
                 out[i] = int(v)
+            elif isinstance(v, int) and 2**63 <= v < 2**64:
+                out[i] = v - 2**64
             else:
                 try:
                     out[i] = int(v, 0)

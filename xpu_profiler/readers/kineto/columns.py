@@ -17,7 +17,7 @@ import numpy as np
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
 from .args import _floats, _flops, _ids, _ints, comm_columns
-from .schema import PH_CODE, Event
+from .schema import PH_CODE, PH_IDS, PH_LETTERS, UNUSED_PHASES, Event
 
 # category → event kind; anything else keeps its category name and kind "unknown".
 CATEGORY_KINDS = {
@@ -52,6 +52,12 @@ MODULE_PREFIX = "nn.Module: "
 MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
 MAX_DUR_US = 1e12  # ~11.6 days: a longer event is absurd, and a few of them would overflow int64 sums
 MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
+#: the instants Kineto writes around its own window (pytorch/kineto libkineto/src/output_json.cpp)
+PROFILER_INSTANTS = frozenset(("Iteration Start: PyTorch Profiler", "Record Window End"))
+#: unused events that only repeat what the analysis reads elsewhere: flows link a launch to its
+#: kernel (the analysis joins them by args.correlation) and ops to their backward (External id);
+#: the profiler's own instants mark its window. Counted in the run record, never warned.
+REDUNDANT_UNUSED = ("flow", "profiler instant")
 
 
 class Cols(msgspec.Struct):
@@ -99,6 +105,10 @@ class Cols(msgspec.Struct):
     dropped: int
     odd: int
     skipped: dict = {}  # odd events skipped by kind: kind → [count, first index, first name] (``tolerant``)
+    # Begin/End (B/E) and async (b/e) events, for pairing across chunks (``begin_end``):
+    # (index in the chunk, phase code, pairing key, name, ts in µs, the Begin event or None)
+    marks: list = []
+    unused: dict = {}  # events of phases the analysis does not use: label → [count, first index, first name]
 
 
 def _local_ids(values: list) -> tuple[list, np.ndarray]:
@@ -116,9 +126,10 @@ def columns(path: Path, events: list[Event]) -> Cols:
         phs = list(map(attrgetter("ph"), events))
         if None in phs:
             raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
-        ph_ids = {"X": 0, "i": 1, "I": 1, "M": 2}  # others (flows, counters, async) are not used
-        ph = np.fromiter(map(ph_ids.get, phs, repeat(9)), dtype=np.int8, count=n_all)
+        ph = np.fromiter(map(PH_IDS.get, phs, repeat(9)), dtype=np.int8, count=n_all)
         del phs
+    marks = _marks(events, ph)
+    unused = _unused(events, ph)
 
     x_idx = np.flatnonzero(ph == 0)
     xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
@@ -197,6 +208,13 @@ def columns(path: Path, events: list[Event]) -> Cols:
     else:
         mem_idx = inst_idx[is_mem].tolist()
         mem = [events[i] for i in mem_idx]
+        other = inst_idx[~is_mem].tolist()
+        for label, rows in (
+            ("profiler instant", [i for i in other if events[i].name in PROFILER_INSTANTS]),
+            ("instant", [i for i in other if events[i].name not in PROFILER_INSTANTS]),
+        ):
+            if rows:
+                unused[label] = [len(rows), rows[0], _text(events[rows[0]].name)]
     del inst
     m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
     m_args = list(map(attrgetter("args"), mem))
@@ -251,6 +269,8 @@ def columns(path: Path, events: list[Event]) -> Cols:
         dropped=dropped,
         odd=odd,
         skipped=skipped,
+        marks=marks,
+        unused=unused,
     )
 
 
@@ -275,6 +295,43 @@ def _frames(path: Path, frames: list[Event], x_idx: np.ndarray) -> dict:
         "frame_pid": pid,
         "frame_tid": tid,
     }
+
+
+def _text(v) -> str:
+    return v[:80] if isinstance(v, str) else ""
+
+
+def _marks(events: list, ph: np.ndarray) -> list:
+    """The B/E and async b/e events of a chunk, as ``Cols.marks`` rows (Python over these only)."""
+    out = []
+    for i in np.flatnonzero((ph >= 3) & (ph <= 6)).tolist():
+        e = events[i]
+        code = int(ph[i])
+        try:
+            ts = float(e.ts) if e.ts is not None else float("nan")
+        except (TypeError, ValueError):
+            ts = float("nan")
+        key = (e.pid, e.tid) if code <= 4 else (e.pid, e.cat, getattr(e, "id", None))
+        out.append((i, code, key, e.name if isinstance(e.name, str) else "", ts, e if code in (3, 5) else None))
+    return out
+
+
+def _unused(events: list, ph: np.ndarray) -> dict:
+    """Events of phases the analysis does not use, by what they are: [count, first index, first name]."""
+    out: dict[str, list] = {}
+    rows = np.flatnonzero((ph == 9) | (ph >= 10))
+    if not len(rows):
+        return out
+    codes, first, counts = np.unique(ph[rows], return_index=True, return_counts=True)
+    for c, f, k in zip(codes.tolist(), first.tolist(), counts.tolist()):
+        letter = PH_LETTERS.get(c, "?")
+        label = UNUSED_PHASES.get(letter, "unknown phase")
+        i = int(rows[f])
+        got = out.setdefault(label, [0, i, _text(getattr(events[i], "name", ""))])
+        got[0] += k
+        if i < got[1]:
+            got[1:] = [i, _text(getattr(events[i], "name", ""))]
+    return out
 
 
 def where(e: Exception) -> str:

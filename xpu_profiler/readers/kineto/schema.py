@@ -79,12 +79,14 @@ class Event(_Core, gc=False):
 
     args: Args = Args()
     ph: str | None = None
+    id: int | float | str | None = None  # async slices (b/e): which slice
 
 
-# The fast schema: a union tagged on "ph". Only X, instants and metadata carry fields,
-# each kind with the args it uses; flows (a quarter of a Kineto trace), counters and the
-# rest decode to empty structs that are cheap to make and to free. A phase outside the
-# table fails the union, and that chunk is decoded again with the plain `Event` schema.
+# The fast schema: a union tagged on "ph". X, instants, metadata, Begin/End and async
+# Begin/End carry fields, each kind with the args it uses; flows (a quarter of a Kineto trace),
+# counters and the rest decode to structs holding their name only (for the warning that counts
+# them). A phase outside the table fails the union, and that chunk is decoded again with the
+# plain `Event` schema.
 class _Slice(_Core, tag_field="ph", tag="X"):
     args: SliceArgs = SliceArgs()
 
@@ -101,13 +103,68 @@ class _Meta(_Core, tag_field="ph", tag="M"):
     args: MetaArgs = MetaArgs()
 
 
-class _Other(msgspec.Struct, gc=False, tag_field="ph", tag="s"):
+class _Begin(_Core, tag_field="ph", tag="B"):
+    args: SliceArgs = SliceArgs()
+
+
+class _End(_Core, tag_field="ph", tag="E"):
     pass
 
 
-_OTHERS = [_Other] + [type(f"_Other_{t}", (_Other,), {}, tag=t) for t in "ftCBEbenPRONDSTpv()"]
-PH_CODE = {_Slice: 0, _Instant: 1, _InstantG: 1, _Meta: 2}
-TAGGED_DECODER = msgspec.json.Decoder(list[Union[(_Slice, _Instant, _InstantG, _Meta, *_OTHERS)]])
+class _AsyncBegin(_Core, tag_field="ph", tag="b"):
+    args: SliceArgs = SliceArgs()
+    id: int | float | str | None = None
+
+
+class _AsyncEnd(_Core, tag_field="ph", tag="e"):
+    id: int | float | str | None = None
+
+
+class _Other(msgspec.Struct, gc=False, tag_field="ph", tag="s"):
+    name: str = ""
+
+
+#: phases the analysis does not use, and what they are
+UNUSED_PHASES = {
+    "s": "flow",
+    "t": "flow",
+    "f": "flow",
+    "C": "counter",
+    "n": "async instant",
+    "P": "sample",
+    "R": "mark",
+    "O": "object",
+    "N": "object",
+    "D": "object",
+    "S": "async step",
+    "T": "async step",
+    "p": "async step",
+    "v": "memory dump",
+    "V": "memory dump",
+    "(": "context",
+    ")": "context",
+}
+#: phase → code in the columns' ``ph`` array: 0 X, 1 instant, 2 metadata, 3 B, 4 E, 5 b, 6 e;
+#: 9 a phase outside the format; 10 + k the k-th of ``UNUSED_PHASES``
+PH_IDS = {"X": 0, "i": 1, "I": 1, "M": 2, "B": 3, "E": 4, "b": 5, "e": 6}
+PH_IDS.update({c: 10 + k for k, c in enumerate(UNUSED_PHASES)})
+PH_LETTERS = {v: k for k, v in PH_IDS.items() if k != "I"}
+
+_OTHERS = [_Other] + [type(f"_Other_{t}", (_Other,), {}, tag=t) for t in UNUSED_PHASES if t != "s"]
+PH_CODE: dict[type, int] = {
+    _Slice: 0,
+    _Instant: 1,
+    _InstantG: 1,
+    _Meta: 2,
+    _Begin: 3,
+    _End: 4,
+    _AsyncBegin: 5,
+    _AsyncEnd: 6,
+}
+PH_CODE.update({t: PH_IDS[c] for t, c in zip(_OTHERS, UNUSED_PHASES)})  # _OTHERS: UNUSED_PHASES' order
+TAGGED_DECODER = msgspec.json.Decoder(
+    list[Union[(_Slice, _Instant, _InstantG, _Meta, _Begin, _End, _AsyncBegin, _AsyncEnd, *_OTHERS)]]
+)
 
 
 class DistributedInfo(msgspec.Struct, gc=False):
