@@ -27,8 +27,10 @@ from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
 from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
 from .device_steps import step_busy
+from .engine_family import detect as detect_engine
 from .replays import attribute_replays, find_replays
-from .steps import steps_from_annotations
+from .step_phases import infer_phases
+from .steps import find_steps
 
 #: fused ops that device work keeps from its own name whatever launched it
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
@@ -40,7 +42,7 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     taxonomy = taxonomy or Taxonomy()
     ev = profile.events
     if not len(profile.steps):
-        profile.steps = steps_from_annotations(profile)
+        profile.steps = find_steps(profile)
     timed = ev["start"] >= 0
     host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
     ev["depth"] = _depth(profile, host_op)
@@ -51,6 +53,9 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     replayed[replays.rows] = True
     fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)
     ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
+    detect_engine(profile)
+    if len(profile.steps):
+        infer_phases(profile)  # steps found without fields: phase from their evidence
     attribute_replays(profile, replays, capture, taxonomy, fused, source)
     ev["fused"], ev["source"] = fused, source
     if len(profile.steps):

@@ -51,9 +51,11 @@ from .schema import (
     Series,
     Source,
     Steps,
+    StepSearch,
     Summary,
     Throughput,
     Totals,
+    VerdictGap,
 )
 from .schema_ranks import Collective, ParallelGroup, PipelineStage, RankComm
 
@@ -91,6 +93,8 @@ __all__ = [
     "Series",
     "Source",
     "Steps",
+    "StepSearch",
+    "VerdictGap",
     "Summary",
     "Throughput",
     "Totals",

@@ -18,6 +18,10 @@ NOT_RUN_METADATA = {
     "throughput",
     "sources",
     "graphs",
+    "step_search",
+    "phase_inferred",
+    "engine_family",
+    "engine_evidence",
 }
 _RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
 _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
