@@ -16,14 +16,16 @@ def no_steps_message(profile: Profile) -> str:
     ev = profile.events
     dev = int(device_mask(ev["kind"]).sum())
     what = "; ".join(LOOKED_FOR)
-    tail = (
-        "the device work was too little or too even to split into steps"
-        if dev
-        else "the trace has no device work to split"
-    )
+    empty = int(profile.run.get("empty_steps") or 0)
+    if empty:
+        found = f"{empty} step marker(s) were found, but they launched no device work and ran no host op"
+    elif dev:
+        found = "none was present, and the device work was too little or too even to split into steps"
+    else:
+        found = "none was present, and the trace has no device work to split"
     return (
-        f"No engine step found: looked for {what}. None was present ({tail}), so there are no "
-        "step times, phases or verdicts; the totals hold for the whole trace."
+        f"No engine step found: looked for {what}; {found}. So there are no step times, phases, "
+        "verdicts or step-based findings; the totals hold for the whole trace."
     )
 
 
