@@ -23,9 +23,10 @@ step row:
   ``waiting_on_host``;
 - ``comm`` / ``exposed_comm``: its collective work, and the part of it no other device
   work of the rank overlapped (on the critical path);
-- ``step_time``: the step's time on the critical path, ``end - eff_start`` with device
-  work (the host range ends long before the device does under graph replay), else the
-  host range (CPU runs, steps that launched nothing).
+- ``step_time``: the step's time on the critical path: the longer of its host range and
+  its effective device range (under graph replay the host range ends long before the
+  device does; in a host-bound step the host range is the longer one); the host range
+  without device work (CPU runs, steps that launched nothing).
 
 The verdicts built on these are in ``verdicts``.
 """
@@ -165,7 +166,7 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
         waiting_on_host=sums["waiting_on_host"],
         comm=comm,
         exposed_comm=exposed,
-        step_time=np.where(has, d_end - eff, steps["dur"]),
+        step_time=_step_time(steps, has, d_start, eff, d_end),
         first_launch=first_launch,
         twin_diff=twin_diff(profile, own, launch),
         queue_delay=queue,
@@ -176,6 +177,16 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
         stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
         device_rows=rows,
     )
+
+
+def _step_time(steps, has: np.ndarray, d_start: np.ndarray, eff: np.ndarray, d_end: np.ndarray) -> np.ndarray:
+    """Each step's time on the critical path: the longer of its host range and its effective
+    device range. A host range that began while the step's work waited on earlier work (a
+    trimmed front: the host sat in a copy blocked behind it) counts from the effective start."""
+    h_start, h_end = steps["start"], steps["start"] + steps["dur"]
+    trimmed = has & (eff > d_start)
+    host = np.where(trimmed, np.maximum(h_end - np.maximum(h_start, eff), 0), steps["dur"])
+    return np.where(has, np.maximum(d_end - eff, host), steps["dur"])
 
 
 def _effective_start(

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ..core.profile import K_ANNOTATION, K_CPU_OP, Profile
+from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, Profile
 from ..knowledge.step_grammar import parse_step_name
 
 ENGINES = ("vllm", "sglang", "other")
@@ -73,3 +73,26 @@ def _detect(profile: Profile) -> tuple[str, str]:
     if "atom" in families:
         return "other", "ATOM step annotations"
     return "other", "no engine's annotations, frames or ops"
+
+
+#: runtime API prefixes → the device vendor (ROCm traces reuse Kineto's cuda_runtime category)
+_VENDOR_API = (("hip", "amd"), ("cuda", "nvidia"), ("cu", "nvidia"), ("xpu", "kunlun"))
+
+
+def vendor(profile: Profile) -> str | None:
+    """The device vendor (nvidia, amd, kunlun, cpu, ...) from the runtime calls' names, else
+    the recorded device kind; None when nothing says."""
+    ev = profile.events
+    counts: dict[str, int] = {}
+    for nid in np.unique(ev["name"][ev["kind"] == K_RUNTIME]).tolist():
+        s = profile.strings[nid].lower()
+        for prefix, v in _VENDOR_API:
+            if s.startswith(prefix):
+                counts[v] = counts.get(v, 0) + 1
+                break
+    if counts:
+        return max(counts, key=lambda k: counts[k])
+    dev = profile.run.get("device")
+    if isinstance(dev, str) and dev:
+        return "kunlun" if dev.startswith("kunlun") else "nvidia" if dev == "cuda" else dev
+    return None

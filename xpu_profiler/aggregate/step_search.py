@@ -8,6 +8,7 @@ from ..core.launches import device_mask
 from ..core.profile import E_SEGMENT, Profile
 from ..summary import StepSearch
 from .device_steps import DeviceTimeline
+from .engine_family import vendor
 from .steps import LOOKED_FOR
 
 
@@ -45,8 +46,9 @@ def step_search_section(profile: Profile, tl: DeviceTimeline | None) -> StepSear
         phase_inferred=dict(inferred) if isinstance(inferred, dict) else {},
         engine=run.get("engine_family"),
         engine_evidence=run.get("engine_evidence"),
-        step_clock=("device" if tl is not None and bool(tl.has.any()) else "host") if len(steps) else None,
+        vendor=vendor(profile),
+        step_clock=("critical_path" if tl is not None and bool(tl.has.any()) else "host") if len(steps) else None,
     )
-    if not len(steps) and profile.has_timeline:
+    if not len(steps) and profile.has_timeline and len(profile.events):
         out.message = no_steps_message(profile)
     return out

@@ -6,7 +6,7 @@ replay back to back) and the device idles between steps while the host prepares 
 next. Per rank, the device-level busy intervals are cut where the idle gap is at least
 ``SEGMENT_GAP_NS`` and at least ``SEGMENT_GAP_RATIO`` times the median gap; a burst with
 fewer than ``MIN_SEGMENT_EVENTS`` device events is noise, not a step, and fewer than
-``MIN_SEGMENTS`` bursts are not a step loop. Each step's host range is the launch
+``MIN_SEGMENTS`` bursts on a rank are not a step loop. Each step's host range is the launch
 range of its work (first launch call to the later of its last launch and its last
 device start), so the launches attribute to it as any step's do. The steps are
 labelled inferred (evidence ``device_segment``).
@@ -42,6 +42,7 @@ def steps_from_segments(profile: Profile) -> Table:
     name = profile.strings.intern("device burst (inferred step)")
     for r in np.unique(rank).tolist():
         m = np.flatnonzero(rank == r)
+        found: list[tuple[int, int]] = []
         s, e, rr = start[m], end[m], rows[m]
         prev_end = np.maximum.accumulate(e)
         gap = np.concatenate(([0], np.maximum(s[1:] - prev_end[:-1], 0)))
@@ -56,14 +57,16 @@ def steps_from_segments(profile: Profile) -> Table:
                 continue
             la = launch_t[rr[sel]]
             first = np.where(la >= 0, la, s[sel])
-            lo = int(first.min())
-            hi = int(max(first.max() + 1, s[sel].max()))
+            found.append((int(first.min()), int(max(first.max() + 1, s[sel].max()))))
+        if len(found) < MIN_SEGMENTS:  # one burst on a rank is no step loop
+            continue
+        for lo, hi in found:
             out["rank"].append(r)
             out["start"].append(lo)
             out["dur"].append(hi - lo)
             out["name"].append(name)
     n = len(out["rank"])
-    if n < MIN_SEGMENTS:
+    if not n:
         return Table(STEP_SCHEMA)
     ranks = np.asarray(out["rank"], np.int64)
     starts = np.asarray(out["start"], np.int64)

@@ -101,7 +101,7 @@ def _summary(
     op_time = br.op_time
     tl = timeline.result()
     step_time = tl.step_time if tl is not None else None
-    phases = br.phases(profile, step_time, "device" if tl is not None else "host")
+    phases = br.phases(profile, step_time, "critical_path" if tl is not None else "host")
     add_phase_bounds(phases, profile, tl)
     ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
@@ -154,7 +154,7 @@ def _summary(
         comm=comm_section(profile, coll, ov),
         parallel=parallel_section(profile, lay, coll, compute, view),
         memory=mem.result(),
-        throughput=throughput(profile, (tl.eff_start, tl.end) if tl is not None else None),
+        throughput=throughput(profile, (tl.eff_start, tl.end, tl.eff_start > tl.start) if tl is not None else None),
         requests=requests(profile),
         device=spec,
         roofline=roofline(profile, br.time, wall, spec),

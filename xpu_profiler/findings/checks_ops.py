@@ -107,9 +107,12 @@ def host_bound(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             phase=p.phase,
             steps=[],
             title=(
-                f"{'Steps (phase unknown)' if p.phase == 'unknown' else p.phase.capitalize()} are host-bound: the "
-                f"device waited on the host {pct(share)} of their "
-                f"{dur(d.period_ns)} of step time"
+                (
+                    f"Steps (phase unknown) are host-bound: the device waited on the host {pct(share)} of their "
+                    if p.phase == "unknown"
+                    else f"{p.phase.capitalize()} is host-bound: the device waited on the host {pct(share)} of its "
+                )
+                + f"{dur(d.period_ns)} of step time"
                 + (
                     f" (largest gap {dur(gap.dur_ns)} before {gap.next_work[:50]})"
                     if gap is not None and gap.host_wait_ns

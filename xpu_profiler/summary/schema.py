@@ -142,11 +142,12 @@ class Phase(_Struct):
     tokens: int = 0
     per_token_ns: float | None = None  # mean over ranks of a rank's op time per token
     per_token_max_ns: float | None = None  # the largest rank's
-    #: over engine steps, each step's time on the critical path: its effective device range
-    #: where it launched device work (``step_clock``), else its host range (the slowest rank's)
+    #: over engine steps, each step's time on the critical path: the longer of its host range
+    #: and its effective device range where it launched device work (``step_clock``), else its
+    #: host range (the slowest rank's)
     step_p50_ns: float | None = None
     step_p99_ns: float | None = None
-    step_clock: str | None = None  # "device" or "host"
+    step_clock: str | None = None  # "critical_path" or "host"
     host_p50_ns: float | None = None  # the steps' host ranges, for comparison
     #: step time per token of the phase (its steps' critical-path time summed / its tokens)
     step_per_token_ns: float | None = None
@@ -192,7 +193,8 @@ class Steps(_Struct):
     phase: list[str] = []
     start_ns: list[int] = []
     wall_ns: list[int] = []  # the host range
-    #: the step's time on the critical path (its effective device range, else its host range)
+    #: the step's time on the critical path (the longer of its host range and its effective
+    #: device range; its host range without device work)
     step_ns: list[int] = []
     evidence: list[str] = []  # what found the step (``StepSearch.found_by`` keys)
     phase_from: list[str] = []  # recorded, copies, graph_launches, none

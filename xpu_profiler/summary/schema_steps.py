@@ -23,8 +23,9 @@ class StepSearch(_Struct):
     #: the engine the trace comes from (vllm, sglang, other) and the evidence for it
     engine: str | None = None
     engine_evidence: str | None = None
-    #: which clock step times are on: "device" (each step's effective device range) or
-    #: "host" (its host range: no device work)
+    vendor: str | None = None  # the device vendor (nvidia, amd, kunlun, cpu), from the runtime calls
+    #: what step times are: "critical_path" (the longer of each step's host range and its
+    #: effective device range) or "host" (its host range: no device work)
     step_clock: str | None = None
     message: str | None = None  # set when no step was found
 

@@ -34,10 +34,10 @@ def step_lines(summary: Summary) -> list[str]:
     if ss.engine:
         line += f"; engine: {ss.engine} ({fmt.plain(ss.engine_evidence or '')})"
     out = [line]
-    if ss.step_clock == "device":
+    if ss.step_clock == "critical_path":
         out.append(
-            "  step times are on the device's clock: each step's effective device range (first to last "
-            "kernel of the work it launched), not its host range"
+            "  step time = the longer of each step's host range and its effective device range (first to last "
+            "kernel of the work it launched): the device runs behind the host"
         )
     for phase, how in ss.phase_inferred.items():
         out.append(f"  phase {phase} inferred: {fmt.plain(how)}")
@@ -62,7 +62,7 @@ def verdict_lines(summary: Summary) -> list[str]:
         inferred = " (phase inferred)" if p.inferred_from else ""
         out.append(
             f"Verdict {p.phase}{inferred}: {VERDICT_WORDS.get(p.bound, p.bound)} — {p.steps} step(s), "
-            f"step p50 {_ns(p.step_p50_ns)} on the {p.step_clock or 'host'}'s clock; {share}"
+            f"step p50 {_ns(p.step_p50_ns)} (host range p50 {_ns(p.host_p50_ns)}); {share}"
         )
         for g in p.bound_gaps:
             parts = [f"host {_ns(g.host_wait_ns)}"] if g.host_wait_ns else []

@@ -122,8 +122,12 @@ def render(summary: Summary, top: int = 10) -> str:
             for p in summary.phases
             if p.steps
         ]
-        clock = "device" if any(p.step_clock == "device" for p in summary.phases) else "host"
-        out += ["", f"Steps by phase (step time on the {clock}'s clock)"] + _table(
+        clock = (
+            "the longer of host range and device range"
+            if any(p.step_clock == "critical_path" for p in summary.phases)
+            else "host range"
+        )
+        out += ["", f"Steps by phase (step time: {clock})"] + _table(
             ["phase", "steps", "tokens", "p50 step", "p99 step", "host p50", "step/token", "op time/token"],
             rows,
             "lrrrrrrr",
