@@ -125,30 +125,27 @@ def infer_phases(profile: Profile) -> None:
     new_phase = ev["phase"].copy()
     new_phase[has] = phase[st[has]]
     ev["phase"] = new_phase
-    profile.run["phase_inferred"] = {PHASES[p]: _words(p, v) for p, v in notes.items()}
+    words = {PHASES[p]: _words(v) for p, v in notes.items() if p != P_UNKNOWN}
+    if words:
+        profile.run["phase_inferred"] = words
 
 
-def _words(p: int, v: dict[str, list]) -> str:
-    """One phase's inference in words (what the steps showed)."""
+def _words(v: dict[str, list]) -> str:
+    """One phase's inference in words (what its steps showed)."""
     n = len(v["how"])
     parts = []
     copies = sum(h == F_COPIES for h in v["how"])
     graphs = sum(h == F_GRAPHS for h in v["how"])
     toks = sorted({t for t in v["tokens"] if t is not None})
     reqs = sorted({r for r in v["requests"] if r is not None})
-    launches = sorted(set(v["graphs"]))
     if copies:
         parts.append(
-            f"input copies of {copies} step(s): {_few(toks)} token(s), {_few(reqs) if reqs else 'unknown'} request(s)"
+            f"input copies ({_few(toks)} token(s) for {_few(reqs) if reqs else 'an unknown number of'} request(s) "
+            f"a step) in {copies}"
         )
     if graphs:
-        parts.append(f"one graph launch per step in {graphs} step(s) (a full-graph replay: a uniform decode batch)")
-    if p == P_UNKNOWN:
-        if toks:
-            parts.append(f"{_few(toks)} token(s) for {_few(reqs) if reqs else 'an unknown number of'} request(s)")
-        parts.append("no evidence that tells the phase")
-    parts.append(f"graph launches per step: {_few(launches)}")
-    return f"{n} step(s), inferred from " + "; ".join(parts)
+        parts.append(f"one graph launch a step (a full-graph replay: a uniform decode batch) in {graphs}")
+    return f"from {' and '.join(parts)} of {n} step(s); graph launches per step: {_few(sorted(set(v['graphs'])))}"
 
 
 def _few(values: list[int]) -> str:

@@ -49,6 +49,6 @@ def step_search_section(profile: Profile, tl: DeviceTimeline | None) -> StepSear
         vendor=vendor(profile),
         step_clock=("critical_path" if tl is not None and bool(tl.has.any()) else "host") if len(steps) else None,
     )
-    if not len(steps) and profile.has_timeline and len(profile.events):
+    if not len(steps) and profile.has_timeline and (len(profile.events) or run.get("sources")):
         out.message = no_steps_message(profile)
     return out

@@ -161,10 +161,12 @@ def small_kernel_storm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     share = share_below(k.dur_pct_ns, limit)
     if share is None or share <= th["share"]:
         return None
-    wall = all_wall(s)
-    small_ns = time_below(k.dur_pct_ns, k.count, limit)
     g = graph_share(ph)
     replaying = g is not None and g >= 0.5
+    if replaying and engine_of(s) == "vllm":
+        return None  # graphs replay them, and vLLM graphs replay a torch.compile'd model: both in effect
+    wall = all_wall(s)
+    small_ns = time_below(k.dur_pct_ns, k.count, limit)
     unit = "kernels" if k.unit == "kernel" else "host ops"
     return Hit(
         at_stake=small_ns / wall if wall else 0.0,

@@ -63,12 +63,10 @@ KNOBS: dict[str, dict[str, str]] = {
         "sglang": "--enable-torch-compile to fuse the small ops; keep the overlap scheduler on",
         "other": "compile the model (torch.compile) to cut launches, and overlap input preparation with the device",
     },
-    # many tiny kernels: fusion (graphs already replaying) or graphs and fusion
+    # many tiny kernels: fusion (graphs already replaying: vLLM never gets here, its graphs
+    # replay a compiled model) or graphs and fusion
     "fusion": {
-        "vllm": (
-            "the model is not compiled: enforce_eager=False lets torch.compile fuse the element-wise ops "
-            "(compilation_config custom ops and pass_config fusions)"
-        ),
+        "vllm": "let torch.compile fuse the element-wise ops (enforce_eager=False)",
         "sglang": "--enable-torch-compile fuses the element-wise ops (up to --torch-compile-max-bs)",
         "other": "fuse the element-wise ops (torch.compile) so each tiny kernel is no separate memory pass",
     },
