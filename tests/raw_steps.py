@@ -182,7 +182,9 @@ def build_steps(path: Path, ranges: list[tuple[int, int]]) -> list[Step]:
                 st.dependency += after
                 st.waiting += host
         comm = union([(w.start, w.end) for w in st.work if COMM.search(w.name)])
-        other = union([(d.start, d.end) for d in dev if not COMM.search(d.name) and d.end > st.d_start and d.start < st.d_end])
+        other = union(
+            [(d.start, d.end) for d in dev if not COMM.search(d.name) and d.end > st.d_start and d.start < st.d_end]
+        )
         st.comm = length(comm)
         st.exposed = st.comm - _overlap(comm, other)
         prev_end = st.d_end if prev_end is None else max(prev_end, st.d_end)

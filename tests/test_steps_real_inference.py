@@ -49,7 +49,11 @@ def test_vllm_llama_h100_steps_from_execute_model_frames():
     calls launched no device work is an empty step. The phase comes from the input copies
     (input_ids 4T and positions 8T bytes, then query_start_loc 4(R+1) and seq_lens 4R)."""
     frames = sorted(
-        (e for e in events(H100) if e.cat == "python_function" and re.search(r"/gpu_worker\.py\(\d+\): execute_model$", e.name)),
+        (
+            e
+            for e in events(H100)
+            if e.cat == "python_function" and re.search(r"/gpu_worker\.py\(\d+\): execute_model$", e.name)
+        ),
         key=lambda e: e.start,
     )
     steps = build_steps(H100, [(f.start, f.end) for f in frames])

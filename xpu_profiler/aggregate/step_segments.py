@@ -7,8 +7,8 @@ next. Per rank, the device-level busy intervals are cut where the idle gap is at
 ``SEGMENT_GAP_NS`` and at least ``SEGMENT_GAP_RATIO`` times the median gap; a burst with
 fewer than ``MIN_SEGMENT_EVENTS`` device events is noise, not a step, and fewer than
 ``MIN_SEGMENTS`` bursts on a rank are not a step loop. Each step's host range is the launch
-range of its work (first launch call to the later of its last launch and its last
-device start), so the launches attribute to it as any step's do. The steps are
+range of its work (first to last launch call; its own start for work launched outside the
+trace), so the launches attribute to it as any step's do. The steps are
 labelled inferred (evidence ``device_segment``).
 """
 
@@ -57,7 +57,7 @@ def steps_from_segments(profile: Profile) -> Table:
                 continue
             la = launch_t[rr[sel]]
             first = np.where(la >= 0, la, s[sel])
-            found.append((int(first.min()), int(max(first.max() + 1, s[sel].max()))))
+            found.append((int(first.min()), int(first.max())))
         if len(found) < MIN_SEGMENTS:  # one burst on a rank is no step loop
             continue
         for lo, hi in found:
