@@ -141,18 +141,18 @@ def _body(text: str) -> tuple[str, int] | None:
     return None
 
 
-def _vllm(m: re.Match) -> StepName | None:
+def _vllm(m: re.Match[str]) -> StepName | None:
     total_s, pr_s, ctx, dr_s, gen = m.groups()
     pr, dr = int(pr_s), int(dr_s)
     total = int(total_s) if total_s is not None else None
-    bodies = [_body(ctx), _body(gen)]
-    if bodies[0] is None or bodies[1] is None:
+    ctx_b, gen_b = _body(ctx), _body(gen)
+    if ctx_b is None or gen_b is None:
         if total is None:
             return None  # neither the bodies nor a total say how many tokens
         # only the total is known: each generation request schedules at least one token
         dec = min(dr, total) if pr else total
         return StepName("vllm_total_raw", "vllm", pr, total - dec, dr, dec, total, exact=False)
-    (kc, pt), (kg, dt) = bodies
+    (kc, pt), (kg, dt) = ctx_b, gen_b
     kinds = {kc, kg}
     form = (
         "vllm_detailed"
@@ -166,12 +166,12 @@ def _vllm(m: re.Match) -> StepName | None:
     return StepName(form, "vllm", pr, pt, dr, dt, total if total is not None else pt + dt)
 
 
-def _vllm_old(m: re.Match) -> StepName:
+def _vllm_old(m: re.Match[str]) -> StepName:
     pr, dr = (int(x) for x in m.groups())
     return StepName("vllm_old", "vllm", pr, 0, dr, 0, 0, exact=False)
 
 
-def _sglang(m: re.Match) -> StepName | None:
+def _sglang(m: re.Match[str]) -> StepName | None:
     mode, kv = m.group(1), {k: int(v) for k, v in _KV.findall(m.group(2))}
     phase = SGLANG_MODES.get(mode)
     if phase is None:
@@ -192,7 +192,7 @@ def _sglang(m: re.Match) -> StepName | None:
     return StepName("sglang", "sglang")  # IDLE
 
 
-def _atom(m: re.Match) -> StepName:
+def _atom(m: re.Match[str]) -> StepName:
     phase, body = m.group(1), m.group(2)
     bs_m = re.search(r"\bbs=(\d+)", body)  # bs=117/128: the real batch, then the graph's padding
     bs = int(bs_m.group(1)) if bs_m else 0
@@ -207,12 +207,12 @@ def _atom(m: re.Match) -> StepName:
     return StepName("atom", "atom", p, tok - dt, d, dt, tok, exact=False)
 
 
-def _capture(m: re.Match) -> StepName:
+def _capture(m: re.Match[str]) -> StepName:
     n = int(m.group(1))
     return StepName("capture", "capture", total_tokens=n, capture_mode=m.group(2).upper())
 
 
-def _profiler_step(m: re.Match) -> StepName:
+def _profiler_step(m: re.Match[str]) -> StepName:
     return StepName("profiler_step", "profiler", step=int(m.group(1)))
 
 

@@ -128,11 +128,8 @@ def columns(path: Path, events: list[Event]) -> Cols:
     if "python_function" in cats:
         py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
         py_names = [xs[i].name for i in py_rows.tolist()]
-        wanted = np.fromiter(
-            (n.startswith(MODULE_PREFIX) or STEP_FRAME.search(n) is not None for n in py_names),
-            dtype=bool,
-            count=len(py_rows),
-        )
+        keep_name = {n: n.startswith(MODULE_PREFIX) or STEP_FRAME.search(n) is not None for n in set(py_names)}
+        wanted = np.fromiter(map(keep_name.__getitem__, py_names), dtype=bool, count=len(py_rows))
         keep[py_rows[~wanted]] = False
         py_engines = _engine_counts(py_names)
     else:
