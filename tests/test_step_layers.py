@@ -223,3 +223,29 @@ def test_a_communication_bound_step(tmp_path):
     (ph,) = s.phases
     assert ph.bound == "communication" and d.bound == ["communication", "communication"]
     assert ph.device.exposed_comm_ns == 1_200_000 and "peers this trace cannot see" in ph.bound_evidence
+
+
+def test_a_graph_replayed_decode_waiting_on_the_host(tmp_path):
+    """The issue's MI300X decode: each 44.5 ms step replays its graph after ~25 ms of host
+    work, ~17.8 ms of kernels: host-bound, and since graphs already replay, the fix is the
+    host work between replays (vLLM's async scheduling), not "turn graphs on"."""
+    ev, corr = [], 1
+    for i in range(3):
+        t = i * 44_500
+        ev.append(X("execute_context_0(0)_generation_1(1)", "user_annotation", t, 44_400))
+        ev += launch(t + 10, corr, t + 20, 30, name="copy_inputs_kernel")  # a small eager kernel first
+        corr += 1
+        ev.append(X("cudaGraphLaunch", "cuda_runtime", t + 25_000, 20, correlation=corr))
+        ev += [
+            X(f"graph_kernel_{k}", "kernel", t + 25_030 + k * 223, 222.5, pid=0, tid=7, correlation=corr, device=0)
+            for k in range(80)
+        ]
+        corr += 1
+    _, s = analyze([write(tmp_path / "t.json", ev)])
+    (ph,) = s.phases
+    d = ph.device
+    assert ph.bound == "host" and d.waiting_on_host_ns / d.period_ns > 0.5
+    assert ph.kernels.graph_launches == 3 and ph.kernels.graph_kernels == 240
+    f = {x.rule: x for x in s.findings}["host_bound"]
+    assert "--async-scheduling" in f.fix and "graphs already replay" in f.fix and "--enforce-eager" not in f.fix
+    assert ph.bound_gaps[0].host_wait_ns > 24_000_000 and ph.bound_gaps[0].next_work == "graph_kernel_0"
