@@ -90,7 +90,7 @@ class DeviceTimeline(NamedTuple):
     waiting_on_host: np.ndarray
     comm: np.ndarray
     exposed_comm: np.ndarray
-    step_time: np.ndarray  # ns on the critical path (device range, else the host range)
+    step_time: np.ndarray  # ns on the critical path (the longer of host and effective device range)
     first_launch: np.ndarray  # start of the runtime call that launched its first work, -1
     twin_diff: np.ndarray  # ns, -1 without a twin or without correlated work
     queue_delay: np.ndarray  # mean start − launch of the step's device work, -1 unknown
@@ -206,13 +206,22 @@ def _effective_start(
     if not len(cand):
         return eff
     ev = profile.events
-    start, end = ev["start"][own], ev["start"][own] + ev["dur"][own]
-    for k in cand.tolist():
-        s = int(g_step[k])
-        m = (st == s) & (start < gaps.start[k])
-        before = union_length(np.zeros(int(m.sum()), np.int64), start[m], np.minimum(end[m], gaps.start[k]), 1)[0]
-        if before < TRIM_BEFORE_BUSY * busy[s] and gaps.end[k] > eff[s]:
-            eff[s] = gaps.end[k]
+    # each step's own work as disjoint runs, and the busy time before each run
+    g, rs, re_ = merged_intervals(st, ev["start"][own], ev["start"][own] + ev["dur"][own])
+    run_len = re_ - rs
+    before_run = np.cumsum(run_len) - run_len
+    first_of = np.searchsorted(g, g, side="left")
+    before_run -= before_run[first_of]  # per step, from its first run
+    big = int(max(int(re_.max()), int(gaps.end.max()))) + 1
+    key = g * big + rs
+    c_step = g_step[cand]
+    p = gaps.start[cand]
+    k = np.searchsorted(key, c_step * big + p, side="right") - 1  # the last run starting by p
+    ok = (k >= 0) & (g[np.maximum(k, 0)] == c_step)
+    kk = np.maximum(k, 0)
+    ran = np.where(ok, before_run[kk] + np.clip(p - rs[kk], 0, run_len[kk]), 0)
+    trim = ran < TRIM_BEFORE_BUSY * busy[c_step]
+    np.maximum.at(eff, c_step[trim], gaps.end[cand[trim]])
     return eff
 
 

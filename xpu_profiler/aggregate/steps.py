@@ -15,7 +15,7 @@ scheduler put in it. ``xpu_profiler.knowledge.step_grammar`` parses every form v
 its neighbours write (vLLM simple, detailed, total-first and old forms; SGLang
 ``step[…]``; ATOM ``prefill[…]``/``decode[…]``; ``ProfilerStep#N``). When a trace
 carries several families (SGLang writes ``execute_…`` and ``step[…]`` around the same
-step) the best-ranked one defines the steps (``step_names.FAMILY_PRIORITY``);
+step) the best-ranked one defines the steps (``step_grammar.FAMILY_PRIORITY``);
 graph-capture ranges (``capture_{n}_{MODE}``) are never steps. Tokens are taken as
 written: a speculative-decoding step schedules more generation tokens than requests.
 """
