@@ -267,7 +267,14 @@ def test_live_cpu_run_shapes():
     rates, figs = counters.build_rates(s)
     (line,) = figs["rates"]["data"]
     assert line["name"] == "decode tok/s" and line["x"] == [5e-9, 1e-8] and line["y"] == [500.0, 600.0]
-    assert [n["id"] for n in html.build_report(s)["nav"]][:5] == ["headline", "fused_ops", "phases", "steps", "rates"]
+    assert [n["id"] for n in html.build_report(s)["nav"]][:6] == [
+        "verdicts",
+        "headline",
+        "fused_ops",
+        "phases",
+        "steps",
+        "rates",
+    ]
 
 
 def test_steps_section_shows_first_rank_by_phase():
@@ -459,6 +466,7 @@ def test_header():
 def test_report_sections_and_figures_agree():
     r = html.build_report(sample_summary())
     assert [n["id"] for n in r["nav"]] == [
+        "verdicts",
         "findings",
         "headline",
         "fused_ops",

@@ -30,8 +30,10 @@ from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
 from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
 from .device_steps import step_busy
+from .engine_family import detect as detect_engine
 from .replays import attribute_replays, find_replays
-from .steps import steps_from_annotations
+from .step_phases import infer_phases
+from .steps import find_steps
 from .structure import apply_structure
 
 #: fused ops that device work keeps from its own name whatever launched it
@@ -44,7 +46,7 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     taxonomy = taxonomy or Taxonomy()
     ev = profile.events
     if not len(profile.steps):
-        profile.steps = steps_from_annotations(profile)
+        profile.steps = find_steps(profile)
     timed = ev["start"] >= 0
     host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
     ev["depth"] = _depth(profile, host_op)
@@ -55,6 +57,9 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     replayed[replays.rows] = True
     fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)
     ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
+    detect_engine(profile)
+    if len(profile.steps):
+        infer_phases(profile)  # steps found without fields: phase from their evidence
     attribute_replays(profile, replays, capture, taxonomy, fused, source)
     profile.run["structure"] = apply_structure(profile, taxonomy, fused, source)
     ev["fused"], ev["source"] = fused, source

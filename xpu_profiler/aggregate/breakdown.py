@@ -74,12 +74,14 @@ class Breakdown:
             )
         return rows
 
-    def phases(self, profile: Profile) -> list[Phase]:
-        """Per phase: its engine steps (each once, its wall the slowest rank's), op time of
-        all ranks, per-token cost as the mean (and max) over ranks."""
+    def phases(self, profile: Profile, step_time: np.ndarray | None = None, clock: str = "host") -> list[Phase]:
+        """Per phase: its engine steps (each once, its time the slowest rank's), op time of
+        all ranks, per-token cost as the mean (and max) over ranks. ``step_time``: each step
+        row's time on the critical path (``device_steps``), else its host range."""
         steps = profile.steps
-        view = engine_view(profile)
+        view = engine_view(profile, step_time)
         e_phase = steps["phase"][view.rows] if len(view.rows) else np.zeros(0, np.int8)
+        inferred = profile.run.get("phase_inferred") or {}
         rows = []
         for p in (P_PREFILL, P_DECODE, P_MIXED, P_UNKNOWN):
             name = PHASES[p]
@@ -87,7 +89,8 @@ class Breakdown:
             t = int(self.time[:, p].sum())
             if not em.any() and t == 0:
                 continue
-            wall = view.wall[em]
+            wall = view.span[em]  # the step's time: the longest rank's
+            host = view.wall[em]
             tokens = self.tokens[name]
             top = np.argsort(-self.time[:, p], kind="stable")[:5]
             rows.append(
@@ -101,6 +104,10 @@ class Breakdown:
                     per_token_max_ns=_num(self.phase_tok_max[p]) if tokens else None,
                     step_p50_ns=_pct(wall, 50),
                     step_p99_ns=_pct(wall, 99),
+                    step_clock=clock if em.any() else None,
+                    host_p50_ns=_pct(host, 50),
+                    step_per_token_ns=float(wall.sum()) / tokens if tokens and em.any() else None,
+                    inferred_from=inferred.get(name) if isinstance(inferred, dict) else None,
                     top_fused=[
                         FusedTime(fused_op=FUSED_OPS[f], time_ns=int(self.time[f, p]))
                         for f in top.tolist()

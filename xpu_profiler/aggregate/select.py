@@ -15,7 +15,7 @@ import numpy as np
 from ..core.errors import XpuProfilerError
 from ..core.launches import launch_rows
 from ..core.profile import Profile
-from .steps import steps_from_annotations
+from .steps import find_steps
 
 
 @dataclass
@@ -53,7 +53,7 @@ def _keep_events(profile: Profile, keep: np.ndarray) -> None:
 def _step_window(profile: Profile, lo: int | None, hi: int | None) -> np.ndarray:
     """Events of steps lo..hi-1: host events that start inside the steps' span (per rank),
     device work launched from a kept event (or, without a launch, starting inside)."""
-    steps = profile.steps if len(profile.steps) else steps_from_annotations(profile)
+    steps = profile.steps if len(profile.steps) else find_steps(profile)
     sid = steps["step_id"]
     chosen = np.ones(len(steps), bool)
     if lo is not None:

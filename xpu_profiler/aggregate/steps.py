@@ -1,11 +1,21 @@
-"""Engine steps from the step annotations of a torch trace, and which step rows count tokens.
+"""Engine steps from evidence, in layers, and which step rows count tokens.
+
+``find_steps`` takes the first layer that finds steps: the live run's hooks (steps
+recorded already), the engines' step annotations (every family of
+``knowledge.step_grammar``, ``ProfilerStep#N`` last), python-stack frames of the
+engine's per-step call (``step_frames``), and last, inferred, bursts of device work
+(``step_segments``). Each step row records the layer that found it (``evidence``).
+Steps that launched nothing (an ``execute_model`` with no scheduled request, a
+``ProfilerStep`` around host work only) are dropped and counted. What was searched
+and found is kept in ``profile.run["step_search"]`` for the summary: a trace where no
+step is found says so, naming what was looked for.
 
 An engine wraps each step in a ``record_function`` range whose name says what the
 scheduler put in it. ``xpu_profiler.knowledge.step_grammar`` parses every form vLLM, its forks and
 its neighbours write (vLLM simple, detailed, total-first and old forms; SGLang
 ``step[…]``; ATOM ``prefill[…]``/``decode[…]``; ``ProfilerStep#N``). When a trace
 carries several families (SGLang writes ``execute_…`` and ``step[…]`` around the same
-step) the best-ranked one defines the steps (``step_names.FAMILY_PRIORITY``);
+step) the best-ranked one defines the steps (``step_grammar.FAMILY_PRIORITY``);
 graph-capture ranges (``capture_{n}_{MODE}``) are never steps. Tokens are taken as
 written: a speculative-decoding step schedules more generation tokens than requests.
 """
@@ -16,10 +26,27 @@ from typing import Any
 
 import numpy as np
 
+from ..core.launches import device_mask, launch_start
 from ..core.ordering import lexsort
-from ..core.profile import K_ANNOTATION, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from ..core.profile import (
+    E_ANNOTATION,
+    E_PROFILER_STEP,
+    F_NONE,
+    K_ANNOTATION,
+    K_CPU_OP,
+    P_DECODE,
+    P_MIXED,
+    P_PREFILL,
+    P_UNKNOWN,
+    STEP_EVIDENCE,
+    STEP_SCHEMA,
+    Profile,
+    Table,
+)
 from ..knowledge.step_grammar import parse_step_names, step_family
 from .ranks import engine_rows
+from .step_frames import extend_with_sampling, frame_names, steps_from_frames
+from .step_segments import steps_from_segments
 
 #: what ``run["step_source"]`` says for each family of step annotations
 STEP_SOURCES = {
@@ -68,6 +95,8 @@ def steps_from_annotations(profile: Profile) -> Table:
     if family == "profiler":
         cols["step_id"] = np.array([p.step for p in rows], np.int64)
         cols["phase"] = np.full(len(sel), P_UNKNOWN, np.int8)
+        cols["evidence"] = np.full(len(sel), E_PROFILER_STEP, np.int8)
+        cols["phase_from"] = np.full(len(sel), F_NONE, np.int8)
     else:
         pr, pt, dr, dt = (np.array([p[k] for p in rows], np.int64) for k in range(2, 6))
         empty = (pr == 0) & (dr == 0)
@@ -77,10 +106,78 @@ def steps_from_annotations(profile: Profile) -> Table:
         if inexact.any():
             profile.run["inexact_steps"] = int(inexact.sum())
         cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase_codes(pr, dr))
+        cols["evidence"] = np.full(len(sel), E_ANNOTATION, np.int8)
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
         cols["step_id"] = _number_per_rank(cols["rank"])
     profile.run["step_source"] = STEP_SOURCES[family]
     return Table(STEP_SCHEMA, cols)
+
+
+#: what each layer looks for, as the one line of a trace without steps says it
+LOOKED_FOR = (
+    "step annotations (vLLM execute_…, SGLang step[…], ATOM, ProfilerStep#N)",
+    "python frames of the engine's per-step call (…worker.py(N): execute_model, forward_batch_generation)",
+    "bursts of device work separated by idle",
+)
+
+
+def find_steps(profile: Profile) -> Table:
+    """The steps of a profile whose hooks recorded none: the first layer that finds any
+    (annotations, frames, device bursts); empty ones dropped and counted."""
+    search: dict[str, Any] = {"looked_for": list(LOOKED_FOR)}
+    steps = steps_from_annotations(profile)
+    frames = frame_names(profile)
+    if frames:
+        search["frames"] = frames[:8]
+    if not len(steps):
+        steps = steps_from_frames(profile)
+        if len(steps):
+            profile.run["step_source"] = "python_frames"
+    if not len(steps):
+        steps = steps_from_segments(profile)
+        if len(steps):
+            profile.run["step_source"] = "device_segments"
+    if len(steps):
+        grown = extend_with_sampling(profile, steps)
+        if grown:
+            search["extended_by_sampling"] = grown
+        steps = drop_empty(profile, steps)
+    if len(steps):
+        ev = steps["evidence"]
+        search["found_by"] = {STEP_EVIDENCE[k]: int((ev == k).sum()) for k in np.unique(ev).tolist()}
+    profile.run["step_search"] = search
+    return steps
+
+
+def drop_empty(profile: Profile, steps: Table) -> Table:
+    """Steps found by frames, ``ProfilerStep`` or device bursts that launched no device
+    work (or, in a trace without any, ran no host op) are no engine step: dropped, and
+    counted in ``run["empty_steps"]``. Annotated steps were judged by their request counts."""
+    judged = steps["evidence"] != E_ANNOTATION
+    if not judged.any():
+        return steps
+    ev = profile.events
+    if device_mask(ev["kind"]).any():
+        rows = np.flatnonzero(device_mask(ev["kind"]) & (ev["start"] >= 0))
+        la = launch_start(profile)[rows]
+        t = np.where(la >= 0, la, ev["start"][rows])
+    else:
+        rows = np.flatnonzero((ev["kind"] == K_CPU_OP) & (ev["start"] >= 0))
+        t = ev["start"][rows]
+    rank = ev["rank"][rows].astype(np.int64)
+    has = np.zeros(len(steps), bool)
+    s_rank = steps["rank"].astype(np.int64)
+    for r in np.unique(s_rank).tolist():
+        tr = np.sort(t[rank == r])
+        m = np.flatnonzero(s_rank == r)
+        lo = np.searchsorted(tr, steps["start"][m], side="left")
+        hi = np.searchsorted(tr, steps["start"][m] + steps["dur"][m], side="right")
+        has[m] = hi > lo
+    empty = judged & ~has
+    if not empty.any():
+        return steps
+    profile.run["empty_steps"] = int(profile.run.get("empty_steps", 0)) + int(empty.sum())
+    return steps.take(np.flatnonzero(~empty))
 
 
 def _number_per_rank(ranks: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
 from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
 from .comm import comm_section
-from .device_steps import add_phase_bounds, device_steps_section, device_timeline
+from .device_steps import device_timeline
 from .idle import per_stream_rows
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
 from .layer_summary import layers_section
@@ -29,9 +29,11 @@ from .ranks import align_steps, alignment_section, engine_steps_table, engine_vi
 from .requests import requests
 from .roofline import roofline, run_spec
 from .sources import attribution_section, graphs_section
+from .step_search import step_search_section
 from .steps import token_steps
 from .tables import ranks_table, steps_table
 from .throughput import throughput
+from .verdicts import add_phase_bounds, device_steps_section
 
 
 def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
@@ -99,7 +101,8 @@ def _summary(
     br = Breakdown(profile, b_idx)
     op_time = br.op_time
     tl = timeline.result()
-    phases = br.phases(profile)
+    step_time = tl.step_time if tl is not None else None
+    phases = br.phases(profile, step_time, "critical_path" if tl is not None else "host")
     add_phase_bounds(phases, profile, tl)
     ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
@@ -146,12 +149,13 @@ def _summary(
         attribution=attribution_section(profile, b_idx),
         graphs=graphs_section(profile),
         device_steps=device_steps_section(profile, tl),
+        step_search=step_search_section(profile, tl),
         idle=per_stream_rows(profile, tl.stream_gaps, tl.device_rows) if tl is not None else [],
         ranks=ranks,
         comm=comm_section(profile, coll, ov),
         parallel=parallel_section(profile, lay, coll, compute, view),
         memory=mem.result(),
-        throughput=throughput(profile, (tl.start, tl.end) if tl is not None else None),
+        throughput=throughput(profile, (tl.eff_start, tl.end, tl.eff_start > tl.start) if tl is not None else None),
         requests=requests(profile),
         device=spec,
         roofline=roofline(profile, br.time, wall, spec),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.launches import device_mask
-from ..core.profile import K_KERNEL, PHASES, Profile
+from ..core.profile import K_KERNEL, PHASE_FROM, PHASES, STEP_EVIDENCE, Profile
 from ..summary import Rank, Steps
 from .attribution import events_busy
 from .device_steps import DeviceTimeline
@@ -29,6 +29,9 @@ def steps_table(profile: Profile, span: np.ndarray, wait: np.ndarray, tl: Device
         phase=[PHASES[p] for p in steps["phase"].tolist()],
         start_ns=steps["start"].tolist(),
         wall_ns=wall.tolist(),
+        step_ns=(tl.step_time if tl is not None else wall).tolist(),
+        evidence=[STEP_EVIDENCE[k] for k in steps["evidence"].tolist()],
+        phase_from=[PHASE_FROM[k] for k in steps["phase_from"].tolist()],
         busy_ns=busy.tolist(),
         idle_ns=idle.tolist(),
         span_ns=span.tolist(),

@@ -22,11 +22,12 @@ def distribution(values: np.ndarray) -> Distribution:
     )
 
 
-def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray] | None = None) -> Throughput:
-    """Token rates over the steps' time: from the first step's start to the end of the
-    last one, whichever of its host range and its device work (``device``: per step row,
-    the start and end of the work it launched, -1 without) ends later: an asynchronous
-    device finishes a step after its host range has ended."""
+def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Throughput:
+    """Token rates over the steps' time: from the first step's start to the last one's end,
+    each step spanning its host range and its device work (``device``: per step row, the
+    start of its effective device range, the end of its work, -1 without, and whether its
+    front was trimmed): an asynchronous device finishes a step after its host range has
+    ended, and a step whose work first waited on earlier work starts where that wait ends."""
     steps, req = profile.steps, profile.requests
     out = Throughput()
     if len(steps):
@@ -34,7 +35,8 @@ def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray] | None = 
         start, end = steps["start"][ts], steps["start"][ts] + steps["dur"][ts]
         if device is not None:
             on_dev = device[0][ts] >= 0
-            start = np.where(on_dev, np.minimum(start, device[0][ts]), start)
+            # a step whose front waited on earlier work starts at its effective start
+            start = np.where(on_dev, np.where(device[2][ts], device[0][ts], np.minimum(start, device[0][ts])), start)
             end = np.where(on_dev, np.maximum(end, device[1][ts]), end)
         span = int(end.max() - start.min())
         pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())

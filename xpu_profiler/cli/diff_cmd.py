@@ -72,7 +72,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
         report = compare(b, n, str(base), str(new))
         if fail_on is not None:
             report.gate = gate(report, fail_on, fail_on_phase, fail_on_metric)
-            if report.gate.regression is None:
+            if report.gate.regression is None and report.gate.reason is None:
                 what = (
                     f"{fail_on_metric} of the {fail_on_phase} phase"
                     if fail_on_metric in PHASE_METRICS

@@ -28,6 +28,16 @@ DEVICE_KINDS = (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM)
 PHASES = ("unknown", "prefill", "decode", "mixed")
 P_UNKNOWN, P_PREFILL, P_DECODE, P_MIXED = range(len(PHASES))
 
+# What found each step (steps table ``evidence``), strongest first: the live run's own hooks,
+# an engine annotation, torch's ``ProfilerStep#N``, a python-stack frame of the engine's
+# per-step call, and last, inferred, a burst of device work between idle gaps.
+STEP_EVIDENCE = ("hooks", "annotation", "profiler_step", "frame", "device_segment")
+E_HOOKS, E_ANNOTATION, E_PROFILER_STEP, E_FRAME, E_SEGMENT = range(len(STEP_EVIDENCE))
+# Where each step's phase came from (``phase_from``): what the step's record says (hooks,
+# annotation fields), inferred from its input copies or its graph launches, or nothing.
+PHASE_FROM = ("recorded", "copies", "graph_launches", "none")
+F_RECORDED, F_COPIES, F_GRAPHS, F_NONE = range(len(PHASE_FROM))
+
 NO_TIME = np.int64(-1)  # start of an event whose source has no timeline (XPURT_PROF logs)
 
 EVENT_SCHEMA: dict[str, np.dtype] = {
@@ -49,7 +59,9 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     "launch": np.dtype(np.int32),  # runtime launches: string id of the kernel it names (ROCm), -1
     "comm": np.dtype(np.int32),  # row in `comms`: the collective's metadata the source wrote, -1
     "source": np.dtype(np.int8),  # derived: how the fused op was decided (attribution_source codes)
-    "flops": np.dtype(np.int64),  # host ops: FLOPs the trace records (with_flops) or shapes give, -1
+    # host ops: FLOPs the trace records (with_flops) or shapes give; copies and fills
+    # (memcpy, memset): the bytes they moved; -1 unknown
+    "flops": np.dtype(np.int64),
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {
@@ -67,6 +79,8 @@ STEP_SCHEMA: dict[str, np.dtype] = {
     "waiting": np.dtype(np.int32),  # -1 unknown
     "kv_usage": np.dtype(np.float32),  # 0..1, NaN unknown
     "busy": np.dtype(np.int64),  # derived: device-busy (or host-op) ns inside the step
+    "evidence": np.dtype(np.int8),  # index into STEP_EVIDENCE: what found the step
+    "phase_from": np.dtype(np.int8),  # index into PHASE_FROM: where its phase came from
 }
 
 COUNTER_SCHEMA: dict[str, np.dtype] = {

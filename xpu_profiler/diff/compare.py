@@ -1,8 +1,16 @@
 """BASE vs NEW: two Summaries in, one DiffReport out (stateless).
 
-Aligned on (phase, fused op) and (phase, kernel name with its argument list stripped),
-normalised per token of the phase; step time per phase (p50/p99), throughput,
-TTFT/TPOT, the settings that differ, and the findings that appeared or disappeared.
+Aligned by phase and fused op, normalised per token of the phase; step time per phase
+(p50/p99, on each run's critical path: the device range where the device is
+asynchronous), throughput, TTFT/TPOT, the settings that differ, and the findings that
+appeared or disappeared. Kernel families (the fused op a kernel does) present on one side
+only are listed; raw kernel names are aligned only when both runs ran on one vendor's
+devices (names never match across vendors).
+
+Runs that cannot be compared say so, never "no change": a side without steps, or no
+phase with steps on both sides (``comparable`` False, ``reasons``); a ``--fail-on`` gate
+fails then. A decode step of a different batch size is compared, with a note that its
+per-token cost is the fairer figure.
 """
 
 from __future__ import annotations
@@ -11,12 +19,12 @@ from typing import Any
 
 from ..knowledge.kernel_names import strip_call_args
 from ..summary import Summary
-from ..summary.diff import DiffReport, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
+from ..summary.diff import DiffReport, Family, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
 from .layers import layer_deltas
 
 PHASES = ("prefill", "decode", "mixed", "unknown")
 #: metrics measured per phase (the others are per run)
-PHASE_METRICS = ("step_p50_ns", "step_p99_ns", "per_token_ns")
+PHASE_METRICS = ("step_p50_ns", "step_p99_ns", "step_per_token_ns", "per_token_ns")
 #: relative changes below this count as no change (float noise, identical inputs)
 NOISE = 1e-9
 
@@ -207,8 +215,66 @@ def _headline(report: DiffReport) -> tuple[str, str | None]:
     return text, m.phase
 
 
+def comparability(base: Summary, new: Summary) -> tuple[list[str], list[str]]:
+    """(reasons the runs cannot be compared, the phases both ran steps in)."""
+    reasons = []
+    for side, s in (("BASE", base), ("NEW", new)):
+        if not s.totals.steps:
+            msg = s.step_search.message or "no engine step was found in it"
+            reasons.append(f"{side} has no steps ({msg.split(':')[0].lower()}): nothing per step or per token to align")
+    bp = {p.phase for p in base.phases if p.steps}
+    np_ = {p.phase for p in new.phases if p.steps}
+    common = [p for p in PHASES if p in bp and p in np_]
+    if not reasons and not common:
+        reasons.append(
+            f"the phases do not match: BASE ran {', '.join(sorted(bp)) or 'none'}, NEW ran "
+            f"{', '.join(sorted(np_)) or 'none'}; no phase has steps on both sides"
+        )
+    return reasons, common
+
+
+def families(base: Summary, new: Summary, phases: list[str]) -> tuple[list[Family], list[Family]]:
+    """Kernel families (fused ops) with op time in a phase of one run only: (added, removed)."""
+
+    def table(s: Summary) -> dict[tuple[str, str], tuple[int, float | None]]:
+        out = {}
+        for f in s.fused_ops:
+            for ph in phases:
+                t = f.time_ns_by_phase.get(ph, 0)
+                if t:
+                    out[(ph, f.fused_op)] = (t, f.per_token_ns_by_phase.get(ph))
+        return out
+
+    b, n = table(base), table(new)
+    added = [Family(phase=k[0], family=k[1], time_ns=v[0], per_token_ns=v[1]) for k, v in n.items() if k not in b]
+    removed = [Family(phase=k[0], family=k[1], time_ns=v[0], per_token_ns=v[1]) for k, v in b.items() if k not in n]
+    return added, removed
+
+
+def _batch_notes(base: Summary, new: Summary, phases: list[str]) -> list[str]:
+    out = []
+    bp, np_ = {p.phase: p for p in base.phases}, {p.phase: p for p in new.phases}
+    for ph in phases:
+        b, n = bp[ph], np_[ph]
+        if b.steps and n.steps and b.tokens and n.tokens:
+            tb, tn = b.tokens / b.steps, n.tokens / n.steps
+            if abs(tn / tb - 1) > 0.1:
+                out.append(
+                    f"{ph} steps ran {tb:,.0f} tokens per step in BASE and {tn:,.0f} in NEW: step times compare "
+                    "different batches, the per-token costs are the fairer figure"
+                )
+        for side, p in (("BASE", b), ("NEW", n)):
+            if p.inferred_from:
+                out.append(f"{side}'s {ph} phase was inferred ({p.inferred_from})")
+    return out
+
+
 def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = "") -> DiffReport:
-    both, added, removed, unlisted = kernel_deltas(base, new)
+    reasons, common = comparability(base, new)
+    vendors = {"base": base.step_search.vendor, "new": new.step_search.vendor}
+    one_vendor = vendors["base"] == vendors["new"] or None in vendors.values()
+    both, added, removed, unlisted = kernel_deltas(base, new) if one_vendor else ([], [], [], 0)
+    fam_added, fam_removed = families(base, new, common)
     report = DiffReport(
         base=base_label,
         new=new_label,
@@ -222,17 +288,38 @@ def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = 
         kernels_removed=removed,
         kernels_unlisted=unlisted,
         findings=finding_deltas(base, new),
+        comparable=not reasons,
+        reasons=reasons,
+        phases_compared=common,
+        families_added=fam_added,
+        families_removed=fam_removed,
+        vendors=vendors,
+        engines={"base": base.step_search.engine, "new": new.step_search.engine},
     )
     report.layers, layer_notes = layer_deltas(base, new)
     report.notes += layer_notes
     moved = [m for m in report.metrics if m.change is not None and abs(m.change) > NOISE]
     report.unchanged = (
-        not moved
+        report.comparable
+        and not moved
         and not added
         and not removed
+        and not fam_added
+        and not fam_removed
         and all(r.status == "unchanged" for r in report.fused_ops + report.kernels)
     )
-    report.headline, report.headline_phase = _headline(report)
+    if report.comparable:
+        report.headline, report.headline_phase = _headline(report)
+    else:
+        report.headline, report.headline_phase = "cannot compare: " + "; ".join(reasons), None
+    if not one_vendor:
+        report.notes.append(
+            f"the runs ran on different vendors' devices ({vendors['base']} vs {vendors['new']}): kernel names "
+            "are not aligned (they never match across vendors); compare the fused ops and kernel families"
+        )
+    if report.engines["base"] != report.engines["new"] and None not in report.engines.values():
+        report.notes.append(f"different engines: {report.engines['base']} vs {report.engines['new']}")
+    report.notes += _batch_notes(base, new, common)
     for side, s in (("BASE", base), ("NEW", new)):
         if s.top_kernels and not any(k.time_ns_by_phase for k in s.top_kernels):
             report.notes.append(
@@ -251,6 +338,8 @@ def _run_facts(s: Summary) -> dict[str, Any]:
     return {
         "model": s.run.model,
         "device": s.run.device,
+        "vendor": s.step_search.vendor,
+        "engine": s.step_search.engine,
         "detail_level": s.run.detail_level,
         "steps": s.totals.steps,
         "ranks": s.totals.ranks,
@@ -258,7 +347,16 @@ def _run_facts(s: Summary) -> dict[str, Any]:
 
 
 def gate(report: DiffReport, pct: float, phase: str = "decode", metric: str = "per_token_ns") -> Gate:
-    """Fail when ``metric`` (of ``phase`` for per-phase metrics) regressed by more than ``pct`` %."""
+    """Fail when ``metric`` (of ``phase`` for per-phase metrics) regressed by more than ``pct`` %,
+    or when the runs cannot be compared."""
+    if not report.comparable:
+        return Gate(
+            metric=metric,
+            phase=phase if metric in PHASE_METRICS else None,
+            threshold=pct / 100.0,
+            failed=True,
+            reason="cannot compare: " + "; ".join(report.reasons),
+        )
     m = next(
         (m for m in report.metrics if m.name == metric and m.phase == (phase if metric in PHASE_METRICS else None)),
         None,

@@ -10,8 +10,10 @@ from .base import Context, Hit, Thresholds
 from .inputs import (
     all_wall,
     dur,
+    engine_of,
     engine_value,
     fused_time,
+    graph_share,
     pct,
     phase_row,
     share_below,
@@ -19,6 +21,7 @@ from .inputs import (
     step_view,
     time_below,
 )
+from .knobs import knob
 
 
 def _decode_idle(s: Summary) -> tuple[float, float, np.ndarray]:
@@ -52,17 +55,7 @@ def graphs_off_decode(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             f"Decode runs without graphs ({what}): {k.per_launch:.2f} kernels per launch, "
             f"{pct(graph_share)} of kernels from graph replays"
         )
-        if eager is True or not k.graph_launches:
-            fix = (
-                "drop --enforce-eager (enforce_eager=False) so vLLM captures CUDA/XPU graphs for the decode "
-                "batch sizes (compilation_config.cudagraph_mode)"
-            )
-        else:
-            fix = (
-                "decode batches run outside the captured sizes: raise compilation_config."
-                "max_cudagraph_capture_size (or cudagraph_capture_sizes) to cover the decode batch, "
-                "cudagraph_mode=FULL_AND_PIECEWISE"
-            )
+        fix = knob("graphs_on" if eager is True or not k.graph_launches else "graphs_cover", engine_of(s))
     elif eager is True:
         evidence.update(units=k.unit if k else None, units_per_step=k.per_step if k else None)
         title = (
@@ -70,10 +63,7 @@ def graphs_off_decode(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             if k is not None and k.per_step
             else "Decode runs eagerly (enforce_eager=True)"
         )
-        fix = (
-            "drop --enforce-eager (enforce_eager=False): vLLM runs the torch.compile'd model and, on GPUs/XPUs, "
-            "replays captured graphs for decode"
-        )
+        fix = knob("graphs_on", engine_of(s))
     else:
         return None
     idle, wall, dec = _decode_idle(s)
@@ -86,53 +76,80 @@ def graphs_off_decode(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
 
 
 def host_bound(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
-    """Device idle between a step's kernels: needs ``Summary.device_steps`` and ``idle``."""
-    ds = s.device_steps
-    if not ds.step_id or not s.steps.step_id:
+    """A phase whose device waited on the host (``Phase.device``, the verdicts' numbers)
+    for at least ``idle_share`` of its device time; the fix follows how the phase ran:
+    eager (graphs and compilation), graphs already replaying (the host work between
+    replays), a prefill (compiled, graphed prefill)."""
+    periods = sum(p.device.period_ns for p in s.phases if p.device is not None)
+    if not periods:
         return None
-    phase_of = {(r, i): p for r, i, p in zip(s.steps.rank, s.steps.step_id, s.steps.phase)}
-    wall_of = {(r, i): w for r, i, w in zip(s.steps.rank, s.steps.step_id, s.steps.wall_ns)}
+    engine = engine_of(s)
     best = None
-    for phase in ("decode", "prefill"):
-        rows = [k for k, key in enumerate(zip(ds.rank, ds.step_id)) if phase_of.get(key) == phase]
-        if len(rows) < th["min_steps"]:
+    for p in s.phases:
+        d = p.device
+        if d is None or p.steps < th["min_steps"] or not d.period_ns:
             continue
-        idle = np.array([ds.device_idle_ns[k] for k in rows], np.float64)
-        walls = np.array([wall_of[(ds.rank[k], ds.step_id[k])] for k in rows], np.float64)
-        med_wall = float(np.median(walls))
-        if not med_wall or np.median(idle) <= th["idle_share"] * med_wall:
+        share = d.waiting_on_host_ns / d.period_ns
+        if share < th["idle_share"]:
             continue
-        breakdown = {"host_wait_ns": 0, "kernel_wait_ns": 0, "other_ns": 0}
-        for it in s.idle:
-            if it.phase == phase:
-                breakdown["host_wait_ns"] += it.host_wait_ns
-                breakdown["kernel_wait_ns"] += it.kernel_wait_ns
-                breakdown["other_ns"] += it.other_ns
-        wall = float(sum(s.steps.wall_ns))
+        g = graph_share(p)
+        replaying = g is not None and g >= 0.5
+        topic = "host_between_replays" if replaying else "prefill_host" if p.phase == "prefill" else "graphs_on"
+        gap = p.bound_gaps[0] if p.bound_gaps else None
+        why = "a device that waits for launches runs at the host's speed, not its own"
+        if s.step_search.frames or (s.run.extra or {}).get("python_frames"):
+            why += (
+                "; this trace was taken with python stacks (with_stack), which slow the host: confirm the gaps on "
+                "a trace without them before tuning"
+            )
         hit = Hit(
-            at_stake=float(idle.sum()) / wall if wall else 0.0,
-            phase=phase,
-            steps=sorted({int(ds.step_id[k]) for k in rows if ds.device_idle_ns[k] > th["idle_share"] * med_wall}),
-            ranks=sorted({int(ds.rank[k]) for k in rows}),
+            at_stake=d.waiting_on_host_ns / periods,
+            phase=p.phase,
+            steps=[],
             title=(
-                f"{phase.capitalize()} is host-bound: the device idles {dur(np.median(idle))} between the kernels "
-                f"of a median {dur(med_wall)} step ({pct(np.median(idle) / med_wall)})"
+                (
+                    f"Steps (phase unknown) are host-bound: the device waited on the host {pct(share)} of their "
+                    if p.phase == "unknown"
+                    else f"{p.phase.capitalize()} is host-bound: the device waited on the host {pct(share)} of its "
+                )
+                + f"{dur(d.period_ns)} of step time"
+                + (
+                    f" (largest gap {dur(gap.dur_ns)} before {gap.next_work[:50]})"
+                    if gap is not None and gap.host_wait_ns
+                    else ""
+                )
+                + (f"; graphs replay {pct(g)} of its kernels" if replaying else "")
             ),
             evidence={
-                "steps": len(rows),
-                "device_idle_p50_ns": float(np.median(idle)),
-                "step_p50_ns": med_wall,
-                **breakdown,
+                "steps": p.steps,
+                "waiting_share": share,
+                "period_ns": d.period_ns,
+                "waiting_on_host_ns": d.waiting_on_host_ns,
+                "host_wait_ns": d.host_wait_ns,
+                "kernel_wait_ns": d.kernel_wait_ns,
+                "other_ns": d.other_ns,
+                "host_prep_ns": d.host_prep_ns,
+                "queue_delay_ns": d.queue_delay_ns,
+                "graph_kernel_share": g,
+                "engine": engine,
+                "gaps": [_gap(x) for x in p.bound_gaps],
             },
-            fix=(
-                "CUDA/XPU graphs for decode (drop --enforce-eager), async scheduling (--async-scheduling)"
-                if phase == "decode"
-                else "larger prefill chunks (max_num_batched_tokens) amortise the host work"
-            ),
+            fix=knob(topic, engine),
+            why=why,
         )
         if best is None or hit.at_stake > best.at_stake:
             best = hit
     return best
+
+
+def _gap(g) -> dict:
+    return {
+        "step_id": g.step_id,
+        "dur_ns": g.dur_ns,
+        "host_wait_ns": g.host_wait_ns,
+        "next_work": g.next_work,
+        "launched_by": g.launched_by,
+    }
 
 
 def small_kernel_storm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
@@ -144,6 +161,10 @@ def small_kernel_storm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     share = share_below(k.dur_pct_ns, limit)
     if share is None or share <= th["share"]:
         return None
+    g = graph_share(ph)
+    replaying = g is not None and g >= 0.5
+    if replaying and engine_of(s) == "vllm":
+        return None  # graphs replay them, and vLLM graphs replay a torch.compile'd model: both in effect
     wall = all_wall(s)
     small_ns = time_below(k.dur_pct_ns, k.count, limit)
     unit = "kernels" if k.unit == "kernel" else "host ops"
@@ -163,12 +184,15 @@ def small_kernel_storm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             "per_step": k.per_step,
             "dur_p50_ns": k.dur_pct_ns[50],
             "small_time_ns": small_ns,
+            "graph_kernel_share": g,
         },
-        fix=(
-            "let vLLM compile the model (enforce_eager=False: torch.compile fuses the element-wise ops) and "
-            "replay graphs, so tiny kernels are neither launched one by one nor run unfused"
+        fix=knob("fusion" if replaying else "fusion_and_graphs", engine_of(s)),
+        why=(
+            "graphs already replay these kernels (no launch each), but each is still a pass over memory; fused, "
+            "they cost one"
+            if replaying
+            else "each tiny kernel costs a launch and a pass over memory; fused, they cost one"
         ),
-        why="each tiny kernel costs a launch and a pass over memory; fused, they cost one",
     )
 
 
@@ -194,11 +218,7 @@ def sampler_head_share(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         phase="decode",
         title=f"{what} take {pct(share)} of decode op time ({dur(total)} of {dur(ph.time_ns)})",
         evidence={"sampling_ns": sampling, "output_head_ns": head, "decode_op_time_ns": ph.time_ns, "share": share},
-        fix=(
-            "a larger decode batch amortises the lm_head's vocabulary GEMM; tensor_parallel_size shards the "
-            "vocabulary; for the sampler: VLLM_USE_FLASHINFER_SAMPLER=1, and only the sampling parameters "
-            "(top-k/top-p, penalties, logprobs) the requests need"
-        ),
+        fix=knob("sampler", engine_of(s)),
     )
 
 
@@ -224,9 +244,5 @@ def moe_share(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         title=f"MoE layers take {pct(share)} of {phase} op time ({dur(moe)})"
         + (f", at {pct(eff)} of the device's peak" if eff is not None else ""),
         evidence={"moe_ns": moe, "phase_op_time_ns": ph.time_ns, "share": share, "peak_share": eff},
-        fix=(
-            "tune the fused-MoE kernel for this shape (vLLM's benchmarks/kernels/benchmark_moe.py --tune, "
-            "VLLM_TUNED_CONFIG_FOLDER); at TP > 1 enable expert parallelism (--enable-expert-parallel); "
-            "fp8 experts halve the expert-weight reads of decode"
-        ),
+        fix=knob("moe_tune", engine_of(s)),
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..summary import Summary
 from .base import Context, Hit, Thresholds
-from .inputs import all_wall, dur, pct, tensor_parallel
+from .inputs import all_wall, dur, engine_of, pct, step_times, tensor_parallel
+from .knobs import knob
 
 #: torch.distributed's host collective ops, which run over gloo in a run without device work
 GLOO_OPS = ("c10d::", "gloo:")
@@ -50,10 +51,15 @@ def exposed_comm(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
                 "else trade TP for data parallelism (fewer tensor_parallel_size ranks, more replicas)"
             )
             if gloo
-            else (
-                "keep vLLM's custom all-reduce on (no disable_custom_all_reduce), fuse all-reduce with RMSNorm "
-                "(compilation_config.pass_config.fuse_allreduce_rms), or trade TP for data parallelism "
-                "(fewer tensor_parallel_size ranks, more replicas)"
+            else knob("comm_exposed", engine_of(s))
+        ),
+        why=(
+            "an all-reduce nothing overlaps adds its whole latency to every layer"
+            + (
+                "; this trace holds one rank: its collective time includes waiting for peers it cannot see "
+                "(a late peer looks like slow communication here)"
+                if len(s.ranks) == 1
+                else ""
             )
         ),
     )
@@ -68,7 +74,7 @@ def straggler_rank(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if (worst.arrived_last_share or 0.0) <= th["arrived_last"]:
         return None
     wait = sum(r.wait_ns for r in ranks if r.rank != worst.rank)
-    wall = sum(s.steps.wall_ns)
+    wall = sum(step_times(s))
     return Hit(
         at_stake=wait / wall if wall else 0.0,
         ranks=[worst.rank],
@@ -80,6 +86,9 @@ def straggler_rank(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         fix=(
             f"look at rank {worst.rank}'s host and device: CPU binding (VLLM_CPU_OMP_THREADS_BIND, NUMA), "
             "a busy or throttled device, its share of MoE experts (--enable-eplb)"
+            if engine_of(s) == "vllm"
+            else f"look at rank {worst.rank}'s host and device: CPU binding (NUMA), a busy or throttled device, "
+            "its share of MoE experts"
         ),
     )
 
@@ -99,10 +108,7 @@ def moe_imbalance(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         ranks=[hot],
         title=f"MoE time is uneven across ranks: rank {hot} {dur(moe[hot])}, {ratio:.2f}x the mean {dur(mean)}",
         evidence={"moe_ns_by_rank": {str(r): v for r, v in moe.items()}, "max_over_mean": ratio, "rank": hot},
-        fix=(
-            "rebalance experts across the expert-parallel ranks: --enable-eplb (eplb_config: window and "
-            "redundant experts)"
-        ),
+        fix=knob("moe_balance", engine_of(s)),
         why="every rank waits at the next collective for the one with the hottest experts",
     )
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from ..summary import Summary
 from .base import Context, Hit, Thresholds
-from .inputs import dur, engine_int, pct, step_ids, step_view
+from .inputs import dur, engine_int, engine_of, pct, step_ids, step_view
+from .knobs import knob
 
 DECODING = ("decode", "mixed")  # steps that run decode requests
 
@@ -283,4 +284,5 @@ def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             "expected_wall_ns": float(expected[worst]),
             "excess_ns": excess,
         },
+        fix=knob("warmup", engine_of(s)),
     )

@@ -40,6 +40,13 @@ class StepView:
         return float(np.median(self.wall[m])) if m.any() else None
 
 
+def step_times(summary: Summary) -> list[int]:
+    """Each step row's time on the critical path (its device range on an asynchronous
+    device), or its host range in a summary that does not have it."""
+    st = summary.steps
+    return st.step_ns if len(st.step_ns) == len(st.wall_ns) else st.wall_ns
+
+
 def step_view(summary: Summary) -> StepView:
     st = summary.steps
     rank = np.asarray(st.rank, np.int64)
@@ -56,7 +63,7 @@ def step_view(summary: Summary) -> StepView:
     return StepView(
         step_id=col(st.step_id, np.int64),
         phase=col(st.phase, object).astype(str),
-        wall=col(st.wall_ns, np.int64),
+        wall=col(step_times(summary), np.int64),
         busy=col(st.busy_ns, np.int64),
         idle=col(st.idle_ns, np.int64),
         prefill_tokens=col(st.prefill_tokens, np.int64),
@@ -74,7 +81,27 @@ def all_wall(summary: Summary) -> float:
     summed over ranks too. The steps' wall time, or the op time inside them when that is
     longer (a device running behind the host's step ranges)."""
     stepped = sum(p.time_ns for p in summary.phases if p.phase != "unknown" or p.steps)
-    return float(max(sum(summary.steps.wall_ns), stepped))
+    return float(max(sum(step_times(summary)), stepped))
+
+
+def engine_of(summary: Summary) -> str:
+    """The engine the run comes from (vllm, sglang, other), as the analysis found it from
+    the trace's evidence; a summary without that section: vllm when the live hooks (or an
+    engine configuration they recorded) made it, else other."""
+    e = summary.step_search.engine
+    if e:
+        return e
+    if summary.run.step_source == "xpu_profiler_hooks" or summary.run.engine:
+        return "vllm"
+    return "other"
+
+
+def graph_share(phase: Phase | None) -> float | None:
+    """Share of a phase's kernels that ran inside graph replays; None without kernels."""
+    k = phase.kernels if phase is not None else None
+    if k is None or k.unit != "kernel" or not k.count:
+        return None
+    return k.graph_kernels / k.count
 
 
 def engine_value(summary: Summary, key: str) -> Any:

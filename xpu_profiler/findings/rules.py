@@ -2,8 +2,10 @@
 
 Each row says what it detects, its trigger with the thresholds it uses (defaults here,
 overridable from a TOML file), the check that measures it on the Summary (the check
-returns the evidence and the share of step time at stake), and the fix in vLLM terms
-with a one-line why. A check may name a more specific fix for what it found.
+returns the evidence and the share of step time at stake), and the fix with a one-line
+why. The fix a check returns is in the terms of the trace's engine (``knobs``: vLLM,
+SGLang, other) and of what is already in effect (no "replay graphs" where graphs
+replay); the row's own fix is the vLLM one.
 """
 
 from __future__ import annotations
@@ -42,13 +44,14 @@ def _show(key: str, v: float) -> str:
 RULES: tuple[Rule, ...] = (
     Rule(
         "host_bound",
-        "the device idles between a step's kernels waiting for the host",
-        "median device idle between a step's kernels > {idle_share} of the median step (prefill, decode apart)",
+        "the device waits on the host: launches arrive after it has drained",
+        "a phase's device waited on the host >= {idle_share} of its step time (the host-bound verdict)",
         checks_ops.host_bound,
-        "CUDA/XPU graphs for decode (drop --enforce-eager), --async-scheduling",
+        "graphs and compilation for an eager phase; the host work between replays where graphs already replay; "
+        "async scheduling (in the engine's terms)",
         "a device that waits for launches runs at the host's speed, not its own",
-        {"idle_share": 0.10, "min_steps": 3},
-        "device_steps, idle",
+        {"idle_share": 0.20, "min_steps": 1},
+        "phases.device, phases.bound_gaps, phases.kernels",
     ),
     Rule(
         "graphs_off_decode",
@@ -188,9 +191,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "profiler_overhead",
         "the profiler itself slowed the run",
-        "tokens/s > {drop} below a basic run of the same workload, or step hooks > {hook_share} of the median step",
+        "tokens/s > {drop} below a basic run of the same workload, or step hooks > {hook_share} of the mean step",
         checks_run.profiler_overhead,
-        "read throughput from a --detail-level basic run",
+        "read throughput from a --detail-level basic run (a basic run: shed the costliest metrics)",
         "times measured under torch.profiler include its cost",
         {"drop": 0.3, "hook_share": 0.10},
         "throughput, run (a basic reference run)",

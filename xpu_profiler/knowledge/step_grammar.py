@@ -14,6 +14,7 @@ vllm_old        ``execute_new_1_cached_3`` (requests only)                      
 vllm_quad       ``execute_context_1(888_788544)_generation_0(0)`` (tokens, then      vllm
                 their square sum: a pre-upstream variant)
 sglang          ``step[DECODE bs=32]``, ``step[EXTEND bs=2 toks=14721 c_sq=..]``    sglang
+                (every forward mode: ``SGLANG_MODES``, roofline suffixes included)
 atom            ``decode[bs=64 tok=64 d=64]``, ``prefill[bs=2 tok=14721 ctx=[..]]``  atom
 capture         ``capture_{num_tokens}_{MODE}`` (vLLM, SGLang graph capture)         capture
 profiler_step   ``ProfilerStep#12`` (no token information)                          profiler
@@ -28,7 +29,14 @@ tokens had to be inferred (``vllm_total_raw``, ``vllm_old``, SGLang without
 ``FAMILY_PRIORITY`` says which family defines the engine steps when a trace has
 several (SGLang writes both ``execute_…`` and ``step[…]`` around the same step):
 the aggregator keeps the best-ranked family present. ``capture`` ranges are not
-engine steps; ``xpu_profiler.aggregate.graphs`` reads them.
+engine steps; ``xpu_profiler.aggregate.graphs`` reads them. The vLLM forms are one
+grammar: ``execute_[{total}_]context_{n}(body)_generation_{n}(body)``, whatever each
+body holds (tokens, tokens and aggregates, keyed fields); only the form's name records
+which spelling it was.
+
+Without annotations, python-stack frames (``with_stack``) mark steps: ``STEP_FRAME``
+names the engines' per-step worker calls, the sampling call split out of them and the
+dummy runs that are no step (``xpu_profiler.aggregate.step_frames``).
 """
 
 from __future__ import annotations
@@ -71,69 +79,111 @@ MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (
 
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
 
-_VLLM = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
-# a pre-upstream variant: each token count followed by its quadratic aggregate (888_788544: 888 tokens, 888²)
-_VLLM_QUAD = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
-_VLLM_DETAILED = re.compile(
-    r"^execute_(?:(\d+)_)?context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
-    r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$"
-)
-_VLLM_TOTAL = re.compile(r"^execute_(\d+)_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
-_VLLM_TOTAL_RAW = re.compile(r"^execute_(\d+)_context_(\d+)\(([^)]*)\)_generation_(\d+)\(([^)]*)\)$")
+# vLLM and its forks, one grammar for the family: ``execute_[{total}_]context_{n}(B)_generation_{n}(B)``
+# whose bodies B are: tokens (``7``), tokens then their aggregates (``888_788544``), the keyed
+# detailed form (``sq7sk7sqsq49sqsk49``: sq = scheduled tokens; other keys may follow), or anything
+# else (only the total, when written, then gives tokens)
+#: python-stack frames that are step evidence: vLLM's per-step ``execute_model`` (worker and
+#: model runner), the ``sample_tokens`` call split out of it in newer builds, ``_dummy_run``
+#: (data-parallel dummy batches, graph capture: no step), SGLang's ``forward_batch_generation``
+STEP_FRAME = re.compile(r"\.py\(\d+\): (execute_model|sample_tokens|_dummy_run|forward_batch_generation)$")
+#: python frames whose file lies in an engine's source tree: which engine ran
+_ENGINE_TREE = re.compile(r"(?:^|[/\\])(vllm|sglang|vllm_ascend|vllm_kunlun|tensorrt_llm)[/\\]")
+ENGINE_OF_TREE = {
+    "vllm": "vllm",
+    "vllm_ascend": "vllm",
+    "vllm_kunlun": "vllm",
+    "sglang": "sglang",
+    "tensorrt_llm": "other",
+}
+
+
+def frame_engine(name: str) -> str | None:
+    """The engine whose source tree a python frame (``path/file.py(N): fn``) is in, None."""
+    m = _ENGINE_TREE.search(name)
+    return ENGINE_OF_TREE[m.group(1)] if m else None
+
+
+_VLLM = re.compile(r"^execute_(?:(\d+)_)?context_(\d+)\(([^()]*)\)_generation_(\d+)\(([^()]*)\)$")
+_BODY_PLAIN = re.compile(r"^(\d+)$")
+_BODY_QUAD = re.compile(r"^(\d+)(?:_\d+)+$")
+_BODY_KEYED = re.compile(r"^sq(\d+)(?:[a-z]+\d+)*$")
 _VLLM_OLD = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
-_SGLANG = re.compile(r"^step\[(EXTEND|DECODE|MIXED|PREFILL|IDLE)\b([^\]]*)\]$")
+# SGLang ``step[MODE bs=.. toks=.. c_sq=.. g_sq=..]``: every ForwardMode the scheduler writes
+_SGLANG = re.compile(r"^step\[([A-Z][A-Z0-9_]*)((?:\s[^\]]*)?)\]$")
+#: SGLang forward modes → the phase their requests are in; IDLE (a data-parallel rank with
+#: nothing to run) is an empty step
+SGLANG_MODES = {
+    "DECODE": "decode",
+    "TARGET_VERIFY": "decode",  # speculative decoding: the target model verifies drafted tokens
+    "DRAFT_EXTEND": "decode",  # ... and the draft model extends over the accepted ones
+    "DRAFT_EXTEND_V2": "decode",
+    "EXTEND": "prefill",
+    "PREFILL": "prefill",
+    "SPLIT_PREFILL": "prefill",  # a prefill split into layer chunks (PD multiplexing)
+    "DLLM_EXTEND": "prefill",  # diffusion language models: a block extend
+    "PREBUILT": "prefill",  # disaggregated decode: requests whose KV cache arrived prebuilt
+    "MIXED": "mixed",
+    "IDLE": "",
+}
 _ATOM = re.compile(r"^(prefill|decode)\[(.*)\]$")
 _CAPTURE = re.compile(r"^capture_(\d+)_([A-Za-z][A-Za-z0-9_]*)$")
 _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _KV = re.compile(r"(\w+)=(\d+)")
 
 
-def _vllm(m: re.Match) -> StepName:
-    pr, pt, dr, dt = (int(x) for x in m.groups())
-    return StepName("vllm", "vllm", pr, pt, dr, dt, pt + dt)
+def _body(text: str) -> tuple[str, int] | None:
+    """(kind, tokens) of one request group's body; None when it gives no tokens."""
+    for kind, rx in (("plain", _BODY_PLAIN), ("quad", _BODY_QUAD), ("keyed", _BODY_KEYED)):
+        m = rx.match(text)
+        if m:
+            return kind, int(m.group(1))
+    return None
 
 
-def _vllm_quad(m: re.Match) -> StepName:
-    pr, pt, dr, dt = (int(x) for x in m.groups())
-    return StepName("vllm_quad", "vllm", pr, pt, dr, dt, pt + dt)
+def _vllm(m: re.Match[str]) -> StepName | None:
+    total_s, pr_s, ctx, dr_s, gen = m.groups()
+    pr, dr = int(pr_s), int(dr_s)
+    total = int(total_s) if total_s is not None else None
+    ctx_b, gen_b = _body(ctx), _body(gen)
+    if ctx_b is None or gen_b is None:
+        if total is None:
+            return None  # neither the bodies nor a total say how many tokens
+        # only the total is known: each generation request schedules at least one token
+        dec = min(dr, total) if pr else total
+        return StepName("vllm_total_raw", "vllm", pr, total - dec, dr, dec, total, exact=False)
+    (kc, pt), (kg, dt) = ctx_b, gen_b
+    kinds = {kc, kg}
+    form = (
+        "vllm_detailed"
+        if "keyed" in kinds
+        else "vllm_quad"
+        if "quad" in kinds
+        else "vllm_total"
+        if total is not None
+        else "vllm"
+    )
+    return StepName(form, "vllm", pr, pt, dr, dt, total if total is not None else pt + dt)
 
 
-def _vllm_detailed(m: re.Match) -> StepName:
-    pr, pt, dr, dt = (int(x) for x in m.groups()[1:])
-    total = int(m.group(1)) if m.group(1) is not None else pt + dt  # the total in front is optional
-    return StepName("vllm_detailed", "vllm", pr, pt, dr, dt, total)
-
-
-def _vllm_total(m: re.Match) -> StepName:
-    total, pr, pt, dr, dt = (int(x) for x in m.groups())
-    return StepName("vllm_total", "vllm", pr, pt, dr, dt, total)
-
-
-def _vllm_total_raw(m: re.Match) -> StepName:
-    total, pr, ctx, dr, gen = int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4)), m.group(5)
-    sq = [re.match(r"sq(\d+)", g) for g in (ctx, gen)]
-    if sq[0] and sq[1]:  # the detailed contents in another spelling: tokens are known
-        return StepName("vllm_total_raw", "vllm", pr, int(sq[0].group(1)), dr, int(sq[1].group(1)), total)
-    # only the total is known: each generation request schedules at least one token
-    dec = min(dr, total) if pr else total
-    return StepName("vllm_total_raw", "vllm", pr, total - dec, dr, dec, total, exact=False)
-
-
-def _vllm_old(m: re.Match) -> StepName:
+def _vllm_old(m: re.Match[str]) -> StepName:
     pr, dr = (int(x) for x in m.groups())
     return StepName("vllm_old", "vllm", pr, 0, dr, 0, 0, exact=False)
 
 
-def _sglang(m: re.Match) -> StepName:
+def _sglang(m: re.Match[str]) -> StepName | None:
     mode, kv = m.group(1), {k: int(v) for k, v in _KV.findall(m.group(2))}
+    phase = SGLANG_MODES.get(mode)
+    if phase is None:
+        return None  # a mode this grammar does not know: no step of ours
     bs, toks = kv.get("bs", 0), kv.get("toks", 0)
-    if mode == "DECODE":
+    if phase == "decode":
         dt = kv.get("g_sq", 0) or toks or bs  # MTP / speculative: g_sq > bs
         return StepName("sglang", "sglang", 0, 0, bs, dt, dt, exact="g_sq" in kv or "toks" in kv)
-    if mode in ("EXTEND", "PREFILL"):
+    if phase == "prefill":
         pt = kv.get("c_sq", 0) or toks
         return StepName("sglang", "sglang", bs, pt, 0, 0, pt, exact=bool(pt))
-    if mode == "MIXED":
+    if phase == "mixed":
         c, g = kv.get("c", 0), kv.get("g", 0)
         pt, dt = kv.get("c_sq", 0), kv.get("g_sq", 0)
         if not (c or g):  # only the batch size: the split is unknown
@@ -142,7 +192,7 @@ def _sglang(m: re.Match) -> StepName:
     return StepName("sglang", "sglang")  # IDLE
 
 
-def _atom(m: re.Match) -> StepName:
+def _atom(m: re.Match[str]) -> StepName:
     phase, body = m.group(1), m.group(2)
     bs_m = re.search(r"\bbs=(\d+)", body)  # bs=117/128: the real batch, then the graph's padding
     bs = int(bs_m.group(1)) if bs_m else 0
@@ -157,22 +207,17 @@ def _atom(m: re.Match) -> StepName:
     return StepName("atom", "atom", p, tok - dt, d, dt, tok, exact=False)
 
 
-def _capture(m: re.Match) -> StepName:
+def _capture(m: re.Match[str]) -> StepName:
     n = int(m.group(1))
     return StepName("capture", "capture", total_tokens=n, capture_mode=m.group(2).upper())
 
 
-def _profiler_step(m: re.Match) -> StepName:
+def _profiler_step(m: re.Match[str]) -> StepName:
     return StepName("profiler_step", "profiler", step=int(m.group(1)))
 
 
-# most specific first: the detailed vLLM form before the raw one that also matches it
 _FORMS = (
     (_VLLM, _vllm),
-    (_VLLM_QUAD, _vllm_quad),
-    (_VLLM_DETAILED, _vllm_detailed),
-    (_VLLM_TOTAL, _vllm_total),
-    (_VLLM_TOTAL_RAW, _vllm_total_raw),
     (_VLLM_OLD, _vllm_old),
     (_SGLANG, _sglang),
     (_ATOM, _atom),
@@ -191,6 +236,8 @@ def parse_step_name(name: str) -> StepName | None:
             try:
                 parsed = build(m)
             except ValueError:  # more digits than int() converts
+                return None
+            if parsed is None:
                 return None
             # a count no engine step can have (more digits than int64) makes it no step name
             counts = parsed[2:7] + (parsed.step,)

@@ -51,9 +51,11 @@ from .schema import (
     Series,
     Source,
     Steps,
+    StepSearch,
     Summary,
     Throughput,
     Totals,
+    VerdictGap,
 )
 from .schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
 from .schema_ranks import Collective, ParallelGroup, PipelineStage, RankComm
@@ -97,6 +99,8 @@ __all__ = [
     "Series",
     "Source",
     "Steps",
+    "StepSearch",
+    "VerdictGap",
     "Summary",
     "Throughput",
     "Totals",

@@ -84,13 +84,25 @@ class FindingDelta(_Struct):
 
 
 class Gate(_Struct):
-    """``--fail-on``: did a metric regress by more than the threshold?"""
+    """``--fail-on``: did a metric regress by more than the threshold? A diff that cannot
+    compare the runs fails the gate (``reason``)."""
 
     metric: str
     phase: str | None = None
     threshold: float = 0.0  # fraction (0.05 = 5%)
     regression: float | None = None
     failed: bool = False
+    reason: str | None = None  # why it failed without a regression: the runs cannot be compared
+
+
+class Family(_Struct):
+    """A vendor-neutral kernel family (the fused op its kernels do) present in one run's
+    phase and not in the other's: what kernel names cannot say across vendors."""
+
+    phase: str
+    family: str
+    time_ns: int = 0  # its op time in the run that has it
+    per_token_ns: float | None = None
 
 
 class DiffReport(_Struct):
@@ -115,6 +127,16 @@ class DiffReport(_Struct):
     notes: list[str] = []
     unchanged: bool = False  # no metric or cost moved beyond the noise floor
     gate: Gate | None = None
+    #: False when the runs cannot be compared (a side without steps, no phase in common):
+    #: ``reasons`` says why, and nothing here reads as "no change"
+    comparable: bool = True
+    reasons: list[str] = []
+    phases_compared: list[str] = []  # phases with steps on both sides
+    families_added: list[Family] = []  # kernel families (fused ops) in NEW's phase only
+    families_removed: list[Family] = []
+    #: {"base": ..., "new": ...}: the device vendors and engines the runs came from
+    vendors: dict[str, str | None] = {}
+    engines: dict[str, str | None] = {}
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")

@@ -19,6 +19,10 @@ NOT_RUN_METADATA = {
     "sources",
     "graphs",
     "model_config",  # the model's config.json: its layers are in the layers section
+    "step_search",
+    "phase_inferred",
+    "engine_family",
+    "engine_evidence",
 }
 _RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
 _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}

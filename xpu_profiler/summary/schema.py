@@ -16,6 +16,7 @@ from .schema_ranks import (
     Rank,
     RankAlignment,
 )
+from .schema_steps import StepSearch, VerdictGap
 from .struct import _Struct  # the sections' base (diff.py's too)
 
 SCHEMA = "xpu_profiler.summary"
@@ -58,7 +59,9 @@ class Run(_Struct, omit_defaults=True):
     host: str | None = None
     incomplete: bool | None = None  # live runs: whether everything was collected
     incomplete_reason: str | None = None
-    step_source: str | None = None  # vllm_annotation, profiler_step, xpu_profiler_hooks
+    #: vllm_annotation, sglang_annotation, profiler_step, python_frames, device_segments,
+    #: xpu_profiler_hooks
+    step_source: str | None = None
     clock_shift_ns: int | None = None  # torch trace clock aligned onto the step hooks' clock
     sources: list[Source] = []
     versions: dict[str, str] = {}
@@ -117,7 +120,7 @@ class FusedTime(_Struct):
 class DeviceTime(_Struct):
     """A phase's device time, summed over its steps (see ``DeviceSteps``)."""
 
-    period_ns: int = 0  # starved + device span, summed
+    period_ns: int = 0  # starved + effective device range, summed
     busy_ns: int = 0
     idle_ns: int = 0  # inside the device spans
     starved_ns: int = 0
@@ -126,6 +129,10 @@ class DeviceTime(_Struct):
     other_ns: int = 0
     waiting_on_host_ns: int = 0
     queue_delay_ns: float | None = None  # median launch → start over its device work
+    comm_ns: int = 0  # its collective work (union per step)
+    exposed_comm_ns: int = 0  # ... that no other device work overlapped
+    #: median over its steps of the host's time from the step's start to its first launch
+    host_prep_ns: float | None = None
 
 
 class Phase(_Struct):
@@ -136,11 +143,23 @@ class Phase(_Struct):
     tokens: int = 0
     per_token_ns: float | None = None  # mean over ranks of a rank's op time per token
     per_token_max_ns: float | None = None  # the largest rank's
-    step_p50_ns: float | None = None  # over engine steps (the slowest rank's wall)
+    #: over engine steps, each step's time on the critical path: the longer of its host range
+    #: and its effective device range where it launched device work (``step_clock``), else its
+    #: host range (the slowest rank's)
+    step_p50_ns: float | None = None
     step_p99_ns: float | None = None
+    step_clock: str | None = None  # "critical_path" or "host"
+    host_p50_ns: float | None = None  # the steps' host ranges, for comparison
+    #: step time per token of the phase (its steps' critical-path time summed / its tokens)
+    step_per_token_ns: float | None = None
     top_fused: list[FusedTime] = []
-    bound: str | None = None  # "host" or "device"; None without device work
+    #: "host", "device" or "communication" (-bound); None without device work
+    bound: str | None = None
     bound_evidence: str | None = None  # the numbers behind the verdict, in one sentence
+    #: the largest idle gaps of its steps (host wait first): what the verdict rests on
+    bound_gaps: list[VerdictGap] = []
+    #: how the phase was inferred when its steps carry no phase of their own (None: recorded)
+    inferred_from: str | None = None
     device: DeviceTime | None = None
     #: the phase's units of work (kernels, or top-level host ops on the host basis)
     kernels: KernelStats | None = None
@@ -174,7 +193,12 @@ class Steps(_Struct):
     engine_step: list[int] = []  # index into ``EngineSteps``: the engine step this row ran
     phase: list[str] = []
     start_ns: list[int] = []
-    wall_ns: list[int] = []
+    wall_ns: list[int] = []  # the host range
+    #: the step's time on the critical path (the longer of its host range and its effective
+    #: device range; its host range without device work)
+    step_ns: list[int] = []
+    evidence: list[str] = []  # what found the step (``StepSearch.found_by`` keys)
+    phase_from: list[str] = []  # recorded, copies, graph_launches, none
     #: with device work: the union of the step's own device work, and the device idle
     #: inside its device span (``DeviceSteps``); on the host basis (CPU runs): the union
     #: of top-level host ops inside the step's window, and wall − busy
@@ -364,6 +388,7 @@ class Summary(_Struct):
     attribution: Attribution = msgspec.field(default_factory=Attribution)
     graphs: Graphs = msgspec.field(default_factory=Graphs)
     device_steps: DeviceSteps = msgspec.field(default_factory=DeviceSteps)
+    step_search: StepSearch = msgspec.field(default_factory=StepSearch)
     idle: list[Idle] = []
     comm: Comm = msgspec.field(default_factory=Comm)
     parallel: Parallel = msgspec.field(default_factory=Parallel)

@@ -14,12 +14,16 @@ class DeviceSteps(_Struct):
     are device-level (no stream busy) and belong to the step whose work ended them:
     host wait, kernel wait (at most ``kernel_wait_max_ns``), other; ``waiting_on_host``
     decides the verdict: host-bound when it is at least ``host_bound_share`` of the
-    device period (starved + span)."""
+    device period (starved + effective span), else communication-bound when exposed
+    collectives are at least ``comm_bound_share`` of it, else device-bound."""
 
     rank: list[int] = []
     step_id: list[int] = []
     phase: list[str] = []
     device_start_ns: list[int] = []
+    #: the effective device range's start: after a leading wait on earlier work (a
+    #: dependency of at least 1 ms before 5% of the step's work had run), else device_start_ns
+    effective_start_ns: list[int] = []
     device_end_ns: list[int] = []
     device_busy_ns: list[int] = []
     device_idle_ns: list[int] = []
@@ -29,11 +33,15 @@ class DeviceSteps(_Struct):
     other_ns: list[int] = []
     waiting_on_host_ns: list[int] = []
     queue_delay_ns: list[int] = []  # mean launch → start of the step's work, -1 unknown
-    bound: list[str | None] = []  # "host" or "device"; None without device work
+    comm_ns: list[int] = []  # collective work (union)
+    exposed_comm_ns: list[int] = []  # ... that no other device work of the rank overlapped
+    #: "host", "device" or "communication"; None without device work
+    bound: list[str | None] = []
     #: gpu_user_annotation twin vs the span found through correlation ids: max end
     #: difference, None without a twin
     twin_diff_ns: list[int | None] = []
     host_bound_share: float = 0.0
+    comm_bound_share: float = 0.0  # communication-bound: exposed collectives >= this share
     kernel_wait_max_ns: int = 0
     #: {"steps": with a twin, "agree": within tolerance, "max_diff_ns", "tolerance_ns"}
     twins: dict[str, int] = {}

@@ -43,6 +43,15 @@ def render(report: DiffReport) -> str:
         "",
         f"Change: {fmt.plain(report.headline)}",
     ]
+    if not report.comparable:
+        out += ["", "CANNOT COMPARE these runs:"] + [f"  - {fmt.plain(r)}" for r in report.reasons]
+        out.append("  (the tables below show each side's numbers; no difference is measured between them)")
+    v, e = report.vendors, report.engines
+    if any(v.values()) or any(e.values()):
+        out.append(
+            f"BASE: {v.get('base') or '?'} / {e.get('base') or '?'};  NEW: {v.get('new') or '?'} / "
+            f"{e.get('new') or '?'}  (vendor / engine); phases compared: {', '.join(report.phases_compared) or 'none'}"
+        )
     if report.settings:
         out += ["", "Settings that differ"] + _table(
             ["setting", "base", "new"],
@@ -100,6 +109,16 @@ def render(report: DiffReport) -> str:
         out += ["", "Layers by kind (one layer's cost, per token of its phase or per step)"] + _table(
             ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"], rows, "llrrrrll"
         )
+    for title, fams in (
+        ("Kernel families added (fused ops only NEW runs)", report.families_added),
+        ("Kernel families removed (fused ops only BASE runs)", report.families_removed),
+    ):
+        if fams:
+            out += ["", title] + [
+                f"  [{f.phase}] {fmt.plain(f.family)}: {fmt.ns(f.time_ns, fmt.TERMINAL)}"
+                + (f", {fmt.ns(f.per_token_ns, fmt.TERMINAL)}/token" if f.per_token_ns is not None else "")
+                for f in fams
+            ]
     for title, rows_ in (("Kernels added", report.kernels_added), ("Kernels removed", report.kernels_removed)):
         if rows_:
             out += ["", f"{title} ({len(rows_)})"] + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]
@@ -110,7 +129,9 @@ def render(report: DiffReport) -> str:
         ]
     for n in report.notes:
         out.append(f"note: {fmt.plain(n)}")
-    if report.gate is not None:
+    if report.gate is not None and report.gate.reason:
+        out += ["", f"Gate: FAIL ({fmt.plain(report.gate.reason)})"]
+    elif report.gate is not None:
         g = report.gate
         out += [
             "",

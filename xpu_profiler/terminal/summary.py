@@ -6,6 +6,7 @@ from ..core import fmt
 from ..summary import Summary
 from .layers import render_layers
 from .ranks import render_ranks
+from .steps import step_lines, verdict_lines
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
 NAME_WIDTH = 70
@@ -36,6 +37,8 @@ def _name(name: str) -> str:
 def render_findings(summary: Summary) -> list[str]:
     """The findings, first in every terminal summary: rank, time at stake, what, the fix."""
     if not summary.findings:
+        if summary.step_search.message or not summary.totals.steps:
+            return ["Findings: none of the rules fired, and the step-based ones had no steps to judge"]
         return ["Findings: none above 0.5% of step time"]
     out = [f"Findings ({len(summary.findings)}, by the share of step time at stake)"]
     for i, f in enumerate(summary.findings, 1):
@@ -76,7 +79,8 @@ def render_roofline(summary: Summary) -> list[str]:
 
 
 def render(summary: Summary, top: int = 10) -> str:
-    out: list[str] = render_findings(summary) + [""]
+    head = step_lines(summary) + verdict_lines(summary)
+    out: list[str] = head + ([""] if head else []) + render_findings(summary) + [""]
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
     out.append(
@@ -107,18 +111,27 @@ def render(summary: Summary, top: int = 10) -> str:
     if summary.phases and t.steps:
         rows = [
             [
-                p.phase,
+                p.phase + (" (inferred)" if p.inferred_from else ""),
                 str(p.steps),
                 f"{p.tokens:,}",
                 fmt_ns(p.step_p50_ns),
                 fmt_ns(p.step_p99_ns),
+                fmt_ns(p.host_p50_ns),
+                fmt_ns(p.step_per_token_ns),
                 fmt_ns(p.per_token_ns),
             ]
             for p in summary.phases
             if p.steps
         ]
-        out += ["", "Steps by phase"] + _table(
-            ["phase", "steps", "tokens", "p50 step", "p99 step", "op time/token"], rows, "lrrrrr"
+        clock = (
+            "the longer of host range and device range"
+            if any(p.step_clock == "critical_path" for p in summary.phases)
+            else "host range"
+        )
+        out += ["", f"Steps by phase (step time: {clock})"] + _table(
+            ["phase", "steps", "tokens", "p50 step", "p99 step", "host p50", "step/token", "op time/token"],
+            rows,
+            "lrrrrrrr",
         )
         st = summary.steps
         if st.wall_ns and not summary.device_steps.rank:
@@ -241,6 +254,10 @@ def device_lines(summary: Summary) -> list[str]:
         "lrrrrrrrl",
     )
     out += [f"  {fmt.plain(p.bound_evidence or '')}" for p in phases]
+    out.append(
+        "  (kernel wait = launch latency, at most "
+        f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}; other = dependency waits: work queued but not running)"
+    )
     tw = summary.device_steps.twins
     if tw.get("steps"):
         out.append(

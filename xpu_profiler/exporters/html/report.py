@@ -21,10 +21,12 @@ from .page import plotly_version
 from .style import PHASE_COLORS, fused_colors
 from .tables import build_kernels, build_ranks
 from .timeline import build_steps
+from .verdicts import build_verdicts
 
 PlotlyMode = Literal["inline", "cdn"]
 
 SECTION_TITLES = {
+    "verdicts": "Steps & verdicts",
     "findings": "Findings",
     "headline": "Key figures",
     "fused_ops": "Time by fused op",
@@ -53,6 +55,7 @@ def build_report(summary: Summary, *, plotly: PlotlyMode = "inline") -> dict[str
         "version": 1,
         "generator": f"xpu_profiler {__version__}",
         "header": build_header(summary),
+        "verdicts": build_verdicts(summary),
         "findings": build_findings(summary),
         "headline": build_headline(summary),
         "roofline": build_roofline(summary),

@@ -228,6 +228,12 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
     prof.run["sources"] = [info]
     prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
     prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}
+    engines: dict[str, int] = {}
+    for c in parts:
+        for k, v in c.py_engines.items():
+            engines[k] = engines.get(k, 0) + v
+    if engines:  # which engine's code ran (the findings speak its language)
+        prof.run["python_frames"] = engines
     dropped = sum(c.dropped for c in parts)
     if dropped:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped

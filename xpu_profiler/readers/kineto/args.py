@@ -157,6 +157,13 @@ def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np
     return out
 
 
+def _bytes(argss: list[SliceArgs]) -> np.ndarray:
+    """Bytes a copy or fill moved (its ``bytes`` arg), -1 when absent or odd."""
+    raw = np.array([_num(v) for v in map(attrgetter("bytes"), argss)], np.float64)
+    ok = np.isfinite(raw) & (raw >= 0) & (raw < 2.0**62)
+    return np.where(ok, raw, -1).astype(np.int64)
+
+
 def _shape_flops(op: str, dims: bytes) -> int:
     """FLOPs of one GEMM from its raw ``Input Dims``; -1 when they give none."""
     if not dims:

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
-from .args import _floats, _flops, _ids, _ints, comm_columns
+from ...knowledge.step_grammar import STEP_FRAME, frame_engine
+from .args import _bytes, _floats, _flops, _ids, _ints, comm_columns
 from .schema import PH_CODE, PH_IDS, PH_LETTERS, UNUSED_PHASES, Event
 
 # category → event kind; anything else keeps its category name and kind "unknown".
@@ -45,8 +46,10 @@ CATEGORY_KINDS = {
 }
 # X events of these categories carry nothing the analysis uses; they are counted, not kept.
 SKIPPED_CATEGORIES = {"Trace", "overhead"}
-# Of python_function frames only module ranges are events (fused-op attribution); the other
-# frames are kept apart, for the timeline (``Profile.frames``).
+# Of python_function frames only module ranges (fused-op attribution) and the engine's
+# per-step calls (step evidence, ``step_grammar.STEP_FRAME``) are events; the other frames are
+# kept apart, for the timeline (``Profile.frames``), and counted per engine whose source tree
+# they are in (``py_engines``: which engine ran).
 MODULE_PREFIX = "nn.Module: "
 
 MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
@@ -109,6 +112,7 @@ class Cols(msgspec.Struct):
     # (index in the chunk, phase code, pairing key, name, ts in µs, the Begin event or None)
     marks: list = []
     unused: dict = {}  # events of phases the analysis does not use: label → [count, first index, first name]
+    py_engines: dict = {}  # python frames per engine source tree (vllm, sglang, ...)
 
 
 def _local_ids(values: list) -> tuple[list, np.ndarray]:
@@ -143,14 +147,16 @@ def columns(path: Path, events: list[Event]) -> Cols:
     frames: list[Event] = []
     if "python_function" in cats:
         py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
-        is_module = np.fromiter(
-            (xs[i].name.startswith(MODULE_PREFIX) for i in py_rows.tolist()), dtype=bool, count=len(py_rows)
-        )
-        keep[py_rows[~is_module]] = False
-        frame_rows = py_rows[~is_module]
+        py_names = [xs[i].name for i in py_rows.tolist()]
+        keep_name = {n: n.startswith(MODULE_PREFIX) or STEP_FRAME.search(n) is not None for n in set(py_names)}
+        wanted = np.fromiter(map(keep_name.__getitem__, py_names), dtype=bool, count=len(py_rows))
+        keep[py_rows[~wanted]] = False
+        py_engines = _engine_counts(py_names)
+        frame_rows = py_rows[~wanted]
         frames = [xs[i] for i in frame_rows.tolist()]
         frame_cols = _frames(path, frames, x_idx[frame_rows])
     else:
+        py_engines = {}
         frame_cols = _frames(path, frames, x_idx[:0])
     del frames
     dropped = int(np.count_nonzero(~keep))
@@ -197,6 +203,9 @@ def columns(path: Path, events: list[Event]) -> Cols:
     launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
     comm = {f"comm_{k}": v for k, v in comm_columns(argss).items()}
     flops = _flops(argss, uniq_names, name_ids)
+    copies = np.flatnonzero((kind == K_MEMCPY) | (kind == K_MEMSET))
+    if len(copies):  # copies and fills: the bytes they move, in the same column
+        flops[copies] = _bytes([argss[i] for i in copies.tolist()])
     del argss, launched
 
     # instants ([memory]) → counters; metadata → track names
@@ -271,6 +280,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
         skipped=skipped,
         marks=marks,
         unused=unused,
+        py_engines=py_engines,
     )
 
 
@@ -331,6 +341,19 @@ def _unused(events: list, ph: np.ndarray) -> dict:
         got[0] += k
         if i < got[1]:
             got[1:] = [i, _text(getattr(events[i], "name", ""))]
+    return out
+
+
+def _engine_counts(names: list[str]) -> dict[str, int]:
+    """How many python frames lie in each engine's source tree (distinct names looked up once)."""
+    out: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    for n, k in counts.items():
+        e = frame_engine(n)
+        if e:
+            out[e] = out.get(e, 0) + k
     return out
 
 

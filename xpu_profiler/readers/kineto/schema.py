@@ -37,6 +37,7 @@ class SliceArgs(msgspec.Struct, gc=False, frozen=True):
     dtype: msgspec.Raw = msgspec.field(default=_NO_RAW, name="dtype")
     # with_flops / record_shapes: kept raw, decoded only for the GEMM ops that need them
     flops: float | str = math.nan
+    bytes: float | str = math.nan  # gpu_memcpy / gpu_memset: bytes moved
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
 
 

@@ -154,12 +154,11 @@ def check(e) -> str | None:
             if ph == "M":
                 return "with odd metadata"
             del args[k]
-    if "flops" in args and (
-        isinstance(args["flops"], bool)
-        or not isinstance(args["flops"], (int, float, str))
-        or _bad_number(args["flops"])
-    ):
-        del args["flops"]
+    for k in ("flops", "bytes"):
+        if k in args and (
+            isinstance(args[k], bool) or not isinstance(args[k], (int, float, str)) or _bad_number(args[k])
+        ):
+            del args[k]
     if ph == "X":
         return _check_slice(e)
     if ph in ("i", "I") and e.get("name") == "[memory]":

@@ -46,7 +46,7 @@ def build_profile(
     ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
     """
     sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
-    hook_ns = 0
+    hook_ns: dict[tuple[str, object], int] = {}  # (role, pid) → time inside that process's hooks
     engine_rank, layout = places(batches)
     for b in batches:
         sched += b.get("sched", [])
@@ -54,7 +54,8 @@ def build_profile(
         counters += [tuple(c) for c in b.get("counters", [])]
         rank = engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
         requests += [(*r[: len(R_IDX)], rank) for r in b.get("requests", [])]
-        hook_ns += int(b.get("hook_ns", 0) or 0)
+        key = ("worker" if b.get("role") == "worker" else "engine", b.get("pid"))
+        hook_ns[key] = hook_ns.get(key, 0) + int(b.get("hook_ns", 0) or 0)
         marks = b.get("torch_marks", [])
         torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
 
@@ -95,8 +96,7 @@ def build_profile(
     if layout:
         prof.run["parallel_ranks"] = layout
     if n_hooked:
-        # the profiler's own cost: time spent inside the step hooks, all processes together
-        prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
+        prof.run["hook_overhead"] = hook_overhead(hook_ns, n_hooked, max(1, len(engine_rank)))
     prof.run["metrics"] = list(metrics)
     torch_files += [(str(f), None, None) for f in wallclock_traces]
     if torch_files and "execution_time" in metrics:
@@ -112,6 +112,27 @@ def build_profile(
     for w in hook_warnings(batches):
         prof.warn(w)
     return prof
+
+
+def hook_overhead(hook_ns: dict[tuple[str, object], int], steps: int, engines: int) -> dict:
+    """The step hooks' own cost per step, as a step pays it: the engine processes' hooks
+    (the scheduler: serial with the step) summed, the workers' (one process per rank,
+    running side by side) counted once per engine. Periodic costs inside the hooks (record
+    flushes to file, memory samples) and the first step's one-off set-up are in it."""
+    engine = sum(v for (role, _), v in hook_ns.items() if role == "engine")
+    workers = [v for (role, _), v in hook_ns.items() if role == "worker"]
+    per_engine = max(1, len(workers) // engines)
+    worker = sum(workers) / per_engine
+    total = engine + worker
+    return {
+        "total_ns": int(total),
+        "steps": steps,
+        "per_step_ns": total / steps,
+        "engine_ns": engine,
+        "worker_ns": sum(workers),
+        "worker_processes": len(workers),
+        "all_processes_ns": engine + sum(workers),
+    }
 
 
 def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:

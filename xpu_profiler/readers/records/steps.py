@@ -66,7 +66,7 @@ def steps_table(
     by_step = worker_ranks(worker)
     by_engine = engine_ranks(by_step)
     first = engine_rank or {}
-    cols: dict[str, list] = {k: [] for k in STEP_SCHEMA if k != "busy"}
+    cols: dict[str, list] = {k: [] for k in STEP_SCHEMA if k not in ("busy", "evidence", "phase_from")}
     for r in sched:
         sid = int(r[S_IDX["step"]])
         dp = int(r[S_IDX["dp_rank"]])

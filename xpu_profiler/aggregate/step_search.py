@@ -1,0 +1,54 @@
+"""The ``StepSearch`` section: which evidence found the steps, and, when none did, the one
+line that says so and names what was looked for (never an empty table that reads as an
+all-clear)."""
+
+from __future__ import annotations
+
+from ..core.launches import device_mask
+from ..core.profile import E_SEGMENT, Profile
+from ..summary import StepSearch
+from .device_steps import DeviceTimeline
+from .engine_family import vendor
+from .steps import LOOKED_FOR
+
+
+def no_steps_message(profile: Profile) -> str:
+    """One line for a trace where no step was found."""
+    ev = profile.events
+    dev = int(device_mask(ev["kind"]).sum())
+    what = "; ".join(LOOKED_FOR)
+    empty = int(profile.run.get("empty_steps") or 0)
+    if empty:
+        found = f"{empty} step marker(s) were found, but they launched no device work and ran no host op"
+    elif dev:
+        found = "none was present, and the device work was too little or too even to split into steps"
+    else:
+        found = "none was present, and the trace has no device work to split"
+    return (
+        f"No engine step found: looked for {what}; {found}. So there are no step times, phases, "
+        "verdicts or step-based findings; the totals hold for the whole trace."
+    )
+
+
+def step_search_section(profile: Profile, tl: DeviceTimeline | None) -> StepSearch:
+    run = profile.run
+    search = run.get("step_search") if isinstance(run.get("step_search"), dict) else {}
+    steps = profile.steps
+    inferred = run.get("phase_inferred")
+    out = StepSearch(
+        source=run.get("step_source"),
+        found_by=dict(search.get("found_by") or ({"hooks": len(steps)} if len(steps) else {})),
+        inferred=bool(len(steps)) and bool((steps["evidence"] == E_SEGMENT).all()),
+        looked_for=list(search.get("looked_for") or []),
+        frames=list(search.get("frames") or []),
+        empty_steps=int(run.get("empty_steps") or 0),
+        extended_by_sampling=int(search.get("extended_by_sampling") or 0),
+        phase_inferred=dict(inferred) if isinstance(inferred, dict) else {},
+        engine=run.get("engine_family"),
+        engine_evidence=run.get("engine_evidence"),
+        vendor=vendor(profile),
+        step_clock=("critical_path" if tl is not None and bool(tl.has.any()) else "host") if len(steps) else None,
+    )
+    if not len(steps) and profile.has_timeline and (len(profile.events) or run.get("sources")):
+        out.message = no_steps_message(profile)
+    return out

@@ -1,0 +1,75 @@
+"""The report's first section: how the steps were found and each phase's verdict with the
+gaps that prove it (or the one line that says no step was found)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import fmt
+from ...summary import Summary
+
+LAYERS = {
+    "hooks": "the live run's hooks",
+    "annotation": "step annotations",
+    "profiler_step": "ProfilerStep#N markers",
+    "frame": "python frames of the engine's per-step call",
+    "device_segment": "bursts of device work (inferred)",
+}
+VERDICTS = {"host": "host-bound", "device": "device-bound", "communication": "communication-bound"}
+
+
+def build_verdicts(summary: Summary) -> dict[str, Any] | None:
+    ss = summary.step_search
+    if ss.message:
+        return {"message": ss.message, "phases": [], "found": None}
+    if not summary.totals.steps:
+        return None
+    found = ", ".join(f"{n} by {LAYERS.get(k, k)}" for k, n in ss.found_by.items())
+    facts = [f"{summary.totals.steps} engine step(s), found {found}"]
+    if ss.empty_steps:
+        facts.append(f"{ss.empty_steps} that launched nothing left out")
+    if ss.engine:
+        facts.append(f"engine {ss.engine} ({ss.engine_evidence})")
+    if ss.vendor:
+        facts.append(f"device vendor {ss.vendor}")
+    if ss.step_clock == "critical_path":
+        facts.append("step time: the longer of each step's host range and its effective device range")
+    phases = []
+    for p in summary.phases:
+        if p.bound is None or p.device is None:
+            continue
+        d = p.device
+        period = d.period_ns or 1
+        phases.append(
+            {
+                "phase": p.phase,
+                "verdict": VERDICTS.get(p.bound, p.bound),
+                "bound": p.bound,
+                "steps": p.steps,
+                "inferred_from": p.inferred_from,
+                "step_p50": fmt.ns(p.step_p50_ns, fmt.REPORT),
+                "host_p50": fmt.ns(p.host_p50_ns, fmt.REPORT),
+                "shares": [
+                    ["busy", fmt.pct(d.busy_ns / period, fmt.REPORT)],
+                    ["waiting on the host", fmt.pct(d.waiting_on_host_ns / period, fmt.REPORT)],
+                    ["launch latency", fmt.pct(d.kernel_wait_ns / period, fmt.REPORT)],
+                    ["dependency waits", fmt.pct(d.other_ns / period, fmt.REPORT)],
+                    ["exposed collectives", fmt.pct(d.exposed_comm_ns / period, fmt.REPORT)],
+                ],
+                "evidence": p.bound_evidence,
+                "gaps": [
+                    {
+                        "step": g.step_id,
+                        "dur": fmt.ns(g.dur_ns, fmt.REPORT),
+                        "host": fmt.ns(g.host_wait_ns, fmt.REPORT),
+                        "launch": fmt.ns(g.launch_ns, fmt.REPORT),
+                        "dependency": fmt.ns(g.dependency_ns, fmt.REPORT),
+                        "next": g.next_work,
+                        "via": g.launched_by,
+                    }
+                    for g in p.bound_gaps
+                ],
+            }
+        )
+    inferred = [[ph, how] for ph, how in ss.phase_inferred.items()]
+    return {"message": None, "found": "; ".join(facts), "inferred": inferred, "phases": phases}

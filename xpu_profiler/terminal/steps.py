@@ -1,0 +1,76 @@
+"""The terminal's first lines: how the steps were found, and each phase's verdict with the
+gaps behind it (or, without steps, the one line that says so)."""
+
+from __future__ import annotations
+
+from ..core import fmt
+from ..summary import Summary
+
+LAYER_WORDS = {
+    "hooks": "the live run's hooks",
+    "annotation": "step annotations",
+    "profiler_step": "ProfilerStep#N markers",
+    "frame": "python frames of the engine's per-step call",
+    "device_segment": "bursts of device work (inferred: no step marker in the trace)",
+}
+VERDICT_WORDS = {"host": "HOST-BOUND", "device": "device-bound", "communication": "COMMUNICATION-BOUND"}
+
+
+def _ns(v: float | None) -> str:
+    return fmt.ns(v, fmt.TERMINAL)
+
+
+def step_lines(summary: Summary) -> list[str]:
+    """What found the steps (or the line that says none was found), the engine, the clock."""
+    ss = summary.step_search
+    if ss.message:
+        return [fmt.plain(ss.message)]
+    if not summary.totals.steps:
+        return []
+    layers = ", ".join(f"{n} by {LAYER_WORDS.get(k, k)}" for k, n in ss.found_by.items())
+    line = f"Steps: {summary.totals.steps} engine step(s), found {layers}"
+    if ss.empty_steps:
+        line += f"; {ss.empty_steps} that launched nothing left out"
+    if ss.engine:
+        line += f"; engine: {ss.engine} ({fmt.plain(ss.engine_evidence or '')})"
+    out = [line]
+    if ss.step_clock == "critical_path":
+        out.append(
+            "  step time = the longer of each step's host range and its effective device range (first to last "
+            "kernel of the work it launched): the device runs behind the host"
+        )
+    for phase, how in ss.phase_inferred.items():
+        out.append(f"  phase {phase} inferred: {fmt.plain(how)}")
+    return out
+
+
+def verdict_lines(summary: Summary) -> list[str]:
+    """Per phase: its verdict, the shares behind it and the largest gaps, first."""
+    out = []
+    for p in summary.phases:
+        if p.bound is None or p.device is None:
+            continue
+        d = p.device
+        period = d.period_ns or 1
+        share = (
+            f"busy {fmt.pct(d.busy_ns / period, fmt.TERMINAL)}, waiting on the host "
+            f"{fmt.pct(d.waiting_on_host_ns / period, fmt.TERMINAL)}, launch latency "
+            f"{fmt.pct(d.kernel_wait_ns / period, fmt.TERMINAL)}, dependency waits "
+            f"{fmt.pct(d.other_ns / period, fmt.TERMINAL)}, exposed collectives "
+            f"{fmt.pct(d.exposed_comm_ns / period, fmt.TERMINAL)}"
+        )
+        inferred = " (phase inferred)" if p.inferred_from else ""
+        out.append(
+            f"Verdict {p.phase}{inferred}: {VERDICT_WORDS.get(p.bound, p.bound)} — {p.steps} step(s), "
+            f"step p50 {_ns(p.step_p50_ns)} (host range p50 {_ns(p.host_p50_ns)}); {share}"
+        )
+        for g in p.bound_gaps:
+            parts = [f"host {_ns(g.host_wait_ns)}"] if g.host_wait_ns else []
+            parts += [f"launch {_ns(g.launch_ns)}"] if g.launch_ns else []
+            parts += [f"dependency {_ns(g.dependency_ns)}"] if g.dependency_ns else []
+            out.append(
+                f"    gap {_ns(g.dur_ns)} in step {g.step_id} ({', '.join(parts)}) before "
+                f"{fmt.clip(fmt.plain(g.next_work), 60)}"
+                + (f" via {fmt.plain(g.launched_by)}" if g.launched_by else "")
+            )
+    return out
