@@ -37,6 +37,7 @@ FOREIGN = {
     "--async-scheduling": "vllm serve",
     "--enable-expert-parallel": "vllm serve",
     "--enable-eplb": "vllm serve",
+    "--enable-torch-compile": "SGLang's launch_server",
     "--tune": "vLLM's benchmarks/kernels/benchmark_moe.py",
     "--headless": "chromium",
     "--no-sandbox": "chromium",

@@ -42,7 +42,7 @@ HEAD = ["void at::native::indexSelectLargeIndex_embedding<c10::BFloat16>"]
 TAIL = [
     "void vllm::rms_norm_kernel<c10::BFloat16, 8>",
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_lm_head",
-    "void at::native::argmax_kernel<float>",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)",
 ]
 
 

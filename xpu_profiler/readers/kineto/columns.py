@@ -148,11 +148,11 @@ def columns(path: Path, events: list[Event]) -> Cols:
     if "python_function" in cats:
         py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
         py_names = [xs[i].name for i in py_rows.tolist()]
-        keep_name = {n: n.startswith(MODULE_PREFIX) or STEP_FRAME.search(n) is not None for n in set(py_names)}
-        wanted = np.fromiter(map(keep_name.__getitem__, py_names), dtype=bool, count=len(py_rows))
-        keep[py_rows[~wanted]] = False
+        kinds = {n: 2 if n.startswith(MODULE_PREFIX) else int(STEP_FRAME.search(n) is not None) for n in set(py_names)}
+        kind_of = np.fromiter(map(kinds.__getitem__, py_names), dtype=np.int8, count=len(py_rows))
+        keep[py_rows[kind_of == 0]] = False  # module ranges (2) and step calls (1) are events
         py_engines = _engine_counts(py_names)
-        frame_rows = py_rows[~wanted]
+        frame_rows = py_rows[kind_of < 2]  # every frame but the module ranges is on the timeline
         frames = [xs[i] for i in frame_rows.tolist()]
         frame_cols = _frames(path, frames, x_idx[frame_rows])
     else:
