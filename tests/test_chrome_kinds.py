@@ -53,6 +53,18 @@ def test_the_aiu_trace_gives_its_28_slices() -> None:
     assert any("no event names a category" in w for w in p.run["warnings"])
     _, s = analyze([AIU], engine="serial")
     assert s.totals.op_time_ns == pytest.approx(sum(want.values()), abs=30)
+    # the AIU runtime's names: RDMA transfers and an all-reduce's adds are communication, the
+    # model's own "add_N Cmpt Prep/Exec" compute slices element-wise: nothing is left as "other"
+    comm = sum(
+        (e["ts"] - b["ts"]) * 1000
+        for b, e in zip(raw[::2], raw[1::2])
+        if b["name"].startswith(("SenRdma", "AllReduce_"))
+    )
+    adds = sum((e["ts"] - b["ts"]) * 1000 for b, e in zip(raw[::2], raw[1::2]) if b["name"].startswith("add_"))
+    by_op = {f.fused_op: f.time_ns for f in s.fused_ops}
+    assert by_op["communication"] == pytest.approx(comm, abs=30)
+    assert by_op["elementwise"] == pytest.approx(adds, abs=30)
+    assert by_op.get("other", 0) == 0
 
 
 def test_an_end_closes_the_latest_open_begin_of_its_name() -> None:

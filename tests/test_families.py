@@ -24,6 +24,9 @@ from xpu_profiler.knowledge.taxonomy import Taxonomy, collective_kind
 
 #: name → (fused op, MoE role) for the rows the golden sets leave out, as the libraries name them
 EXAMPLES: dict[str, tuple[str, str]] = {
+    # IBM AIU (other-formats/aiu-allreduce-tp4-begin-end.json)
+    "add_11 Cmpt Exec": ("elementwise", ""),
+    "SenRdmaReceive_82239 [524288B] [sync=AllReduce_all_reduce_4_s3_r0x7_6] DmaI": ("communication", ""),
     # NVIDIA
     "void pplx::dispatchKernel<16u, 1u, false>(int*, float*, unsigned long)": ("communication", ""),
     "void nvshmemi_alltoall_threadgroup_kernel<int>(nvshmem_team_t, int*, int const*, unsigned long)": (

@@ -18,6 +18,7 @@ intel     torch-xpu-ops (SYCL), oneDNN, IPEX (before aten: ``at::native::xpu::``
 aten      PyTorch ATen kernels (CUDA/HIP functors, reductions, indexing) and ``aten::`` ops,
           fbgemm_gpu
 kunlun    Kunlun P800: XCCL/BKCL, XBLAS, vllm-kunlun ops, the XPU runtime's kernels
+aiu       IBM AIU (Spyre): its runtime's compute slices and RDMA transfers
 words     the generic vocabulary, in precedence order, for names no library row knows
 ========  =====================================================================================
 
@@ -39,7 +40,7 @@ Adding a family is a row in its vendor's table and a name in ``tests/test_famili
 
 from __future__ import annotations
 
-from . import amd, aten, intel, kunlun, nvidia, runtime, serving, triton, words
+from . import aiu, amd, aten, intel, kunlun, nvidia, runtime, serving, triton, words
 from .base import ROLES, Family, TokenRule
 
 __all__ = ["ROLES", "Family", "TokenRule", "rows", "tables"]
@@ -56,6 +57,7 @@ def tables() -> list[tuple[str, list[Family]]]:
         ("intel", intel.ROWS),
         ("aten", aten.ROWS),
         ("kunlun", kunlun.ROWS),
+        ("aiu", aiu.ROWS),
         ("words", words.ROWS),
     ]
 
