@@ -179,3 +179,25 @@ def test_each_registry_holds_what_its_rows_name() -> None:
         assert all(row.spec.source for row in b.specs), b.kind  # every figure says where it comes from
     ids = [r.id for r in RULES]
     assert len(set(ids)) == len(ids)
+
+
+def test_no_package_name_hides_one_of_its_modules() -> None:
+    """``pkg.name`` is one thing: a package never binds a name of one of its own modules to
+    something else (``readers.load`` the function would hide ``readers/load.py``)."""
+    import importlib
+    import pkgutil
+    import sys
+
+    import xpu_profiler
+
+    for info in pkgutil.walk_packages(xpu_profiler.__path__, "xpu_profiler."):
+        importlib.import_module(info.name)
+    hidden = []
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("xpu_profiler") or not hasattr(mod, "__path__"):
+            continue
+        for sub in pkgutil.iter_modules(mod.__path__):
+            attr = getattr(mod, sub.name, None)
+            if attr is not None and attr is not sys.modules.get(f"{name}.{sub.name}"):
+                hidden.append(f"{name}.{sub.name} is a {type(attr).__name__}")
+    assert hidden == []

@@ -22,7 +22,7 @@ from .core.profile import DEVICE_KINDS, FRAME_SCHEMA, K_CPU_OP, Profile, Table
 from .findings import FindingsConfig
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
-from .readers.load import load_run
+from .readers.loader import load_run
 from .summary import Summary, load_summary, schema  # noqa: F401  (part of the facade)
 
 DEFAULT_FORMATS = ("perfetto", "json", "csv", "html")

@@ -26,7 +26,7 @@ from .core.profile import FRAME_SCHEMA, Profile, Table
 from .readers import ReadOptions
 from .readers.base import is_json_document, looks_like_kineto
 from .readers.content import is_gzip, read_head
-from .readers.load import load_run
+from .readers.loader import load_run
 from .summary import Summary, load_summary, schema
 from .summary.schema_ranks import Collective, Rank
 

@@ -13,6 +13,6 @@ links device work to the runtime call that launched it.
 """
 
 from .attribution import attribute
-from .summarize import summarize
+from .summarizer import summarize
 
 __all__ = ["attribute", "summarize"]

@@ -54,7 +54,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     from .. import findings
     from ..core.atomic_write import OutputError, check_outputs, write_bytes
     from ..diff import compare, gate, load_input
-    from ..diff.compare import PHASE_METRICS
+    from ..diff.comparison import PHASE_METRICS
     from ..exporters.html.diff_page import write_diff
     from ..findings.checks_run import LEVELS_WITH_TORCH
     from ..summary.diff import encode_diff

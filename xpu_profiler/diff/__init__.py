@@ -5,7 +5,7 @@
 ``compare.gate`` is ``--fail-on``; its terminal table is ``terminal.diff``.
 """
 
-from .compare import compare, gate
+from .comparison import compare, gate
 from .inputs import load_input
 
 __all__ = ["compare", "gate", "load_input"]

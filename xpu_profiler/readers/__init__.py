@@ -24,7 +24,7 @@ from __future__ import annotations
 from .base import ReadOptions
 from .content import is_gzip, read_bytes, read_head
 from .formats import expand, find_reader, registry, why_unreadable
-from .load import load
+from .loader import load
 
 __all__ = [
     "ReadOptions",

@@ -11,7 +11,7 @@ from ...core.errors import TraceError
 from ...core.profile import K_KERNEL, Profile
 from ...core.records import LOG_DIR
 from ..base import ReadOptions
-from ..load import load
+from ..loader import load
 
 
 def read_captured(run_dir: str | os.PathLike, xpu_gen: int | None = None) -> Profile:
