@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .run_info import RunInfo
+
 # Event kinds. The order is part of the saved format: append only.
 KINDS = ("unknown", "kernel", "cpu_op", "memcpy", "memset", "communication", "runtime", "annotation")
 K_UNKNOWN, K_KERNEL, K_CPU_OP, K_MEMCPY, K_MEMSET, K_COMM, K_RUNTIME, K_ANNOTATION = range(len(KINDS))
@@ -275,7 +277,7 @@ class Profile:
     capture_layer: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     #: run metadata: model, device, versions, engine config, detail level, metrics,
     #: sources, warnings, has_timeline, incomplete... JSON-ready values only.
-    run: dict[str, Any] = field(default_factory=dict)
+    run: RunInfo = field(default_factory=lambda: RunInfo())
 
     # -- small conveniences -------------------------------------------------
     def name_of(self, i: int) -> str:

@@ -1,0 +1,72 @@
+"""``Profile.run``: what is known about a run, one typed key each.
+
+Readers and the live path fill it; the analysis adds what it found (``step_search``, ``graphs``,
+``structure``...); ``summary.metadata`` turns it into the Summary's typed ``Run`` (the keys that
+are not ``Run`` fields go to ``Run.extra`` unless ``summary.metadata.NOT_RUN_METADATA`` says they
+have a section of their own). A key not declared here is a type error: add it here, with a word
+on what it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class RunInfo(TypedDict, total=False):
+    # -- what ran ------------------------------------------------------------------------
+    model: str
+    model_path: str
+    builtin_model: bool
+    model_config: dict[str, Any]  # the model's config.json (live runs, analyze --model)
+    server: str  # record --url: the server's address
+    device: str  # a device backend's kind (cpu, cuda, kunlun_p800) or what a log says (kunlun2)
+    device_name: str
+    device_info: dict[str, Any]  # knowledge.devices.DeviceInfo.to_json()
+    device_spec: dict[str, Any] | None  # the spec the run used (DeviceSpec.to_json())
+    device_detect_error: str
+    detail_level: str
+    metrics: list[str]
+    workload: dict[str, Any]
+    engine: dict[str, Any]  # the engine's settings (vLLM config summary)
+    versions: dict[str, str]
+    host: str
+    start_time_ns: int  # Unix epoch
+    incomplete: bool
+    incomplete_reason: str
+    # -- where it came from ----------------------------------------------------------------
+    sources: list[dict[str, Any]]  # one per input file: path, format, what its reader noted
+    warnings: list[str]
+    dropped_inputs: list[dict[str, Any]]
+    dropped_events: int
+    events_outside_steps_dropped: int
+    clock_shift_ns: int
+    timeline_note: str
+    python_frames: int
+    process_names: dict[str, str]
+    thread_names: dict[str, str]
+    torch_traces: list[str]
+    frontend_traces_left_out: list[str]
+    capture_traces: list[str]
+    capture_details: dict[str, Any]
+    parallel_ranks: dict[Any, Any]  # live runs: rank → {"dp": d, "tp": t, "pp": p}
+    hook_overhead: dict[str, Any]
+    throughput: dict[str, Any]  # the records' own token rates
+    device_logs: dict[str, Any]
+    xpu_gen: int
+    xpu_gen_source: str
+    xpurt_ranks: dict[str, Any]
+    xprofiler_settings: dict[str, Any]
+    xprofiler_trace_fields: dict[str, Any]
+    xprofiler_processes: dict[str, Any]
+    # -- what the analysis found -----------------------------------------------------------
+    attributed: bool
+    step_source: str
+    step_search: dict[str, Any]
+    empty_steps: int
+    inexact_steps: int
+    phase_inferred: dict[str, Any]
+    engine_family: str
+    engine_evidence: list[str]
+    graphs: dict[str, Any]
+    structure: dict[str, Any]
+    selection: dict[str, Any]
