@@ -132,6 +132,7 @@ def analyze(
     from ..knowledge.taxonomy import Taxonomy
     from ..readers import ReadOptions
     from ..terminal import summary as terminal
+    from ..terminal.screen import can_redraw, screen_for
 
     try:
         from .. import findings
@@ -174,9 +175,11 @@ def analyze(
             "model_config": model_cfg,
             "python_frames": not no_python_frames,
         }
-        if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
-            with click.progressbar(length=total, label="reading", file=sys.stderr) as bar:
-                opts.progress = bar.update
+        if total >= PROGRESS_MIN_BYTES and can_redraw(sys.stderr):
+            from ..terminal.progress import byte_bar
+
+            with byte_bar(sys.stderr, total, "reading") as advance:
+                opts.progress = advance
                 profile, summary = analysis.analyze(paths, **how)
         else:
             profile, summary = analysis.analyze(paths, **how)
@@ -190,7 +193,7 @@ def analyze(
     except KeyboardInterrupt:
         _interrupted()
     if not quiet:
-        click.echo(terminal.render(summary, top=top))
+        click.echo(terminal.render(summary, top=top, screen=screen_for(sys.stdout)))
         for w in summary.warnings:
             click.echo(f"warning: {fmt.plain(w)}", err=True)
         click.echo("")

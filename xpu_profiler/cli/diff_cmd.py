@@ -59,6 +59,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     from ..findings.checks_run import LEVELS_WITH_TORCH
     from ..summary.diff import encode_diff
     from ..terminal.diff import render
+    from ..terminal.screen import screen_for
 
     written: dict[str, Path] = {}
     try:
@@ -92,7 +93,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     except KeyboardInterrupt:
         _interrupted()
     if not quiet:
-        click.echo(render(report))
+        click.echo(render(report, screen=screen_for(sys.stdout)))
         click.echo("")
     _wrote(written)
     sys.stdout.flush()

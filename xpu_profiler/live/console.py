@@ -1,6 +1,11 @@
 """The live command's terminal: our stages with a progress bar, then the results and the
 paths written; vLLM's own output goes to ``<output dir>/vllm.log``.
 
+On a terminal the running stage is one line redrawn in place (``terminal.progress``: its
+number and label, a bar of the requests done, the steps so far, the time), and stays as one
+line with its duration when it ends; anywhere else (a pipe, a log, ``-v``, ``TERM=dumb``)
+each stage is one line when it starts and one when it ends. ``-q``: only the paths written.
+
 vLLM writes from every process it runs: the front-end's logging and tqdm bars in this
 process, the EngineCore's and the workers' in children that inherit this process's
 file descriptors 1 and 2. ``Console.capture()`` therefore points fds 1 and 2 at the log
@@ -25,13 +30,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core import fmt
+from ..terminal.screen import can_redraw
 from .vllm.log_capture import put_back_fds
 
+if TYPE_CHECKING:
+    from ..terminal.progress import StageLine
+
 LOG_NAME = "vllm.log"
-TICK_S = 0.25
-BAR_WIDTH = 28
 LABEL_WIDTH = 22  # stage labels padded to it, so that their times line up
 
 #: a vLLM log line: "(EngineCore pid=7) ERROR 12-02 20:27:37 [core.py:1510] message"
@@ -91,9 +99,7 @@ class _Bar:
         self.console.redraw()
 
     def render(self) -> str:
-        total = max(self.total, 1)
-        filled = int(BAR_WIDTH * min(self.n, total) / total)
-        return f"{'█' * filled}{'░' * (BAR_WIDTH - filled)} {self.n}/{self.total} requests"
+        return f"{self.n}/{self.total} requests"
 
 
 class Console:
@@ -111,7 +117,7 @@ class Console:
         self.log_path = Path(log_path) if log_path is not None else None  # None: nothing to capture
         self.verbose, self.quiet = verbose, quiet
         self.stages = list(stages)
-        self.tty = sys.stderr.isatty()
+        self.tty = can_redraw(sys.stderr)
         self._out = sys.stdout
         self._err = sys.stderr
         self._saved: dict[int, int] = {}
@@ -120,8 +126,7 @@ class Console:
         self._stage: tuple[str, float] | None = None  # (label, start) while one runs
         self._status: Callable[[], str] | None = None  # extra text of the running stage
         self._bar: _Bar | None = None
-        self._ticker: threading.Thread | None = None
-        self._drawn = False
+        self._live: StageLine | None = None  # the running stage's line, on a terminal
 
     # -- capture ----------------------------------------------------------------------
     @contextmanager
@@ -163,7 +168,7 @@ class Console:
                 self._saved[fd] = os.dup(fd)
             self._out = os.fdopen(os.dup(self._saved[1]), "w", buffering=1, encoding="utf-8", errors="replace")
             self._err = os.fdopen(os.dup(self._saved[2]), "w", buffering=1, encoding="utf-8", errors="replace")
-            self.tty = self._err.isatty() and not self.verbose  # vLLM's lines would cut through a redrawn bar
+            self.tty = can_redraw(self._err) and not self.verbose  # vLLM's lines would cut through a redrawn line
             target = log_fd
             if self.verbose:
                 r, w = os.pipe()
@@ -206,18 +211,23 @@ class Console:
         self._line(f"warning: {fmt.plain(msg)}")
 
     def echo(self, text: str = "") -> None:
-        """Results: to the terminal's stdout."""
+        """Results: to the terminal's stdout (a running stage's line is taken off meanwhile)."""
         with self._lock:
-            self._clear()
+            live = self._live
+            if live is not None:
+                live.stop()
             self._out.write(text + "\n")
             self._out.flush()
+            if live is not None:
+                live.start()
 
     def results(self, summary, written: dict) -> None:
         """The terminal summary, its warnings and the paths written (``-q``: the paths only)."""
         from ..terminal import summary as terminal
+        from ..terminal.screen import screen_for
 
         if not self.quiet:
-            self.echo(terminal.render(summary, top=10))
+            self.echo(terminal.render(summary, top=10, screen=screen_for(self._out)))
             for w in summary.warnings:
                 self.warn(fmt.plain(w))
             self.echo()
@@ -226,10 +236,11 @@ class Console:
 
     def _line(self, text: str) -> None:
         with self._lock:
-            self._clear()
+            if self._live is not None:  # above the running stage's line
+                self._live.print(text)
+                return
             self._err.write(text + "\n")
             self._err.flush()
-            self._draw()
 
     @contextmanager
     def stage(self, label: str, status: Callable[[], str] | None = None) -> Iterator[None]:
@@ -261,11 +272,15 @@ class Console:
                 return f"[{i}/{len(self.stages)}] "
         return ""
 
-    def _stage_text(self, running: bool = True) -> str:
-        label, t0 = self._stage
-        parts = [f"  {self._number(label)}{label:<{LABEL_WIDTH}}"]
-        if self._bar is not None:
-            parts.append(self._bar.render())
+    def _head(self) -> str:
+        label = self._stage[0] if self._stage else ""
+        return f"  {self._number(label)}{label:<{LABEL_WIDTH}}"
+
+    def _tail(self, running: bool = True) -> str:
+        """After the stage's label (and its bar): the requests done, a live count, the time."""
+        if self._stage is None:
+            return ""
+        parts = [self._bar.render()] if self._bar is not None else []
         if self._status is not None and running:  # (a live count, not a result)
             try:
                 extra = self._status()
@@ -273,7 +288,7 @@ class Console:
                 extra = ""
             if extra:
                 parts.append(extra)
-        parts.append(f"{time.monotonic() - t0:6.1f} s")
+        parts.append(f"{time.monotonic() - self._stage[1]:6.1f} s")
         return "  ".join(parts)
 
     def _begin_stage(self, label: str, status) -> None:
@@ -283,9 +298,10 @@ class Console:
             if self.quiet:
                 return
             if self.tty:
-                self._draw()
-                self._ticker = threading.Thread(target=self._tick, daemon=True, name="xpu_profiler-console")
-                self._ticker.start()
+                from ..terminal.progress import StageLine
+
+                self._live = StageLine(self._err, self._head, self._tail)
+                self._live.start()
             else:  # a log or a pipe: one line now, one at the end
                 self._err.write(f"xpu_profiler: {self._number(label)}{label} ...\n")
                 self._err.flush()
@@ -294,45 +310,27 @@ class Console:
         with self._lock:
             if self._stage is None:
                 return
-            text = self._stage_text(running=False)
-            self._clear()
+            text = f"{self._head()}  {self._tail(running=False)}"
+            live, self._live = self._live, None
+            if live is not None:
+                live.stop()  # (erases its line)
             self._stage = None
             if not self.quiet and ok is not None:
                 verdict = "done" if ok else "failed"
-                if self.tty:
-                    self._err.write(f"{text}  {verdict}\n")
+                if live is not None:
+                    live.finish(text, verdict, ok)
                 else:
                     self._err.write(f"xpu_profiler: {text.strip()}  {verdict}\n")
-                self._err.flush()
+                    self._err.flush()
             self._status, self._bar = None, None
-        t = self._ticker
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout=1.0)
-        self._ticker = None
-
-    def _tick(self) -> None:
-        while True:
-            time.sleep(TICK_S)
-            with self._lock:
-                if self._stage is None:
-                    return
-                self._draw()
 
     def redraw(self) -> None:
+        """Shows the request bar's count now (the line is redrawn a few times a second anyway)."""
         with self._lock:
-            self._draw()
-
-    def _draw(self) -> None:
-        if self._stage is None or not self.tty or self.quiet:
-            return
-        self._err.write("\r\x1b[2K" + self._stage_text())
-        self._err.flush()
-        self._drawn = True
-
-    def _clear(self) -> None:
-        if self._drawn:
-            self._err.write("\r\x1b[2K")
-            self._drawn = False
+            if self._live is not None:
+                if self._bar is not None:
+                    self._live.set(self._bar.n, self._bar.total or None)
+                self._live.refresh()
 
 
 def _flush_std() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary.diff import DiffReport, MetricDelta, OpDelta
-from .summary import _name, _table
+from .layout import BAD, GOOD, Block, Cell, cell, line, table, titled, to_text
+from .screen import PLAIN, Screen
+from .summary import _name
 
 TOP_ROWS = 10
 TOP_PER_PHASE = 6
@@ -16,11 +18,17 @@ def _num(m: MetricDelta, v: float | None) -> str:
     return fmt.ns(v, fmt.TERMINAL) if m.name.endswith("_ns") else fmt.count(v, fmt.TERMINAL)
 
 
+def _verdict(regression: float | None) -> Cell:
+    if regression is None or abs(regression) < 1e-9:
+        return ""
+    return cell("worse", BAD) if regression > 0 else cell("better", GOOD)
+
+
 def _chg(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
-def _op_rows(rows: list[OpDelta], n: int) -> list[list[str]]:
+def _op_rows(rows: list[OpDelta], n: int) -> list[list[Cell]]:
     return [
         [
             r.phase,
@@ -36,15 +44,22 @@ def _op_rows(rows: list[OpDelta], n: int) -> list[list[str]]:
     ]
 
 
-def render(report: DiffReport) -> str:
-    out = [
-        f"BASE {fmt.plain(report.base)}",
-        f"NEW  {fmt.plain(report.new)}",
+def render(report: DiffReport, screen: Screen = PLAIN) -> str:
+    """The diff as text for ``screen`` (plain, each line whole, by default)."""
+    return to_text(blocks(report), screen)
+
+
+def blocks(report: DiffReport) -> list[Block]:
+    """The diff's lines and tables, in order."""
+    out: list[Block] = [
+        line(("BASE", "bold"), f" {fmt.plain(report.base)}"),
+        line(("NEW ", "bold"), f" {fmt.plain(report.new)}"),
         "",
-        f"Change: {fmt.plain(report.headline)}",
+        line(("Change:", "bold"), f" {fmt.plain(report.headline)}"),
     ]
     if not report.comparable:
-        out += ["", "CANNOT COMPARE these runs:"] + [f"  - {fmt.plain(r)}" for r in report.reasons]
+        out += ["", line(("CANNOT COMPARE these runs:", BAD))]
+        out += [f"  - {fmt.plain(r)}" for r in report.reasons]
         out.append("  (the tables below show each side's numbers; no difference is measured between them)")
     v, e = report.vendors, report.engines
     if any(v.values()) or any(e.values()):
@@ -53,7 +68,7 @@ def render(report: DiffReport) -> str:
             f"{e.get('new') or '?'}  (vendor / engine); phases compared: {', '.join(report.phases_compared) or 'none'}"
         )
     if report.settings:
-        out += ["", "Settings that differ"] + _table(
+        out += titled("Settings that differ") + table(
             ["setting", "base", "new"],
             [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
             "lll",
@@ -65,12 +80,12 @@ def render(report: DiffReport) -> str:
             _num(m, m.base),
             _num(m, m.new),
             _chg(m.change),
-            "" if m.regression is None or abs(m.regression) < 1e-9 else ("worse" if m.regression > 0 else "better"),
+            _verdict(m.regression),
         ]
         for m in report.metrics
         if m.name not in ("steps", "tokens")
     ]
-    out += ["", "Step time, throughput, latency"] + _table(
+    out += titled("Step time, throughput, latency") + table(
         ["phase", "metric", "base", "new", "change", ""], rows, "llrrrl"
     )
     moved = [r for r in report.fused_ops if r.status != "unchanged"]
@@ -80,20 +95,20 @@ def render(report: DiffReport) -> str:
             for ph in dict.fromkeys(r.phase for r in moved)
             for r in [x for x in moved if x.phase == ph][:TOP_PER_PHASE]
         ]
-        out += ["", "Fused ops per token (largest changes per phase)"] + _table(
+        out += titled("Fused ops per token (largest changes per phase)") + table(
             ["phase", "fused op", "base/token", "new/token", "delta", "change", "of phase change", ""],
             _op_rows(per_phase, len(per_phase)),
             "llrrrrrl",
         )
     k_moved = [r for r in report.kernels if r.status != "unchanged"]
     if k_moved:
-        out += ["", "Kernels per token (largest changes)"] + _table(
+        out += titled("Kernels per token (largest changes)") + table(
             ["phase", "kernel", "base/token", "new/token", "delta", "change", "of phase change", ""],
             _op_rows(k_moved, TOP_ROWS),
             "llrrrrrl",
         )
     if report.layers:
-        rows = [
+        layer_rows = [
             [
                 r.phase,
                 _name(r.kind),
@@ -106,36 +121,42 @@ def render(report: DiffReport) -> str:
             ]
             for r in report.layers
         ]
-        out += ["", "Layers by kind (one layer's cost, per token of its phase or per step)"] + _table(
-            ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"], rows, "llrrrrll"
+        out += titled("Layers by kind (one layer's cost, per token of its phase or per step)") + table(
+            ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"],
+            layer_rows,
+            "llrrrrll",
         )
     for title, fams in (
         ("Kernel families added (fused ops only NEW runs)", report.families_added),
         ("Kernel families removed (fused ops only BASE runs)", report.families_removed),
     ):
         if fams:
-            out += ["", title] + [
+            out += titled(title) + [
                 f"  [{f.phase}] {fmt.plain(f.family)}: {fmt.ns(f.time_ns, fmt.TERMINAL)}"
                 + (f", {fmt.ns(f.per_token_ns, fmt.TERMINAL)}/token" if f.per_token_ns is not None else "")
                 for f in fams
             ]
     for title, rows_ in (("Kernels added", report.kernels_added), ("Kernels removed", report.kernels_removed)):
         if rows_:
-            out += ["", f"{title} ({len(rows_)})"] + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]
+            out += titled(f"{title} ({len(rows_)})") + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]
     changed = [f for f in report.findings if f.status != "kept"]
     if changed:
-        out += ["", "Findings that appeared or disappeared"] + [
+        out += titled("Findings that appeared or disappeared") + [
             f"  {f.status:11s} {f.rule}: {fmt.plain(f.title)}" for f in changed
         ]
     for n in report.notes:
         out.append(f"note: {fmt.plain(n)}")
     if report.gate is not None and report.gate.reason:
-        out += ["", f"Gate: FAIL ({fmt.plain(report.gate.reason)})"]
+        out += ["", line(("Gate:", "bold"), " ", ("FAIL", BAD), f" ({fmt.plain(report.gate.reason)})")]
     elif report.gate is not None:
         g = report.gate
         out += [
             "",
-            f"Gate: {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
-            f"(limit {100 * g.threshold:g}%): {'FAIL' if g.failed else 'ok'}",
+            line(
+                ("Gate:", "bold"),
+                f" {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
+                f"(limit {100 * g.threshold:g}%): ",
+                ("FAIL", BAD) if g.failed else ("ok", GOOD),
+            ),
         ]
-    return "\n".join(out)
+    return out

@@ -3,10 +3,9 @@ kinds, what runs outside the layers, and the slowest layers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..core import fmt
 from ..summary import Summary
+from .layout import Block, table, titled
 
 SLOWEST = 5
 EVEN = 0.02  # layers this close to their mean are not listed one by one
@@ -33,11 +32,11 @@ def _top_ops(fused: dict[str, int], n: int = 3) -> str:
     return ", ".join(f"{k} {_pct(v / total)}" for k, v in top) if total else ""
 
 
-def render_layers(summary: Summary, table: Callable[[list[str], list[list[str]], str], list[str]]) -> list[str]:
+def render_layers(summary: Summary) -> list[Block]:
     lay = summary.layers
     if lay is None:
         return []
-    out: list[str] = []
+    out: list[Block] = []
     for ph in lay.phases:
         unit = {"step": "step", "forward": "forward pass", "rank": "trace"}.get(ph.unit, ph.unit)
         head = f"Layers [{ph.phase}]: {ph.layers} per {unit}"
@@ -47,7 +46,7 @@ def render_layers(summary: Summary, table: Callable[[list[str], list[list[str]],
         if ph.inferred:
             head += f", confidence {ph.confidence:.2f}"
         head += f"; {ph.steps} {unit}(s)"
-        out += ["", head, f"  {fmt.plain(ph.detail)}"]
+        out += titled(head) + [f"  {fmt.plain(ph.detail)}"]
         rows = [
             [
                 fmt.plain(k.kind),
@@ -80,5 +79,5 @@ def render_layers(summary: Summary, table: Callable[[list[str], list[list[str]],
     if lay.refused:
         parts = [f"{fmt.plain(k)} ({v})" for k, v in lay.refused.items()]
         what = "Layers not found in some steps" if lay.phases else "Layers: none found"
-        out += ["", f"{what}: " + "; ".join(parts)]
+        out += titled(f"{what}: " + "; ".join(parts))
     return out

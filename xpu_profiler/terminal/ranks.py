@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from .layout import Block, heading, line, table, titled
 
 MAX_RANK_ROWS = 16  # more ranks: the first ones, and a line saying how many more
 FUSED_COLUMNS = 6
@@ -31,19 +32,22 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else fmt.pct(v, fmt.TERMINAL)
 
 
-def render_ranks(summary: Summary, table) -> list[str]:
-    """The lines of the multi-rank part (empty for one rank). ``table`` lays out a table."""
+def render_ranks(summary: Summary) -> list[Block]:
+    """The lines and tables of the multi-rank part (empty for one rank)."""
     if len(summary.ranks) < 2:
         return []
     t, al = summary.totals, summary.alignment
-    out = [
+    out: list[Block] = [
         "",
-        f"Ranks: {t.ranks}, {t.steps} engine steps ({t.step_rows} rows"
-        + (f", {t.engines} engines" if t.engines > 1 else "")
-        + "); steps aligned "
-        + STEP_ALIGNMENT.get(al.steps, al.steps)
-        + "; clock "
-        + CLOCKS.get(al.clock, al.clock),
+        line(
+            ("Ranks:", "bold"),
+            f" {t.ranks}, {t.steps} engine steps ({t.step_rows} rows"
+            + (f", {t.engines} engines" if t.engines > 1 else "")
+            + "); steps aligned "
+            + STEP_ALIGNMENT.get(al.steps, al.steps)
+            + "; clock "
+            + CLOCKS.get(al.clock, al.clock),
+        ),
     ]
     shifts = {r: s for r, s in al.step_shift_by_rank.items() if s}
     if shifts:
@@ -73,7 +77,10 @@ def render_ranks(summary: Summary, table) -> list[str]:
                 _pct(c.arrived_first_share if c else None),
             ]
         )
-    out += ["", "Per rank (comm: communication; exposed: not hidden by compute; last/first: arrival at collectives)"]
+    out += [
+        "",
+        heading("Per rank (comm: communication; exposed: not hidden by compute; last/first: arrival at collectives)"),
+    ]
     out += table(
         [
             "rank",
@@ -94,15 +101,17 @@ def render_ranks(summary: Summary, table) -> list[str]:
     )
     more = len(summary.ranks) - MAX_RANK_ROWS
     rows = [[str(r.rank)] + [_ns(r.time_ns_by_fused.get(f, 0)) for f in fused] for r in summary.ranks[:MAX_RANK_ROWS]]
-    out += ["", "Time by fused op per rank"] + table(["rank"] + fused, rows, "r" * (len(fused) + 1))
+    out += titled("Time by fused op per rank") + table(
+        ["rank"] + [fmt.plain(f) for f in fused], rows, "r" * (len(fused) + 1)
+    )
     if more > 0:
         out.append(f"... and {more} more ranks (summary.json and the report have them all)")
-    out += _collectives(summary, table)
-    out += _parallel(summary, table)
+    out += _collectives(summary)
+    out += _parallel(summary)
     return out
 
 
-def _collectives(summary: Summary, table) -> list[str]:
+def _collectives(summary: Summary) -> list[Block]:
     cs = summary.comm.collectives
     if not cs:
         return []
@@ -127,10 +136,12 @@ def _collectives(summary: Summary, table) -> list[str]:
     how = {"seq": "by sequence number", "step": "k-th per step", "order": "k-th in the trace"}.get(
         summary.alignment.collectives, summary.alignment.collectives
     )
-    out = [
+    out: list[Block] = [
         "",
-        f"Collectives (matched across ranks {how}; {summary.comm.matched_events:,} of "
-        f"{summary.comm.events:,} events matched)",
+        heading(
+            f"Collectives (matched across ranks {how}; {summary.comm.matched_events:,} of "
+            f"{summary.comm.events:,} events matched)"
+        ),
     ]
     out += table(
         ["kind", "group", "phase", "count", "latency", "start skew", "end skew", "most wait", "last most", "bus bw"],
@@ -140,9 +151,9 @@ def _collectives(summary: Summary, table) -> list[str]:
     return out
 
 
-def _parallel(summary: Summary, table) -> list[str]:
+def _parallel(summary: Summary) -> list[Block]:
     par = summary.parallel
-    out = []
+    out: list[Block] = []
     if par.groups:
         rows = [
             [
@@ -157,7 +168,7 @@ def _parallel(summary: Summary, table) -> list[str]:
             ]
             for g in par.groups[:MAX_RANK_ROWS]
         ]
-        out += ["", f"Parallel groups (from {fmt.plain(par.source)})"]
+        out += titled(f"Parallel groups (from {fmt.plain(par.source)})")
         out += table(
             ["dim", "group", "ranks", "collectives", "exposed", "of step", "wait", "straggler"], rows, "lllrrrrl"
         )
@@ -173,7 +184,7 @@ def _parallel(summary: Summary, table) -> list[str]:
             ]
             for s in par.stages
         ]
-        out += ["", "Pipeline stages"] + table(
+        out += titled("Pipeline stages") + table(
             ["stage", "ranks", "busy", "step wall", "bubble", "share"], rows, "rlrrrr"
         )
     return out

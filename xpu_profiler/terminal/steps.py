@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from .layout import VERDICT_STYLES, Block, line
 
 LAYER_WORDS = {
     "hooks": "the live run's hooks",
@@ -20,7 +21,7 @@ def _ns(v: float | None) -> str:
     return fmt.ns(v, fmt.TERMINAL)
 
 
-def step_lines(summary: Summary) -> list[str]:
+def step_lines(summary: Summary) -> list[Block]:
     """What found the steps (or the line that says none was found), the engine, the clock."""
     ss = summary.step_search
     if ss.message:
@@ -28,12 +29,12 @@ def step_lines(summary: Summary) -> list[str]:
     if not summary.totals.steps:
         return []
     layers = ", ".join(f"{n} by {LAYER_WORDS.get(k, k)}" for k, n in ss.found_by.items())
-    line = f"Steps: {summary.totals.steps} engine step(s), found {layers}"
+    text = f" {summary.totals.steps} engine step(s), found {layers}"
     if ss.empty_steps:
-        line += f"; {ss.empty_steps} that launched nothing left out"
+        text += f"; {ss.empty_steps} that launched nothing left out"
     if ss.engine:
-        line += f"; engine: {ss.engine} ({fmt.plain(ss.engine_evidence or '')})"
-    out = [line]
+        text += f"; engine: {ss.engine} ({fmt.plain(ss.engine_evidence or '')})"
+    out: list[Block] = [line(("Steps:", "bold"), text)]
     if ss.step_clock == "critical_path":
         out.append(
             "  step time = the longer of each step's host range and its effective device range (first to last "
@@ -44,9 +45,9 @@ def step_lines(summary: Summary) -> list[str]:
     return out
 
 
-def verdict_lines(summary: Summary) -> list[str]:
+def verdict_lines(summary: Summary) -> list[Block]:
     """Per phase: its verdict, the shares behind it and the largest gaps, first."""
-    out = []
+    out: list[Block] = []
     for p in summary.phases:
         if p.bound is None or p.device is None:
             continue
@@ -61,8 +62,12 @@ def verdict_lines(summary: Summary) -> list[str]:
         )
         inferred = " (phase inferred)" if p.inferred_from else ""
         out.append(
-            f"Verdict {p.phase}{inferred}: {VERDICT_WORDS.get(p.bound, p.bound)} — {p.steps} step(s), "
-            f"step p50 {_ns(p.step_p50_ns)} (host range p50 {_ns(p.host_p50_ns)}); {share}"
+            line(
+                (f"Verdict {p.phase}{inferred}:", "bold"),
+                " ",
+                (VERDICT_WORDS.get(p.bound, p.bound), VERDICT_STYLES.get(p.bound, "")),
+                f" — {p.steps} step(s), step p50 {_ns(p.step_p50_ns)} (host range p50 {_ns(p.host_p50_ns)}); {share}",
+            )
         )
         for g in p.bound_gaps:
             parts = [f"host {_ns(g.host_wait_ns)}"] if g.host_wait_ns else []

@@ -5,11 +5,28 @@ from __future__ import annotations
 from ..core import fmt
 from ..summary import Summary
 from .layers import render_layers
+from .layout import (
+    DIM,
+    GOOD,
+    NAME,
+    VERDICT_STYLES,
+    Block,
+    Cell,
+    cell,
+    hanging,
+    heading,
+    line,
+    table,
+    titled,
+    to_text,
+)
 from .ranks import render_ranks
+from .screen import PLAIN, Screen
 from .steps import step_lines, verdict_lines
 
 PHASE_COLUMNS = ("prefill", "decode", "mixed", "unknown")
 NAME_WIDTH = 70
+FINDING_INDENT = 13  # a finding's fix and why, under its title
 
 
 def fmt_ns(ns: float | None) -> str:
@@ -20,37 +37,35 @@ def _pct(share: float) -> str:
     return fmt.pct(share, fmt.TERMINAL)
 
 
-def _table(headers: list[str], rows: list[list[str]], align: str) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
-
-
 def _name(name: str) -> str:
     """A name from a trace, clipped, with its control characters shown, not acted on."""
     return fmt.clip(fmt.plain(name), NAME_WIDTH)
 
 
-def render_findings(summary: Summary) -> list[str]:
+def render_findings(summary: Summary) -> list[Block]:
     """The findings, first in every terminal summary: rank, time at stake, what, the fix."""
     if not summary.findings:
         if summary.step_search.message or not summary.totals.steps:
-            return ["Findings: none of the rules fired, and the step-based ones had no steps to judge"]
-        return ["Findings: none above 0.5% of step time"]
-    out = [f"Findings ({len(summary.findings)}, by the share of step time at stake)"]
+            return [heading("Findings: none of the rules fired, and the step-based ones had no steps to judge")]
+        return [heading("Findings: none above 0.5% of step time")]
+    out: list[Block] = [heading(f"Findings ({len(summary.findings)}, by the share of step time at stake)")]
     for i, f in enumerate(summary.findings, 1):
         where = f" [{f.phase}]" if f.phase else ""
-        out.append(f"{i:2d}. {_pct(f.at_stake_share):>6s}  {f.rule}{where}: {fmt.plain(f.title)}")
-        out.append(f"             fix: {fmt.plain(f.fix)}")
+        head = line(
+            f"{i:2d}. ",
+            (f"{_pct(f.at_stake_share):>6s}", "bold"),
+            "  ",
+            (f"{f.rule}{where}", NAME),
+            f": {fmt.plain(f.title)}",
+        )
+        out.append(hanging(head, FINDING_INDENT))
+        out.append(hanging(line(("fix:", GOOD), f" {fmt.plain(f.fix)}"), 5, FINDING_INDENT))
         if f.why:
-            out.append(f"             why: {fmt.plain(f.why)}")
+            out.append(hanging(line(("why:", DIM), f" {fmt.plain(f.why)}"), 5, FINDING_INDENT))
     return out
 
 
-def render_roofline(summary: Summary) -> list[str]:
+def render_roofline(summary: Summary) -> list[Block]:
     """Achieved FLOP/s and bandwidth per phase against the device's peaks."""
     rows = []
     for r in summary.roofline:
@@ -68,8 +83,8 @@ def render_roofline(summary: Summary) -> list[str]:
         )
     if not rows:
         return []
-    out = ["", "MFU and bandwidth (against the device's peak)"]
-    out += _table(
+    out: list[Block] = titled("MFU and bandwidth (against the device's peak)")
+    out += table(
         ["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
         rows,
         "lllrrrrl",
@@ -78,9 +93,15 @@ def render_roofline(summary: Summary) -> list[str]:
     return out + [f"  note: {n}" for n in notes]
 
 
-def render(summary: Summary, top: int = 10) -> str:
+def render(summary: Summary, top: int = 10, screen: Screen = PLAIN) -> str:
+    """The terminal summary as text for ``screen`` (plain, each line whole, by default)."""
+    return to_text(blocks(summary, top), screen)
+
+
+def blocks(summary: Summary, top: int = 10) -> list[Block]:
+    """The terminal summary's lines and tables, in order (``layout.to_text`` lays them out)."""
     head = step_lines(summary) + verdict_lines(summary)
-    out: list[str] = head + ([""] if head else []) + render_findings(summary) + [""]
+    out: list[Block] = head + ([""] if head else []) + render_findings(summary) + [""]
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
     out.append(
@@ -98,7 +119,7 @@ def render(summary: Summary, top: int = 10) -> str:
             + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases]
             + [_sources(f.time_ns_by_source)]
         )
-    out += ["", "Time by fused op"] + _table(
+    out += titled("Time by fused op") + table(
         ["fused op", "time", "share", "count"] + phases + ["attributed by"], rows, "lrrr" + "r" * len(phases) + "l"
     )
     if summary.top_kernels:
@@ -107,7 +128,7 @@ def render(summary: Summary, top: int = 10) -> str:
             for k in summary.top_kernels[:top]
         ]
         label = "Top kernels" if summary.basis == "device" else "Top ops"
-        out += ["", label] + _table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
+        out += titled(label) + table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
     if summary.phases and t.steps:
         rows = [
             [
@@ -128,7 +149,7 @@ def render(summary: Summary, top: int = 10) -> str:
             if any(p.step_clock == "critical_path" for p in summary.phases)
             else "host range"
         )
-        out += ["", f"Steps by phase (step time: {clock})"] + _table(
+        out += titled(f"Steps by phase (step time: {clock})") + table(
             ["phase", "steps", "tokens", "p50 step", "p99 step", "host p50", "step/token", "op time/token"],
             rows,
             "lrrrrrrr",
@@ -141,7 +162,7 @@ def render(summary: Summary, top: int = 10) -> str:
                 f"host overhead/idle {fmt_ns(max(wall - busy, 0))}"
             )
     out += device_lines(summary)
-    out += render_layers(summary, _table)
+    out += render_layers(summary)
     tp = summary.throughput
     if tp.duration_ns:
         parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
@@ -149,7 +170,7 @@ def render(summary: Summary, top: int = 10) -> str:
             parts.append(f"TTFT p50 {fmt_ns(tp.ttft_ns.p50)}")
         if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:
             parts.append(f"TPOT p50 {fmt_ns(tp.tpot_ns.p50)}")
-        out += ["", "Throughput: " + ", ".join(parts)]
+        out += ["", line(("Throughput:", "bold"), " " + ", ".join(parts))]
     rq = summary.requests
     if rq.req:
         done = sum(e is not None for e in rq.e2e_ns)
@@ -157,10 +178,10 @@ def render(summary: Summary, top: int = 10) -> str:
         for label, d in (("TTFT", tp.ttft_ns), ("TPOT", tp.tpot_ns), ("end to end", tp.e2e_ns)):
             if d is not None and d.p50 is not None:
                 parts.append(f"{label} p50 {fmt_ns(d.p50)} p99 {fmt_ns(d.p99)}")
-        out.append("Requests: " + ", ".join(parts) + " (each one in summary.json)")
+        out.append(line(("Requests:", "bold"), " " + ", ".join(parts) + " (each one in summary.json)"))
     out += render_roofline(summary)
-    out += render_ranks(summary, _table)
-    return "\n".join(out)
+    out += render_ranks(summary)
+    return out
 
 
 SOURCE_LABELS = {
@@ -190,9 +211,9 @@ def _sources(by_source: dict[str, int]) -> str:
     return ", ".join(f"{SHORT_SOURCES.get(k, k)} {_pct(v / total)}" for k, v in top) if total else ""
 
 
-def attribution_lines(summary: Summary) -> list[str]:
+def attribution_lines(summary: Summary) -> list[Block]:
     """How op time was attributed, and what graph replays hold."""
-    out = []
+    out: list[Block] = []
     a, g = summary.attribution, summary.graphs
     if a.share_by_source:
         parts = [
@@ -225,13 +246,13 @@ def attribution_lines(summary: Summary) -> list[str]:
     return out
 
 
-def device_lines(summary: Summary) -> list[str]:
+def device_lines(summary: Summary) -> list[Block]:
     """Per phase on the device's clock: busy, idle by cause, the verdict and its evidence;
     the idle breakdown per stream."""
     phases = [p for p in summary.phases if p.device is not None]
     if not phases:
         return []
-    rows = []
+    rows: list[list[Cell]] = []
     for p in phases:
         d = p.device
         rows.append(
@@ -244,11 +265,11 @@ def device_lines(summary: Summary) -> list[str]:
                 fmt_ns(d.host_wait_ns),
                 fmt_ns(d.kernel_wait_ns),
                 fmt_ns(d.other_ns),
-                f"{p.bound}-bound",
+                cell(f"{p.bound}-bound", VERDICT_STYLES.get(p.bound or "", "")),
             ]
         )
-    out = ["", "Device time by phase (each step's own device work, on the device's clock)"]
-    out += _table(
+    out: list[Block] = titled("Device time by phase (each step's own device work, on the device's clock)")
+    out += table(
         ["phase", "steps", "device time", "busy", "idle", "host wait", "kernel wait", "other", "verdict"],
         rows,
         "lrrrrrrrl",
@@ -280,10 +301,10 @@ def device_lines(summary: Summary) -> list[str]:
         ]
         out += [
             "",
-            f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
-            f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)",
+            heading(
+                f"Idle per stream (gap before each kernel: host wait, kernel wait <= "
+                f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}, other)"
+            ),
         ]
-        out += _table(
-            ["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows, "rrlrrrrr"
-        )
+        out += table(["rank", "stream", "phase", "busy", "gaps", "host wait", "kernel wait", "other"], rows, "rrlrrrrr")
     return out
