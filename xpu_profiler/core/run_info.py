@@ -12,6 +12,11 @@ from __future__ import annotations
 from typing import Any, TypedDict, cast
 
 
+class CaptureTraces(TypedDict):
+    dir: str | None  # the directory they were copied into; None: the engine wrote none
+    files: list[str]
+
+
 class RunInfo(TypedDict, total=False):
     # -- what ran ------------------------------------------------------------------------
     model: str
@@ -33,6 +38,7 @@ class RunInfo(TypedDict, total=False):
     start_time_ns: int  # Unix epoch
     incomplete: bool
     incomplete_reason: str
+    generated_tokens: int  # run: the tokens the profiled requests generated
     lifetime: dict[str, Any]  # a record directory: the server lifetime reported (key, index, of, pids)
     window: dict[str, Any]  # record --url: the window asked for and what it traced (steps, traces)
     # -- where it came from ----------------------------------------------------------------
@@ -48,7 +54,7 @@ class RunInfo(TypedDict, total=False):
     thread_names: dict[str, dict[str, str]]  # rank → {"pid:tid" → thread name}
     torch_traces: list[str]
     frontend_traces_left_out: list[str]
-    capture_traces: list[str]
+    capture_traces: CaptureTraces  # live runs: the graph-capture traces kept beside the outputs
     capture_details: dict[str, Any]
     parallel_ranks: dict[Any, Any]  # live runs: rank → {"dp": d, "tp": t, "pp": p}
     hook_overhead: dict[str, Any]
