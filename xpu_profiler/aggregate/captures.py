@@ -17,7 +17,8 @@ innermost module gives (with the source), plus its top-level op's.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -77,8 +78,8 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
     start, end = ev["start"], ev["start"] + ev["dur"]
     ann = np.flatnonzero((kind == K_ANNOTATION) & (ev["device"] < 0) & (start >= 0))
     parsed = {int(i): parse_step_name(strings[int(i)]) for i in np.unique(ev["name"][ann])}
-    caps = [(r, parsed[int(ev["name"][r])]) for r in ann.tolist()]
-    caps = [(r, p) for r, p in caps if p is not None and p.family == "capture"]
+    named = [(r, parsed[int(ev["name"][r])]) for r in ann.tolist()]
+    caps = [(r, p) for r, p in named if p is not None and p.family == "capture"]
     rt = np.flatnonzero((kind == K_RUNTIME) & (start >= 0))
     begin, finish = rt[name_mask(profile, rt, CAPTURE_BEGIN)], rt[name_mask(profile, rt, CAPTURE_END)]
     launches = rt[name_mask(profile, rt, LAUNCH_API)]
@@ -97,7 +98,7 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
             ]
         else:
             segs.append((rk, s0, s1, n_tok, md, 0, False))
-    cols = list(zip(*segs)) if segs else [[]] * 7
+    cols: Sequence[Sequence[Any]] = list(zip(*segs)) if segs else [[]] * 7
     s_rank, s_start, s_end, s_size, s_piece = (np.array(cols[i], np.int64) for i in (0, 1, 2, 3, 5))
     marked = np.array(cols[6], bool)
     seg = (

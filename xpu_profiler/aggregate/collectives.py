@@ -34,6 +34,7 @@ from ..core.intervals import containing, distinct_rows, top_level
 from ..core.launches import launch_rows, thread_ids
 from ..core.ordering import lexsort
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
+from ..core.run_info import RunInfo
 from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
 from ..knowledge.taxonomy import FUSED_OPS, collective_kind
 from .attribution import launch_points
@@ -81,7 +82,7 @@ class Collectives:
     warnings: list[str] = field(default_factory=list)
 
 
-def one_host(run: dict) -> bool:
+def one_host(run: RunInfo) -> bool:
     """Whether the sources say that every rank ran on one host (then they share a clock)."""
     hosts = {s.get("host") for s in run.get("sources", []) if isinstance(s, dict) and s.get("rank") is not None}
     return len(hosts) == 1 and None not in hosts and "" not in hosts

@@ -60,7 +60,7 @@ class ReplayAttribution(NamedTuple):
     capture_row: np.ndarray  # int64, matched launch (row of the capture profile)
     replay: np.ndarray  # int32, replay index
     graph: np.ndarray  # per replay: matched captured graph, -1
-    stats: dict
+    stats: dict[str, int | float]  # counts, and matched_share
 
 
 def find_replays(profile: Profile) -> Replays:
@@ -129,7 +129,8 @@ def _step_hints(profile: Profile, replays: Replays) -> tuple[np.ndarray, np.ndar
     tokens, ordinal = np.full(n, -1, np.int64), np.zeros(n, np.int64)
     ann = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["device"] < 0) & (ev["start"] >= 0))
     parsed = {int(i): parse_step_name(profile.strings[int(i)]) for i in np.unique(ev["name"][ann])}
-    fam = {i: p.family for i, p in parsed.items() if p is not None and p.family in FAMILY_PRIORITY}
+    named = {i: p for i, p in parsed.items() if p is not None and p.family in FAMILY_PRIORITY}
+    fam = {i: p.family for i, p in named.items()}
     if not fam or not n:
         return tokens, ordinal
     best = min(fam.values(), key=FAMILY_PRIORITY.__getitem__)
@@ -146,7 +147,7 @@ def _step_hints(profile: Profile, replays: Replays) -> tuple[np.ndarray, np.ndar
         ev["start"][la],
     )
     ok = hit >= 0
-    tokens[has[ok]] = [parsed[int(ev["name"][steps[h]])].total_tokens for h in hit[ok].tolist()]
+    tokens[has[ok]] = [named[int(ev["name"][steps[h]])].total_tokens for h in hit[ok].tolist()]
     for h in np.unique(hit[ok]).tolist():
         m = has[hit == h]
         ordinal[m[np.argsort(ev["start"][replays.launch[m]], kind="stable")]] = np.arange(len(m))
@@ -224,7 +225,7 @@ def match_replays(
     cap_row = np.full(n_ev, -1, np.int64)
     replay = np.full(n_ev, -1, np.int32)
     graph_of = np.full(n_rep, -1, np.int64)
-    stats = {
+    stats: dict[str, int | float] = {
         "replays": n_rep,
         "replayed_events": int(len(replays.rows)),
         "matched_events": 0,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+
+from ..core.run_info import RunInfo
 
 DIMS = ("dp", "pp", "pcp", "tp", "dcp", "ep")
 _DIM = re.compile(r"(?<![a-z])(dp|pp|pcp|tp|dcp|ep)[_-]?(\d{1,6})(?![a-z0-9])", re.IGNORECASE)
@@ -53,7 +54,7 @@ def parse_name(name: str, need: int = 2) -> dict[str, int]:
     return found if len(found) >= need else {}
 
 
-def layout(run: dict[str, Any], ranks: list[int]) -> Layout:
+def layout(run: RunInfo, ranks: list[int]) -> Layout:
     """The parallel coordinates of ``ranks`` from a profile's run metadata."""
     out = Layout()
     given = run.get("parallel_ranks")

@@ -20,7 +20,8 @@ def downsample(t: np.ndarray, v: np.ndarray, limit: int = MAX_SERIES_POINTS) -> 
 
 def memory(profile: Profile) -> Memory:
     c, strings = profile.counters, profile.strings
-    series, peak = [], {}
+    series: list[Series] = []
+    peak: dict[str, float] = {}
     for r, nid in sorted(set(zip(c["rank"].tolist(), c["name"].tolist()))):
         m = (c["rank"] == r) & (c["name"] == nid)
         t, v = c["t"][m], c["value"][m]

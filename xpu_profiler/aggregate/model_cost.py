@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.profile import Profile
+from ..core.run_info import RunInfo
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -70,12 +71,13 @@ class ModelShape:
     tp: int = 1
 
 
-def model_config(run: dict[str, Any]) -> dict | None:
+def model_config(run: RunInfo) -> dict[str, Any] | None:
     """The model's config.json: recorded in the run, else read from the model's directory."""
     cfg = run.get("model_config")
     if isinstance(cfg, dict):
         return cfg
-    engine = run.get("engine") if isinstance(run.get("engine"), dict) else {}
+    engine = run.get("engine")
+    engine = engine if isinstance(engine, dict) else {}
     for where in (run.get("model_path"), engine.get("model"), run.get("model")):
         if isinstance(where, str) and where:
             f = Path(where) / "config.json"
@@ -98,7 +100,8 @@ def _int(cfg: dict, *keys: str, default: int = 0) -> int:
 
 def model_shape(cfg: dict, dtype: str | None, tp: int = 1) -> ModelShape | None:
     """The sizes the estimate needs; None when the config lacks the basic ones."""
-    cfg = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    text = cfg.get("text_config")
+    cfg = text if isinstance(text, dict) else cfg
     layers, hidden = _int(cfg, "num_hidden_layers", "n_layer", "num_layers"), _int(cfg, "hidden_size", "d_model")
     heads = _int(cfg, "num_attention_heads", "n_head")
     vocab = _int(cfg, "vocab_size")
@@ -111,7 +114,8 @@ def model_shape(cfg: dict, dtype: str | None, tp: int = 1) -> ModelShape | None:
     if experts:
         dense_first = _int(cfg, "first_k_dense_replace")
         step = max(1, _int(cfg, "decoder_sparse_step", default=1))
-        only = cfg.get("mlp_only_layers") if isinstance(cfg.get("mlp_only_layers"), list) else []
+        listed = cfg.get("mlp_only_layers")
+        only = listed if isinstance(listed, list) else []
         moe_layers = sum(1 for i in range(dense_first, layers) if (i + 1) % step == 0 and i not in only)
     inter = _int(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden)
     moe_inter = _int(cfg, "moe_intermediate_size", default=inter)

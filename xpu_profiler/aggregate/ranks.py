@@ -140,10 +140,10 @@ def _best_shift(ref_sig, ref_start, ref_dur, sig, start) -> tuple[int, int, int]
         cands.update((np.flatnonzero(ref_sig == sig[j]) - j).tolist())
     for i in range(min(n_ref, SEED_ROWS)):
         cands.update((i - np.flatnonzero(sig == ref_sig[i])).tolist())
-    cands = sorted(cands, key=lambda s: (abs(s), s))[:MAX_SHIFTS]
+    shifts = sorted(cands, key=lambda s: (abs(s), s))[:MAX_SHIFTS]
     step = float(np.median(ref_dur)) if len(ref_dur) else 0.0
     best, best_key = (0, 0, 0), None
-    for s in cands:
+    for s in shifts:
         lo, hi = max(0, -s), min(n, n_ref - s)
         if hi <= lo:
             continue

@@ -11,6 +11,8 @@ spec does not have stays None ("unknown peak"), never a made-up figure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..core.profile import K_CPU_OP, P_DECODE, P_MIXED, P_PREFILL, PHASES, Profile
@@ -24,19 +26,21 @@ COMPONENTS = ("gemm", "attention", "moe")
 JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
 
 
-def run_spec(profile: Profile) -> dict | None:
+def run_spec(profile: Profile) -> dict[str, Any] | None:
     """The spec of the run's device, as a dict: from the device table by the key the run
     recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
     saved, else the device a trace describes (Kineto ``deviceProperties``: its name, or its
     properties when the name is empty or generic)."""
     run = profile.run
-    info = run.get("device_info") if isinstance(run.get("device_info"), dict) else {}
+    info = run.get("device_info")
+    info = info if isinstance(info, dict) else {}
     table = devices.specs()
     key = info.get("spec_key") or run.get("device")
     if isinstance(key, str) and key in table:
         return table[key].to_json()
-    if isinstance(run.get("device_spec"), dict):
-        return run["device_spec"]
+    saved = run.get("device_spec")
+    if isinstance(saved, dict):
+        return saved
     for src in run.get("sources") or []:
         if not isinstance(src, dict):
             continue
@@ -76,7 +80,8 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
     ev, steps, run = profile.events, profile.steps, profile.run
     if not len(steps):
         return []
-    engine = run.get("engine") if isinstance(run.get("engine"), dict) else {}
+    engine = run.get("engine")
+    engine = engine if isinstance(engine, dict) else {}
     dtype = engine.get("dtype")
     n_ranks = max(1, len(profile.ranks))
     cfg = model_config(run)

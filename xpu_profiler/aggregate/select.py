@@ -107,6 +107,7 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         profile.frames = fr.take(np.flatnonzero((fr["start"] <= t1) & (fr["start"] + fr["dur"] >= t0)))
     _keep_events(profile, keep)
     kept = int(keep.sum())
+    skipped = round((total - kept) / total, 6) if total else 0.0
     info = {
         "steps": None
         if sel.steps is None
@@ -114,7 +115,7 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         "max_events": sel.max_events,
         "events_total": total,
         "events_kept": kept,
-        "skipped_share": round((total - kept) / total, 6) if total else 0.0,
+        "skipped_share": skipped,
     }
     what = " and ".join(
         x
@@ -124,6 +125,6 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         )
         if x
     )
-    profile.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * info['skipped_share']:.1f} % skipped")
+    profile.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * skipped:.1f} % skipped")
     profile.run["selection"] = info
     return info

@@ -32,7 +32,8 @@ def no_steps_message(profile: Profile) -> str:
 
 def step_search_section(profile: Profile, tl: DeviceTimeline | None) -> StepSearch:
     run = profile.run
-    search = run.get("step_search") if isinstance(run.get("step_search"), dict) else {}
+    search = run.get("step_search")
+    search = search if isinstance(search, dict) else {}
     steps = profile.steps
     inferred = run.get("phase_inferred")
     out = StepSearch(

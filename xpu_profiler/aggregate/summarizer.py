@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -61,21 +63,25 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
         return _summary(profile, top, basis, timeline, by_phase, mem)
 
 
+T = TypeVar("T")
+
 #: what computing those sections beside the others adds to the peak, per event (the device
 #: timeline's transient arrays, measured: 85 bytes per kept event of a 5M-event trace)
 BESIDE_BYTES_PER_EVENT = 90
 
 
-class _Later:
+class _Later(Generic[T]):
     """A section computed where its result is first asked for, in this thread."""
 
-    def __init__(self, fn, *args) -> None:
-        self._fn, self._args = fn, args
+    def __init__(self, fn: Callable[..., T], *args: Any) -> None:
+        self._fn: Callable[..., T] | None = fn
+        self._args: tuple[Any, ...] = args
+        self._value: T
 
-    def result(self):
+    def result(self) -> T:
         if self._fn is not None:
             self._value = self._fn(*self._args)
-            self._fn = self._args = None
+            self._fn, self._args = None, ()
         return self._value
 
 

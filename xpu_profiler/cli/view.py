@@ -43,7 +43,7 @@ def perfetto_url(port: int, name: str) -> str:
     return f"{PERFETTO_ORIGIN}/#!/?url=http://{LOOPBACK}:{port}/{name}"
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"

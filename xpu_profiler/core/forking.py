@@ -6,6 +6,7 @@ a process with threads (a live engine: forking it is unsafe) or another start me
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import os
 import signal
 import threading
@@ -24,7 +25,7 @@ def fork_workers(amount: int, minimum: int) -> int:
     return max(1, min(n, 8))
 
 
-def fork_pool(workers: int):
+def fork_pool(workers: int) -> multiprocessing.pool.Pool:
     """A pool of ``workers`` forked processes, each started by ``worker_init``."""
     return multiprocessing.get_context("fork").Pool(workers, initializer=worker_init)
 

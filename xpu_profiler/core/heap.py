@@ -29,7 +29,7 @@ WORKER_TRIM_THRESHOLD = 256 << 20
 _active = False
 
 
-def _libc():
+def _libc() -> ctypes.CDLL | None:
     try:
         return ctypes.CDLL("libc.so.6")
     except OSError:  # not glibc

@@ -10,6 +10,7 @@ from this link.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -23,20 +24,22 @@ _DEVICE_KIND[list(DEVICE_KINDS)] = True
 def device_mask(kind: np.ndarray) -> np.ndarray:
     """Which events occupy a device stream (kernels, copies, fills, collectives): a table
     lookup, several times cheaper than ``np.isin`` over millions of events."""
-    return _DEVICE_KIND[kind]
+    mask: np.ndarray = _DEVICE_KIND[kind]
+    return mask
 
 
 _LOCK = threading.RLock()  # the attribution and the export's work ahead of it may ask at once
 
 
-def _cached(profile: Profile, key: str, columns: tuple[str, ...], make) -> np.ndarray:
+def _cached(profile: Profile, key: str, columns: tuple[str, ...], make: Callable[[Profile], np.ndarray]) -> np.ndarray:
     """``make(profile)``, kept on the profile for as long as the event columns it was
     computed from are the same arrays (attribution, the summary and the export all ask)."""
     cols = tuple(profile.events[c] for c in columns)
     with _LOCK:
         cached = profile.__dict__.get(key)
         if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
-            return cached[1]
+            kept: np.ndarray = cached[1]
+            return kept
         out = make(profile)
         profile.__dict__[key] = (cols, out)
         return out

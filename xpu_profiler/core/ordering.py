@@ -21,17 +21,17 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     keys = [np.asarray(k) for k in keys]
     n = len(keys[0]) if keys else 0
     if n == 0 or any(len(k) != n or k.ndim != 1 for k in keys):
-        return np.lexsort(keys)
+        return np.asarray(np.lexsort(keys))
     lows, spans, total = [], [], 1
     for k in keys:
         if k.dtype.kind not in "biu" or (k.dtype.kind == "u" and k.dtype.itemsize == 8):
-            return np.lexsort(keys)
+            return np.asarray(np.lexsort(keys))
         lo, hi = int(k.min()), int(k.max())
         lows.append(lo)
         spans.append(hi - lo + 1)
         total *= hi - lo + 1
         if total >= 1 << _PACKED_BITS:
-            return np.lexsort(keys)
+            return np.asarray(np.lexsort(keys))
     packed = np.zeros(n, np.int64)
     for k, lo, span in zip(reversed(keys), reversed(lows), reversed(spans)):
         packed *= span

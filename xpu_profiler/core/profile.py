@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .run_info import RunInfo
+from .run_info import RunInfo, as_dict
 
 # Event kinds. The order is part of the saved format: append only.
 KINDS = ("unknown", "kernel", "cpu_op", "memcpy", "memset", "communication", "runtime", "annotation")
@@ -320,7 +320,8 @@ class Profile:
                 }
 
     def table(self, name: str) -> Table:
-        return getattr(self, name)
+        t: Table = getattr(self, name)
+        return t
 
     # -- merging ------------------------------------------------------------
     @staticmethod
@@ -335,6 +336,7 @@ class Profile:
         bases = [p.base_ns for p in profiles if p.base_ns]
         base = min(bases) if bases else 0
         out = Profile(base_ns=base)
+        run = as_dict(out.run)  # merged key by key, every key alike
         parts: dict[str, list[Table]] = {k: [] for k in SCHEMAS}
         n_comms = 0  # rows of `comms` so far: events' `comm` references move by it
         for p in profiles:
@@ -350,22 +352,23 @@ class Profile:
                 for c in STRING_COLUMNS:
                     if c in cols:
                         v = cols[c]
-                        cols[c] = np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
+                        ids: np.ndarray | int = remap[np.maximum(v, 0)] if len(remap) else -1
+                        cols[c] = np.where(v >= 0, ids, -1)
                 for c in ("start", "t", "arrival", "first_token", "finish"):
                     if c in cols and shift:
                         v = cols[c]
                         cols[c] = np.where(v >= 0, v + shift, v)
                 parts[tname].append(Table(t.schema, cols))
             n_comms += len(p.comms)
-            for k, v in p.run.items():
+            for k, value in as_dict(p.run).items():
                 if k == "sources":
-                    out.run.setdefault("sources", []).extend(v)
+                    run.setdefault("sources", []).extend(value)
                 elif k == "warnings":
-                    out.run.setdefault("warnings", []).extend(v)
-                elif isinstance(v, dict) and isinstance(out.run.get(k), dict):
-                    out.run[k] = {**v, **out.run[k]}
+                    run.setdefault("warnings", []).extend(value)
+                elif isinstance(value, dict) and isinstance(run.get(k), dict):
+                    run[k] = {**value, **run[k]}
                 else:
-                    out.run.setdefault(k, v)
+                    run.setdefault(k, value)
         for tname, ts in parts.items():
             setattr(out, tname, Table.concat(SCHEMAS[tname], ts))
         return out
@@ -391,7 +394,9 @@ class Profile:
         from .atomic_write import replacing
 
         with replacing(path, "wb") as f:
-            np.savez_compressed(f, **arrays)
+            # mypy lets ``**arrays`` fill numpy 2's ``allow_pickle`` keyword: no name here is that
+            # one, and numpy 1.26 (supported) has no such keyword to pass explicitly
+            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
         return path
 
     @staticmethod

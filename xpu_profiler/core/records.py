@@ -34,7 +34,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 #: one per engine step (scheduler output), made in the EngineCore
 SCHED_FIELDS = (
@@ -101,11 +103,15 @@ ENV_DEVICE_LOGS = "XPU_PROFILER_DEVICE_LOGS"
 ENV_RUN = "XPU_PROFILER_RUN"
 
 
+#: one batch, as described above: JSON-ready, its values as JSON gives them back
+Batch = dict[str, Any]
+
+
 def step_range_name(step: int) -> str:
     return f"{STEP_RANGE_PREFIX}{step}"
 
 
-def has_records(batch: dict) -> bool:
+def has_records(batch: Batch) -> bool:
     return bool(
         batch["sched"]
         or batch["worker"]
@@ -118,7 +124,7 @@ def has_records(batch: dict) -> bool:
     )
 
 
-def worker_keys(row) -> tuple[int, int, int]:
+def worker_keys(row: Sequence[Any]) -> tuple[int, int, int]:
     """(dp rank, step, global rank) of a worker row; rows written before the DP fields
     existed are data-parallel rank 0 with global rank = rank."""
     n = len(row)
@@ -131,7 +137,7 @@ def worker_keys(row) -> tuple[int, int, int]:
 _LISTS = ("sched", "worker", "counters", "requests", "torch_files", "torch_marks")
 
 
-def merge_into(into: dict, older: dict) -> dict:
+def merge_into(into: Batch, older: Batch) -> Batch:
     """Put an ``older`` batch of the same process in front of ``into`` (a batch whose file
     write failed is handed over with the next one)."""
     for k in _LISTS:
@@ -157,7 +163,7 @@ def merge_into(into: dict, older: dict) -> dict:
     return into
 
 
-def append_batch(directory: str, batch: dict) -> None:
+def append_batch(directory: str, batch: Batch) -> None:
     """One batch as one line of this process's record file."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{batch['process']}-{batch['pid']}{RECORD_SUFFIX}")
@@ -204,13 +210,13 @@ def _read_text(f: Path, offset: int) -> str:
         return fh.read().decode("utf-8", errors="replace")
 
 
-def read_record_files(directory: str | Path, since: dict[str, int] | None = None, growing: bool = False) -> list[dict]:
+def read_record_files(directory: str | Path, since: dict[str, int] | None = None, growing: bool = False) -> list[Batch]:
     """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs);
     with ``since`` ({file name: offset}, see ``record_sizes``) only the lines appended
     after those offsets. A line cut by a crash, or a file that cannot be read, is skipped
     and said in a ``warnings`` batch; with ``growing`` (a running server's files) a last
     line without its newline is one still being written, left out silently."""
-    out: list[dict] = []
+    out: list[Batch] = []
     problems = []
     for f in record_files(directory):
         try:

@@ -9,7 +9,12 @@ on what it holds.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
+
+
+class CaptureTraces(TypedDict):
+    dir: str | None  # the directory they were copied into; None: the engine wrote none
+    files: list[str]
 
 
 class RunInfo(TypedDict, total=False):
@@ -33,20 +38,23 @@ class RunInfo(TypedDict, total=False):
     start_time_ns: int  # Unix epoch
     incomplete: bool
     incomplete_reason: str
+    generated_tokens: int  # run: the tokens the profiled requests generated
+    lifetime: dict[str, Any]  # a record directory: the server lifetime reported (key, index, of, pids)
+    window: dict[str, Any]  # record --url: the window asked for and what it traced (steps, traces)
     # -- where it came from ----------------------------------------------------------------
     sources: list[dict[str, Any]]  # one per input file: path, format, what its reader noted
     warnings: list[str]
     dropped_inputs: list[dict[str, Any]]
-    dropped_events: int
+    dropped_events: dict[str, int]  # trace path → events its reader kept out of the events (Python frames)
     events_outside_steps_dropped: int
     clock_shift_ns: int
     timeline_note: str
-    python_frames: int
-    process_names: dict[str, str]
-    thread_names: dict[str, str]
+    python_frames: dict[str, int]  # engine source tree (vllm, sglang...) → Python frames of its code
+    process_names: dict[str, dict[str, str]]  # rank → {pid → process name}
+    thread_names: dict[str, dict[str, str]]  # rank → {"pid:tid" → thread name}
     torch_traces: list[str]
     frontend_traces_left_out: list[str]
-    capture_traces: list[str]
+    capture_traces: CaptureTraces  # live runs: the graph-capture traces kept beside the outputs
     capture_details: dict[str, Any]
     parallel_ranks: dict[Any, Any]  # live runs: rank → {"dp": d, "tp": t, "pp": p}
     hook_overhead: dict[str, Any]
@@ -66,7 +74,13 @@ class RunInfo(TypedDict, total=False):
     inexact_steps: int
     phase_inferred: dict[str, Any]
     engine_family: str
-    engine_evidence: list[str]
+    engine_evidence: str  # in a few words, what told the engine family
     graphs: dict[str, Any]
     structure: dict[str, Any]
     selection: dict[str, Any]
+
+
+def as_dict(run: RunInfo) -> dict[str, Any]:
+    """The same dict, for code that treats every key alike (merging runs, the keys that go to
+    ``Run.extra``): its keys are still ``RunInfo``'s."""
+    return cast("dict[str, Any]", run)

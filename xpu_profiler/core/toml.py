@@ -15,4 +15,5 @@ TOMLDecodeError = _toml.TOMLDecodeError
 
 
 def loads(text: str) -> dict[str, Any]:
-    return _toml.loads(text)
+    table: dict[str, Any] = _toml.loads(text)
+    return table

@@ -142,7 +142,9 @@ def kernel_deltas(base: Summary, new: Summary) -> tuple[list[OpDelta], list[OpDe
         return [], [], [], 0
     bmap, bf, b_floor = table(base, bt)
     nmap, nf, n_floor = table(new, nt)
-    both, added, removed = [], [], []
+    both: list[OpDelta] = []
+    added: list[OpDelta] = []
+    removed: list[OpDelta] = []
     unlisted = 0
     for ph in ("prefill", "decode", "mixed", "unknown"):
         if not bt.get(ph) or not nt.get(ph):
@@ -167,7 +169,7 @@ def finding_deltas(base: Summary, new: Summary) -> list[FindingDelta]:
     out = []
     for rule in list(n) + [r for r in b if r not in n]:
         fb, fn = b.get(rule), n.get(rule)
-        f = fn or fb
+        f = fn if fn is not None else b[rule]  # a rule of one side at least
         out.append(
             FindingDelta(
                 rule=rule,
@@ -198,12 +200,12 @@ def _headline(report: DiffReport) -> tuple[str, str | None]:
     """The phase whose per-token cost change moves the most op time, and its largest op."""
     if report.unchanged:
         return "no change", None
-    per_tok = [m for m in report.metrics if m.name == "per_token_ns" and m.impact_ns is not None]
+    per_tok = [(m, m.impact_ns) for m in report.metrics if m.name == "per_token_ns" and m.impact_ns is not None]
     if not per_tok:
         return "no phase with tokens in common", None
-    m = max(per_tok, key=lambda m: abs(m.impact_ns))
+    m, impact_ns = max(per_tok, key=lambda mi: abs(mi[1]))
     step = next((x for x in report.metrics if x.name == "step_p50_ns" and x.phase == m.phase), None)
-    text = f"{m.phase}: op time per token {100 * (m.change or 0):+.1f}% ({m.impact_ns / 1e6:+,.2f} ms at BASE's tokens)"
+    text = f"{m.phase}: op time per token {100 * (m.change or 0):+.1f}% ({impact_ns / 1e6:+,.2f} ms at BASE's tokens)"
     if step is not None and step.change is not None:
         text += f", step p50 {100 * step.change:+.1f}%"
     op = next((r for r in report.fused_ops if r.phase == m.phase and r.status != "unchanged"), None)

@@ -26,7 +26,7 @@ from ..core import atomic_write
 from ..core.fmt import place
 from ..core.intervals import distinct_rows, lanes
 from ..core.ordering import lexsort
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile
+from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile, Table
 from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import Summary
 from . import trace_stream
@@ -53,7 +53,7 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _changes(c: np.ndarray, ok: np.ndarray) -> np.ndarray:
+def _changes(c: Table, ok: np.ndarray) -> np.ndarray:
     """``ok`` less the counter samples that repeat their series' previous value: a counter
     track is a step function, so they draw nothing (a memory event leaves the reserved
     total as it was, most of the time)."""
@@ -178,7 +178,9 @@ def bulk(profile: Profile) -> _Bulk:
     )
     del rank
     # per block of rows: kind, ts and dur (None: the slices' own columns; zeros)
-    kinds_all, ts_all, dur_all = [np.full(len(idx), S_SLICE, np.int8)], [None], [None]
+    kinds_all = [np.full(len(idx), S_SLICE, np.int8)]
+    ts_all: list[np.ndarray | None] = [None]
+    dur_all: list[np.ndarray | None] = [None]
     flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
     rows.set_flows(*flow)
     flow_ts = np.empty(2 * len(flow[0]), np.int64)

@@ -64,6 +64,7 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
 def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
     """(bytes, crc32 and length of the text): deflated and sync-flushed, or the text itself."""
     lo, hi = span
+    assert _FORMAT is not None  # set by pieces around its spans (forked workers inherit it)
     text = _FORMAT(lo, hi)
     crc, n = deflate.crc32(text), len(text)
     if not _GZIP:

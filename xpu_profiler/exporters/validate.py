@@ -71,8 +71,8 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         problems.append("a surrogate escape (\\uD800-\\uDFFF): Perfetto rejects them; write UTF-8")
     try:
         doc = json.loads(data, parse_constant=_reject_constant)
-    except ValueError as e:
-        return problems + [f"not valid JSON: {e}"]
+    except ValueError as err:
+        return problems + [f"not valid JSON: {err}"]
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         return problems + ["traceEvents is not an array"]
     for key in ("meta", "libs"):
@@ -91,7 +91,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     used_pids: set = set()
     used_threads: set = set()
 
-    names: dict[tuple, list[str]] = defaultdict(list)
+    names: dict[tuple, list[object]] = defaultdict(list)  # the names given (one allowed)
     slices: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
     counter_keys: dict[tuple, set] = {}
     flows: dict[tuple, list[tuple]] = defaultdict(list)
@@ -137,10 +137,10 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
             if "pid" not in e or "tid" not in e:
                 problems.append(f"event #{i}: X event without pid/tid")
                 continue
-            key = (e["ts"], -dur)
-            if last_x is not None and key < last_x:
+            order = (e["ts"], -dur)
+            if last_x is not None and order < last_x:
                 problems.append(f"event #{i} ({e.get('name')!r}): X events not sorted by (ts, -dur)")
-            last_x = key
+            last_x = order
             tid = e["tid"] or e["pid"]
             used_threads.add((e["pid"], tid))
             ts_ns = round(e["ts"] * 1000)  # Perfetto converts ts and dur to ns separately

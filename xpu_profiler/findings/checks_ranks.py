@@ -98,7 +98,7 @@ def moe_imbalance(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if len(moe) < 2 or not any(moe.values()):
         return None
     mean = sum(moe.values()) / len(moe)
-    hot = max(moe, key=moe.get)
+    hot = max(moe, key=moe.__getitem__)
     ratio = moe[hot] / mean if mean else 0.0
     if ratio <= th["max_over_mean"]:
         return None

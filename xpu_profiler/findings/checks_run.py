@@ -76,12 +76,14 @@ def profiler_overhead(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
     if not (fired_drop or fired_hooks):
         return None
     if fired_drop:
+        assert drop is not None  # fired_drop: measured
         title = (
             f"Profiling at '{level}' cut throughput by {pct(drop)} ({evidence['tok_s']:,.0f} vs "
             f"{evidence['basic_tok_s']:,.0f} tok/s at 'basic'): tune against the basic run's numbers"
         )
         at_stake = drop
     else:
+        assert isinstance(hooks, dict) and hook_share is not None  # fired_hooks: measured
         title = (
             f"The step hooks took {dur(hooks['per_step_ns'])} per step, {pct(hook_share)} of the mean step "
             f"({dur(evidence['mean_step_ns'])})"

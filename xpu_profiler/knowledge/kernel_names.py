@@ -13,6 +13,7 @@ import ctypes.util
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 
 from ..core.profile import K_MEMCPY, K_MEMSET
 
@@ -59,7 +60,7 @@ def short_name(name: str, limit: int = SHORT_NAME_LEN) -> str:
 # -- demangling ----------------------------------------------------------------------
 
 
-def _cxa_demangle():
+def _cxa_demangle() -> Callable[[str], str | None] | None:
     try:
         lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
         libc = ctypes.CDLL(None)
@@ -141,6 +142,8 @@ def kernel_key(name: str, kind: int = -1) -> str:
         i, parts = (3, []) if s.startswith("_ZN") else (2, [])
         while i < len(s) and s[i].isdigit():
             m = _MANGLED_PART.match(s, i)
+            if m is None:  # a digit to isdigit() that is no decimal digit to re (``²``)
+                break
             n = int(m.group(1))
             parts.append(s[m.end() : m.end() + n])
             i = m.end() + n

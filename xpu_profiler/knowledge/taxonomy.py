@@ -38,7 +38,7 @@ from ..core.toml import TOMLDecodeError, loads
 from .collective_kinds import KIND_NAMES, OTHER_KIND, kind_of
 from .families import ROLES, Family, TokenRule, tables
 from .families.triton import inductor_rule
-from .fused_ops import FUSED_OPS
+from .fused_ops import FUSED_OPS as FUSED_OPS  # re-exported: classify* return indexes into it
 from .kernel_heads import heads
 
 #: (regex, fused_op) over layer module class names (instance suffix stripped).

@@ -107,7 +107,7 @@ def load_prompts(path: str | Path, default_output_len: int) -> list[tuple[Any, i
     p = Path(path)
     if not p.is_file():
         raise XpuProfilerError(f"prompts file {p} does not exist")
-    out = []
+    out: list[tuple[Any, int]] = []
     for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -119,7 +119,13 @@ def load_prompts(path: str | Path, default_output_len: int) -> list[tuple[Any, i
             obj = {"prompt": obj}
         if not isinstance(obj, dict) or not ("prompt" in obj or "prompt_token_ids" in obj):
             raise XpuProfilerError(f'{p}:{i}: expected an object with "prompt" or "prompt_token_ids"')
-        n = int(obj.get("output_len", obj.get("max_tokens", default_output_len)))
+        length = obj.get("output_len", obj.get("max_tokens", default_output_len))
+        try:
+            if not isinstance(length, (int, float, str)):  # null, a list...
+                raise TypeError
+            n = int(length)
+        except (TypeError, ValueError, OverflowError):
+            raise XpuProfilerError(f'{p}:{i}: "output_len"/"max_tokens" {length!r} is not a number') from None
         if "prompt_token_ids" in obj:
             out.append(({"prompt_token_ids": [int(t) for t in obj["prompt_token_ids"]]}, n))
         else:

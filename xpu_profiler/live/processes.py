@@ -147,7 +147,7 @@ class ProcessWatch:
 
 def descendants(root: int) -> dict[int, tuple[str, float]]:
     """pid -> (name, start time) of every descendant of ``root`` but multiprocessing's helpers."""
-    out = {}
+    out: dict[int, tuple[str, float]] = {}
     try:
         children = psutil.Process(root).children(recursive=True)
     except psutil.Error:

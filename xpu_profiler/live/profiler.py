@@ -21,15 +21,19 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import XpuProfilerError
 from ..core.profile import Profile
-from ..core.records import read_record_files
+from ..core.records import Batch, read_record_files
+from ..core.run_info import RunInfo
 from ..readers.records import assemble
 from . import control, options
 from .memory import HostSampler
 from .vllm import compat, compat_llm
+
+if TYPE_CHECKING:
+    from ..summary import Summary
 
 
 class Profiler:
@@ -42,7 +46,7 @@ class Profiler:
         profile_steps: int | None = None,
         trace_dir: str | Path | None = None,
         keep_traces: bool = False,
-        run_info: dict | None = None,
+        run_info: RunInfo | None = None,
     ):
         self.llm = llm
         self.metrics = options.parse_metrics(metrics)
@@ -52,13 +56,14 @@ class Profiler:
         self._own_dir = trace_dir is None
         self.trace_dir = Path(trace_dir) if trace_dir else Path(tempfile.mkdtemp(prefix="xpu_profiler."))
         self.keep_traces = keep_traces
-        self.run_info = dict(run_info or {})
+        self.run_info: RunInfo = RunInfo(**run_info) if run_info else {}  # a copy
         self.profile: Profile | None = None
-        self._summary: dict | None = None
+        self._summary: Summary | None = None
         self.incomplete: str | None = None
-        self.records: list[dict] = []
-        self.t_start = self.t_end = None
-        self._sampler = None
+        self.records: list[Batch] = []
+        self.t_start: int | None = None
+        self.t_end: int | None = None
+        self._sampler: HostSampler | None = None
         self._started = False
         #: where the engine processes also flush records (file mode); read at stop
         self.record_dir: Path | None = None
@@ -164,6 +169,7 @@ class Profiler:
 
     def _finish_run_info(self) -> None:
         p = self.profile
+        assert p is not None and self.t_start is not None  # stop() made it, after start()
         p.run.setdefault("start_time_ns", self.t_start)
         p.run.setdefault("host", socket.gethostname())
         p.run.setdefault("versions", versions())
@@ -181,7 +187,7 @@ class Profiler:
     def __enter__(self) -> Profiler:
         return self.start()
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if self._started:
             reason = None
             if exc_type is KeyboardInterrupt:
@@ -196,7 +202,7 @@ class Profiler:
         return False
 
     # -- results ----------------------------------------------------------------------
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         if self.profile is None:
             raise XpuProfilerError("no profile yet: use the profiler as a context manager first")
         if self._summary is None:
@@ -210,7 +216,9 @@ class Profiler:
         from .. import analysis
 
         fmts = list(formats) if formats else list(analysis.DEFAULT_FORMATS)
-        return analysis.export(self.profile, self.summary(), path, fmts)
+        summary = self.summary()  # raises without a profile
+        assert self.profile is not None
+        return analysis.export(self.profile, summary, path, fmts)
 
 
 def versions() -> dict:
@@ -230,7 +238,7 @@ def versions() -> dict:
     return out
 
 
-def _set_device(run: dict) -> None:
+def _set_device(run: RunInfo) -> None:
     """The run's device, its name and the key of its spec (for MFU and bandwidth)."""
     from ..knowledge import devices
 
@@ -239,7 +247,7 @@ def _set_device(run: dict) -> None:
     except Exception as e:  # a broken driver must not lose the profile
         run.setdefault("device_detect_error", f"{type(e).__name__}: {e}")
         return
-    run.update(device=info.kind, device_name=info.name, device_info=info.to_json())
+    run.update({"device": info.kind, "device_name": info.name, "device_info": info.to_json()})
 
 
 def profile(llm, metrics: str | Iterable[str] | None = None, detail_level: str = "standard", **kwargs) -> Profiler:

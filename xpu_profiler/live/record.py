@@ -20,10 +20,12 @@ import urllib.request
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import XpuProfilerError
 from ..core.profile import K_ANNOTATION, Profile
 from ..core.records import STEP_RANGE, read_record_files, record_sizes
+from ..core.run_info import RunInfo
 from ..readers.records import assemble
 from . import locate
 from .console import Console
@@ -61,7 +63,8 @@ class Window:
     def __init__(self, srv: locate.Server, steps: int | None, seconds: float | None, level: str, timeout: float):
         self.srv, self.steps, self.seconds, self.level = srv, steps, seconds, level
         self.id = uuid.uuid4().hex[:12]
-        self.dir = srv.record_dir
+        assert srv.record_dir is not None  # asked of a server that records with the plugin only
+        self.dir: Path = srv.record_dir
         self.since = record_sizes(self.dir)
         self.created = time.time_ns()
         self.expires = self.created + int(timeout * 1e9)
@@ -180,7 +183,9 @@ def record_from_cli(
         files = server_profiler_window(srv, profiler_dir, steps, seconds, timeout, con)
         with con.stage("export"):
             prof, summary = analysis.analyze(files)
-            prof.run.update({"model": model, "server": srv.url})
+            prof.run["server"] = srv.url
+            if model is not None:  # the server named it
+                prof.run["model"] = model
             if steps and summary.totals.steps != steps:
                 summary.warnings.append(
                     f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
@@ -242,7 +247,7 @@ def window_profile(win: Window, model: str | None) -> Profile:
     ]
     per_dp = win.traced
     steps = win.traced_steps
-    window = {
+    window: dict[str, Any] = {
         "id": win.id,
         "steps_asked": win.steps,
         "seconds_asked": win.seconds,
@@ -255,13 +260,14 @@ def window_profile(win: Window, model: str | None) -> Profile:
         window["engines"] = {
             str(dp): {"first_step": s[0], "last_step": s[-1], "steps": len(s)} for dp, s in per_dp.items()
         }
-    run = {
-        "model": model,
+    run: RunInfo = {
         "server": win.srv.url,
         "detail_level": win.level,
         "start_time_ns": win.created,
         "window": window,
     }
+    if model is not None:  # the server named it
+        run["model"] = model
     prof = assemble.build_profile(mine, steps=[(dp, s) for dp, ss in per_dp.items() for s in ss], run=run)
     prof.run["sources"] = [{"path": str(win.dir), "format": "xpu_profiler records"}]
     for dp, ss in per_dp.items():

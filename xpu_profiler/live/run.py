@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.errors import XpuProfilerError
 from ..core.profile import Profile
 from ..core.records import ENV_DEVICE_LOGS, ENV_DIR, ENV_RUN, StepTally
+from ..core.run_info import RunInfo
 from ..readers.records.device_logs import attach_device_logs
 from . import engine, graph_capture, options
 from .console import LOG_NAME, Console
@@ -221,7 +222,7 @@ def _start_engine(kw: dict, con: Console, rec_dir: Path | None = None):
 
 def _run_info(
     model, model_path, is_builtin, info, devices, workload, prompts, num_prompts, input_len, output_len
-) -> dict:
+) -> RunInfo:
     spec = devices.spec_for(info)
     return {
         "model": model,

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from ..core.errors import TraceError
 from ..core.profile import KINDS, PHASES, SCHEMAS, STRING_COLUMNS, Profile, StringTable, Table
+from ..core.run_info import RunInfo
 
 NAME = "bundle"
 
@@ -71,7 +73,8 @@ def _load(path: Path) -> tuple[Profile, dict]:
             raise _Broken("base_ns is not a time in ns")
         if not isinstance(run, dict):
             raise _Broken("run is not an object")
-        prof = Profile(strings=StringTable(strings), base_ns=base_ns, run=run)
+        # what Profile.save wrote: a RunInfo, its values as JSON gives them back
+        prof = Profile(strings=StringTable(strings), base_ns=base_ns, run=cast(RunInfo, run))
         for tname, schema in SCHEMAS.items():
             cols = {c: _column(z, f"{tname}.{c}", dtype) for c, dtype in schema.items() if f"{tname}.{c}" in z.files}
             lengths = {len(v) for v in cols.values()}

@@ -82,7 +82,7 @@ def _unwrap(result, task: FileTask | None = None) -> Profile | DroppedInput:
     raise TraceError(result[1], result[2])
 
 
-def serial(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile]:
+def serial(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
     return [_unwrap(read_one(t.path, t.reader, options), t) for t in tasks]
 
 
@@ -92,7 +92,7 @@ def fork_is_safe() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
-def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile]:
+def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
     """A local process pool; progress is reported per file read."""
     import multiprocessing
 
@@ -134,12 +134,12 @@ def _ray():
     return ray
 
 
-def probe(paths: list[str]) -> list[tuple]:
+def probe(paths: list[str]) -> list[tuple[int, str | None, str, int, int]]:
     """What this node holds of ``paths``: (argument, file, reader, size, mtime_ns) per file
     readers.expand finds, or (argument, None, problem, 0, 0) where it finds nothing."""
     from .formats import expand
 
-    out = []
+    out: list[tuple[int, str | None, str, int, int]] = []
     for i, p in enumerate(paths):
         try:
             for f, mod in expand([p]):
@@ -193,7 +193,7 @@ def ray_tasks(paths: list[str]) -> list[FileTask]:
     return tasks
 
 
-def ray_engine(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile]:
+def ray_engine(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
     """One Ray task per file (on its node when it is node-local); the driver merges."""
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -251,7 +251,7 @@ class RaySession:
             _ray().shutdown()
 
 
-Engine = Callable[[Sequence[FileTask], object, int, "str | None"], list[Profile]]
+Engine = Callable[[Sequence[FileTask], object, int, "str | None"], "list[Profile | DroppedInput]"]
 ENGINES: dict[str, Engine] = {"serial": serial, "process": process_pool, "ray": ray_engine}
 
 

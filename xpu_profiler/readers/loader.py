@@ -118,7 +118,7 @@ def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:
     """Two files of one format that claim the same rank are two ranks, not one: merged,
     their steps would overlap and their correlation ids cross-link."""
     mine = set(prof.ranks)
-    mapping = {}
+    mapping: dict[int, int] = {}
     for r in sorted(mine & taken):
         new = max(taken | mine | set(mapping.values())) + 1
         mapping[r] = new

@@ -174,6 +174,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
             if why:
                 skip(why, i, e)
                 continue
+            assert ts is not None and dur is not None  # _time found both usable
             counts["complete"] += 1
             add(e, ts, dur)
         elif ph in ("B", "E"):
@@ -197,8 +198,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
                     e,
                 )
                 continue
+            assert ts is not None  # _time found it usable
             counts["counter"] += 1
-            base = e.get("name") if isinstance(e.get("name"), str) else "counter"
+            label = e.get("name")
+            base = label if isinstance(label, str) else "counter"
             for k, v in args.items():
                 x = _num(v)
                 if x is not None and abs(x) < 2.0**62:
@@ -258,16 +261,16 @@ def read(path: Path, options: ReadOptions) -> Profile:
         n=n,
     )
     if c_names:
-        m = len(c_names)
+        n_c = len(c_names)
         prof.counters = Table(
             COUNTER_SCHEMA,
             {
-                "rank": np.full(m, rank, dtype=np.int32),
+                "rank": np.full(n_c, rank, dtype=np.int32),
                 "name": strings.intern_many(c_names),
                 "t": np.rint((np.array(c_t) - origin) * 1000).astype(np.int64),
                 "value": np.array(c_v, dtype=np.float64),
             },
-            n=m,
+            n=n_c,
         )
 
     kinds_arr = prof.events["kind"]

@@ -24,41 +24,42 @@ from .metadata import device_spec, run_from_metadata
 from .schema import (
     SCHEMA,
     SCHEMA_VERSION,
-    Attribution,
-    Comm,
     DeviceSpec,
-    DeviceSteps,
     DeviceTime,
     Diff,
     DiffRow,
     Distribution,
-    EngineSteps,
     Finding,
     FusedOp,
     FusedTime,
-    Graphs,
-    Idle,
     Kernel,
     KernelStats,
     Memory,
-    Parallel,
     Phase,
-    Rank,
-    RankAlignment,
     Requests,
     Roofline,
     Run,
     Series,
     Source,
     Steps,
-    StepSearch,
     Summary,
     Throughput,
     Totals,
-    VerdictGap,
 )
+from .schema_device import Attribution, DeviceSteps, Graphs, Idle
 from .schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
-from .schema_ranks import Collective, ParallelGroup, PipelineStage, RankComm
+from .schema_ranks import (
+    Collective,
+    Comm,
+    EngineSteps,
+    Parallel,
+    ParallelGroup,
+    PipelineStage,
+    Rank,
+    RankAlignment,
+    RankComm,
+)
+from .schema_steps import StepSearch, VerdictGap
 
 __all__ = [
     "Attribution",

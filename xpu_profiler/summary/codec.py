@@ -32,7 +32,8 @@ def encode(summary: Summary, indent: int = 1) -> bytes:
 
 def to_builtins(summary: Summary) -> dict[str, Any]:
     """The summary as plain dicts and lists (what ``summary.json`` holds)."""
-    return msgspec.json.decode(_ENCODER.encode(summary))
+    data: dict[str, Any] = msgspec.json.decode(_ENCODER.encode(summary))
+    return data
 
 
 def load_summary(path: str | Path) -> Summary:

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from .schema import _Struct
+from .struct import _Struct
 
 DIFF_SCHEMA = "xpu_profiler.diff"
 DIFF_SCHEMA_VERSION = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -28,12 +29,12 @@ _RUN_FIELDS = set(Run.__struct_fields__) - {"sources", "extra"}
 _SOURCE_FIELDS = set(Source.__struct_fields__) - {"details"}
 
 
-def run_from_metadata(run: dict[str, Any]) -> Run:
+def run_from_metadata(run: Mapping[str, Any]) -> Run:
     """A free-form run dict (``Profile.run``) → the typed Run: known keys typed, the rest
     kept as it is in ``extra`` (as is a known key whose value has another type than
     expected, say from an old bundle)."""
     extra = {k: v for k, v in run.items() if k not in _RUN_FIELDS and k not in NOT_RUN_METADATA}
-    known = {}
+    known: dict[str, Any] = {}
     for k, v in run.items():
         if k in _RUN_FIELDS and v is not None:
             (known if _fits(Run, k, v) else extra)[k] = v

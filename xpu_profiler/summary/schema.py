@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from .schema_device import Attribution, DeviceSteps, Graphs, Idle  # noqa: F401  (re-exported)
+from .schema_device import Attribution, DeviceSteps, Graphs, Idle
 from .schema_layers import Layers
 from .schema_ranks import (
     Comm,
@@ -17,7 +17,7 @@ from .schema_ranks import (
     RankAlignment,
 )
 from .schema_steps import StepSearch, VerdictGap
-from .struct import _Struct  # the sections' base (diff.py's too)
+from .struct import _Struct  # the sections' base
 
 SCHEMA = "xpu_profiler.summary"
 SCHEMA_VERSION = 2

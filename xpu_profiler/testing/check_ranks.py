@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+from typing import Any
 
 
 def _load(path: str) -> dict:
@@ -44,8 +45,8 @@ def check(out_dir: str) -> list[str]:
             with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
                 if re.search(rb'"(?:ts|dur)":\s*-?\d+\.\d{4,}', f.read()):
                     problems.append(f"{where}: a ts/dur has more than 3 decimals")
-        except (OSError, ValueError) as e:
-            problems.append(f"{where}: not readable JSON ({e})")
+        except (OSError, ValueError) as err:
+            problems.append(f"{where}: not readable JSON ({err})")
             continue
         evs = doc.get("traceEvents") if isinstance(doc, dict) else None
         if not isinstance(evs, list) or not evs:
@@ -60,7 +61,7 @@ def check(out_dir: str) -> list[str]:
         if len(evs) != rx["events"]:
             problems.append(f"{where}: {len(evs)} events, expected {rx['events']}")
         slices: dict[tuple, list] = {}
-        launches: dict[int, int] = {}
+        launches: dict[Any, int] = {}  # correlation id, as the file has it → launch start
         kernels = []
         flows: dict[str, set] = {"s": set(), "f": set()}
         kdur = nccl = 0
@@ -112,7 +113,7 @@ def check(out_dir: str) -> list[str]:
                     ]
                     if missing:
                         problems.append(f"{where}: NCCL kernel #{i} lacks {missing}")
-                    else:
+                    elif isinstance(base, (int, float)):  # (a file without its base is reported above)
                         ends.setdefault((str(args["Process Group Name"]), args["Seq"]), {})[rx["rank"]] = (
                             base + t1 - rx["clock_offset_ns"]
                         )

@@ -55,6 +55,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .gen_trace import (
     BASE_TIME_NS,
@@ -135,8 +136,10 @@ class Rank:
         self.ext_stack = [0]
         self.corr = 5_000_000 + 1_000_000 * r
         self.evidx = 0
-        self.step_dev = [None, 0]
-        self.pending = None  # a launched collective, kernel not written yet
+        self.step_dev: tuple[int | None, int] = (None, 0)  # the step's device work: first start, last end
+        # a launched collective, kernel not written yet: (kind, corr, external id, arrival, its args)
+        self.pending: tuple[str, int, int, int, dict[str, Any]] | None = None
+        self.snapshot: tuple[Any, ...]  # counts() when the step began (``discard`` goes back to it)
         # ground truth
         self.events = 0
         self.by_cat: dict[str, int] = {}
@@ -223,7 +226,7 @@ class Rank:
         )
         self._count("ac2g")
         first, _ = self.step_dev
-        self.step_dev = [start if first is None else min(first, start), max(self.step_dev[1], start + dur)]
+        self.step_dev = (start if first is None else min(first, start), max(self.step_dev[1], start + dur))
 
     @staticmethod
     def _kargs(key: str, grid: tuple) -> dict:
@@ -321,6 +324,7 @@ class Rank:
         return arrival
 
     def collective_finish(self, end: int) -> None:
+        assert self.pending is not None  # collective_start launched it
         kind, corr, ext, arrival, meta = self.pending
         self.pending = None
         key = "nccl_allreduce" if kind == "allreduce" else "nccl_allgather"
@@ -343,7 +347,7 @@ class Rank:
 
     _COUNTS = ("events", "kernels", "kernel_dur", "nccl_kernels", "nccl_dur", "compute_dur")
 
-    def counts(self) -> tuple:
+    def counts(self) -> tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self._COUNTS) + (dict(self.by_cat),)
 
     def discard(self) -> None:
@@ -432,7 +436,7 @@ class Run:
         for rk in self.ranks:
             rk.snapshot = rk.counts()
             rk.h = start + rk.jit(20_000, 1.0)  # the scheduler's broadcast reaches each worker
-            rk.step_dev = [None, 0]
+            rk.step_dev = (None, 0)
             anns.append(rk.begin(name, "user_annotation"))
             h = rk.begin("aten::copy_")
             rk.memcpy("HtoD", T * 8)
@@ -454,6 +458,7 @@ class Run:
         for rk, ann in zip(self.ranks, anns):
             ext = rk.end(ann)
             first, last = rk.step_dev
+            assert first is not None  # the step ran device work on every rank (its gemms)
             rk.gpu.append(
                 f'  {{\n    "ph": "X", "cat": "gpu_user_annotation", "name": "{name}", '
                 f'"pid": {rk.dev}, "tid": {COMPUTE_STREAM},\n    "ts": {rk._t(first)}, '

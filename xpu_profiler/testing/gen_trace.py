@@ -184,7 +184,7 @@ class Gen:
         self.kernel_dur_by_phase = {"prefill": 0, "decode": 0, "mixed": 0, "unknown": 0}
         self.kernels_by_phase = {"prefill": 0, "decode": 0, "mixed": 0, "unknown": 0}
         self.phase = "unknown"  # phase of the step whose range holds the host cursor
-        self.step_dev_first = None
+        self.step_dev_first: int | None = None  # the step's first device work, once it has some
         self.step_dev_last = 0
         # decode population: context lengths of running requests
         self.ctx_lens = [self.rng.randint(64, 1500) for _ in range(48)]
@@ -658,6 +658,7 @@ class Gen:
             self.simple_op("vllm::all_reduce", "nccl_allreduce", 14_000 + n_seq * 20, (2, 1, 1), f"[[{n_seq}, 8]]", 1)
         ann_ext = self.annotation_end(ann)
         dev_first, dev_last = self.step_dev_first, self.step_dev_last
+        assert dev_first is not None  # the step launched device work (its lm_head gemm at least)
         self.gpu.append(
             f'  {{\n    "ph": "X", "cat": "gpu_user_annotation", "name": "{name}", "pid": {DEVICE}, '
             f'"tid": {STREAM},\n    "ts": {_ts(dev_first)}, "dur": {_ts(dev_last - dev_first)},\n'

@@ -15,7 +15,7 @@ from .style import BASIS_LABELS, OTHER_COLOR, PHASE_COLORS, PHASES, TOKEN_PHASES
 def build_fused_ops(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | None, dict]:
     if not summary.fused_ops:
         return None, {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in summary.fused_ops:
         rows.append(
             {
@@ -91,7 +91,7 @@ def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
         return None, {}
     # a source with steps but no op events (a live run without the torch profiler): no op time
     no_ops = summary.totals.op_time_ns == 0
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "phase": p.phase,
             "steps": p.steps,
@@ -168,7 +168,7 @@ def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
             "layout": layout(barmode="group", height=320, yaxis=axis("µs per token"), xaxis={"automargin": True}),
         }
     known = any(r["phase"] != "unknown" for r in rows)
-    unit = next((p.kernels.unit for p in rows_in if p.kernels), None)
+    unit = next((p.kernels.unit for p in rows_in if p.kernels), "")  # "": no phase with kernels
     section = {
         "rows": rows,
         "mix": mix,

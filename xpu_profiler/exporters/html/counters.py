@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...core.fmt import number
@@ -71,7 +73,7 @@ def build_memory(summary: Summary) -> tuple[dict | None, dict]:
     """Peaks and a chart of device memory, host RSS (GiB) and KV-cache usage (%) over time."""
     series = [s for s in _timed(summary) if _series_kind(s.name) in ("bytes", "kv")]
     peak = summary.memory.peak
-    peaks = [
+    peaks: list[dict[str, Any]] = [
         {"name": k, "label": _series_label(k), "kind": _series_kind(k), "value": number(v)}
         for k, v in peak.items()
         if _series_kind(k) in ("bytes", "kv") and number(v) is not None

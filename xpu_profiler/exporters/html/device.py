@@ -40,12 +40,11 @@ SOURCE_COLORS = {
 
 
 def build_device(summary: Summary) -> tuple[dict | None, dict]:
-    phases = [p for p in summary.phases if p.device is not None and p.device.period_ns]
+    phases = [(p, p.device) for p in summary.phases if p.device is not None and p.device.period_ns]
     if not phases:
         return None, {}
-    rows = []
-    for p in phases:
-        d = p.device
+    rows: list[dict[str, Any]] = []
+    for p, d in phases:
         parts = {"busy": d.busy_ns, "host_wait": d.host_wait_ns, "kernel_wait": d.kernel_wait_ns, "other": d.other_ns}
         parts["elsewhere"] = max(d.period_ns - sum(parts.values()), 0)
         rows.append(
@@ -95,7 +94,7 @@ def build_device(summary: Summary) -> tuple[dict | None, dict]:
     line, binned = _step_lines(summary)
     if line is not None:
         figs["device_steps"] = line
-    d = summary.device_steps
+    ds = summary.device_steps
     streams = [
         {
             "rank": i.rank,
@@ -112,9 +111,9 @@ def build_device(summary: Summary) -> tuple[dict | None, dict]:
     section = {
         "rows": rows,
         "streams": streams,
-        "kernel_wait_max_ns": float(d.kernel_wait_max_ns),
-        "host_bound_share": d.host_bound_share,
-        "twins": dict(d.twins),
+        "kernel_wait_max_ns": float(ds.kernel_wait_max_ns),
+        "host_bound_share": ds.host_bound_share,
+        "twins": dict(ds.twins),
         "binned": binned,
         "figures": list(figs),
     }

@@ -89,7 +89,7 @@ def mfu_cards(summary: Summary) -> list[tuple[str, str, float, str]]:
     for r in summary.roofline:
         if r.component != "step":
             continue
-        if r.judged_by == "flops" and r.flops_share is not None:
+        if r.judged_by == "flops" and r.flops_share is not None and r.flop_s is not None:
             out.append(
                 (
                     f"mfu_{r.phase}",
@@ -98,7 +98,7 @@ def mfu_cards(summary: Summary) -> list[tuple[str, str, float, str]]:
                     f"{fmt.count(r.flop_s / 1e12, fmt.REPORT)} TFLOP/s, {r.source}",
                 )
             )
-        elif r.judged_by == "bandwidth" and r.bw_share is not None:
+        elif r.judged_by == "bandwidth" and r.bw_share is not None and r.bytes_s is not None:
             out.append(
                 (
                     f"bw_{r.phase}",

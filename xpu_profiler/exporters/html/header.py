@@ -81,10 +81,10 @@ def _device_text(summary: Summary) -> str | None:
     if flops:
         label = dtype if dtype and dtype.endswith(")") else f"{dtype} peak" if dtype else "peak"
         parts.append(f"{flops / 1e12:,.0f} TFLOP/s {label}")
-    if dev is not None and number(dev.mem_bw_bytes_s):
-        parts.append(f"{dev.mem_bw_bytes_s / 1e12:.2f} TB/s")
-    if dev is not None and number(dev.mem_bytes):
-        parts.append(f"{dev.mem_bytes / 2**30:.0f} GiB")
+    if dev is not None and (bw := number(dev.mem_bw_bytes_s)):
+        parts.append(f"{bw / 1e12:.2f} TB/s")
+    if dev is not None and (size := number(dev.mem_bytes)):
+        parts.append(f"{size / 2**30:.0f} GiB")
     return " · ".join(parts)
 
 

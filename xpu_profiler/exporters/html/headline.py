@@ -113,7 +113,7 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
 
 
 def _busy_share(summary: Summary) -> float | None:
-    ranks = [r.busy_share for r in summary.ranks if number(r.busy_share) is not None]
+    ranks = [x for r in summary.ranks if (x := number(r.busy_share)) is not None]
     if ranks:
         return 100 * sum(ranks) / len(ranks)
     tot = summary.totals

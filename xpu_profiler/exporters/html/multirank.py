@@ -61,8 +61,8 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
         cols = max(col) + 1
         grid = np.full((len(ranks), cols), np.nan)
         waits = st.wait_ns or [0] * len(st.rank)
-        for r, e, v, w in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns, waits):
-            grid[pos[r], col[e]] = (v - w) / 1e6
+        for rk, e, v, w in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns, waits):
+            grid[pos[rk], col[e]] = (v - w) / 1e6
         x = np.arange(cols, dtype=np.float64)
         xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
         section["binned"] = k
@@ -90,9 +90,9 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
         section["figures"].append("rank_steps")
         # of the engine steps a rank shares with others, how many it was the slowest in
         shared = {r: 0 for r in ranks}
-        for r, e in zip(st.rank, st.engine_step):
+        for rk, e in zip(st.rank, st.engine_step):
             if es.ranks[e] > 1:
-                shared[r] += 1
+                shared[rk] += 1
         section["slowest"] = [
             {
                 "rank": r.rank,

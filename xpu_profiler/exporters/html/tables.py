@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ...core.fmt import number
 from ...knowledge.kernel_names import short_name
@@ -16,7 +17,7 @@ MAX_KERNEL_ROWS = 500  # rows of the top-kernels table
 def build_kernels(summary: Summary, colors: Mapping[str, str]) -> dict | None:
     if not summary.top_kernels:
         return None
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": r.name,
             "short": short_name(r.name),
@@ -43,7 +44,7 @@ def build_kernels(summary: Summary, colors: Mapping[str, str]) -> dict | None:
 def build_ranks(summary: Summary) -> tuple[dict | None, dict]:
     if len(summary.ranks) < 2:
         return None, {}
-    rows = sorted(
+    rows: list[dict[str, Any]] = sorted(
         (
             {
                 "rank": r.rank,

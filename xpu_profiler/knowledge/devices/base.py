@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 T = 1e12
 GiB = 1 << 30
@@ -22,7 +23,7 @@ class DeviceSpec:
     mem_bytes: int | None
     source: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -59,9 +60,9 @@ class DeviceInfo:
     torch_device_type: str = "cpu"
     memory_bytes: int | None = None
     spec_key: str | None = None  # key into the spec tables, when one matches
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -11,6 +11,9 @@ of the live path names any of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from . import compat
 
 
@@ -108,7 +111,7 @@ def sampling_params(max_tokens: int, greedy: bool = True):
     return params(max_tokens=max_tokens, ignore_eos=True, **({"temperature": 0.0} if greedy else {}))
 
 
-def generate(llm, prompts, params, progress: bool = False) -> list:
+def generate(llm, prompts, params, progress: bool | Callable[..., Any] = False) -> list:
     return llm.generate(prompts, params, use_tqdm=progress)
 
 

@@ -10,12 +10,12 @@ import os
 
 from ...core.records import ENV_DEVICE_LOGS
 from . import compat, patching
-from .log_capture import start_capture, stop_capture
+from .log_capture import CaptureHandle, start_capture, stop_capture
 from .recorder import REC
 
 
 class _Capture:
-    handle = None  # this worker's CaptureHandle while its output is redirected
+    handle: CaptureHandle | None = None  # this worker's while its output is redirected
 
 
 CAPTURE = _Capture()

@@ -3,13 +3,18 @@ every ``RSS_PERIOD_NS``) and the device allocator's counters (workers, no device
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
+
 #: host RSS is sampled at most this often per process and role (ns)
 RSS_PERIOD_NS = 20_000_000
 
 
 class MemorySampler:
     def __init__(self) -> None:
-        self._proc = None
+        self._proc: psutil.Process | None = None
         self._last_rss: dict[str, int] = {}
         self._device_ok: bool | None = None  # None: not known yet
 

@@ -43,7 +43,7 @@ class PostImportHook:
             for patch in patches:
                 run_patch(patch, module)
 
-        loader.exec_module = exec_module
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # this loader's, patched on purpose
         return spec
 
 

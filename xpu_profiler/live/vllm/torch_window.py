@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ...core import records
 from ...knowledge.layer_names import is_decoder_layer
 from . import compat
 from .recorder import now
+
+if TYPE_CHECKING:
+    from torch.profiler import profile
 
 
 class TorchWindow:
@@ -47,7 +51,7 @@ class TorchWindow:
         self.level = level
         self.seen = 0
         self.done = 0
-        self.prof = None
+        self.prof: profile | None = None
         self.hooks: list = []
         self.files: list[str] = []
         self.marks: list[tuple] = []  # (step, t_ns of our range start) for clock alignment

@@ -35,8 +35,8 @@ def comm_columns(argss: list[SliceArgs]) -> dict:
     ids = np.full(len(flat), -1, np.int64)
     present = np.fromiter((t is not None for t in flat), dtype=bool, count=len(flat))
     ids[present] = table.intern_many([t for t in flat if t is not None])
-    ids = ids.reshape(-1, len(names))
-    out.update({k: ids[:, j].copy() for j, k in enumerate(names)})
+    by_row = ids.reshape(-1, len(names))
+    out.update({k: by_row[:, j].copy() for j, k in enumerate(names)})
     for k in ("seq", "in_nelems", "out_nelems", "group_size"):
         vals = _values(picked, _COMM_FIELDS[k])
         try:  # the usual case: plain numbers

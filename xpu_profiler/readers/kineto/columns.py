@@ -95,8 +95,8 @@ class Cols(msgspec.Struct):
     mem_t: np.ndarray  # ns, not yet shifted
     mem_series: np.ndarray  # index into MEMORY_SERIES
     mem_v: np.ndarray
-    thread_names: dict
-    process_names: dict
+    thread_names: dict[str, str]  # "pid:tid" → name
+    process_names: dict[str, str]  # pid → name
     # the Python frames apart from the events: names (chunk-local table), times in ns, pid, tid
     frame_names: list
     frame_name_ids: np.ndarray
@@ -112,7 +112,7 @@ class Cols(msgspec.Struct):
     # (index in the chunk, phase code, pairing key, name, ts in µs, the Begin event or None)
     marks: list = []
     unused: dict = {}  # events of phases the analysis does not use: label → [count, first index, first name]
-    py_engines: dict = {}  # python frames per engine source tree (vllm, sglang, ...)
+    py_engines: dict[str, int] = {}  # python frames per engine source tree (vllm, sglang, ...)
 
 
 def _local_ids(values: list) -> tuple[list, np.ndarray]:

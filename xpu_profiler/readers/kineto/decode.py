@@ -124,7 +124,7 @@ class ChunkFailed(Exception):
     """A chunk did not decode on its own: cut at a bad place, or a broken event inside."""
 
 
-def decode_cols(data: bytes | bytearray) -> Cols:
+def decode_cols(data: bytes | bytearray | memoryview) -> Cols:
     """The columns of one chunk (``[`` events ``]``): typed, else (an odd event in it, NaN)
     tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on its
     own (cut at a bad place)."""
@@ -149,7 +149,7 @@ def frame(size: int) -> bytearray:
     return out
 
 
-def framed(part) -> bytearray:
+def framed(part: bytes | memoryview) -> bytearray:
     """ "[" part "]" in one copy (``b"[" + part + b"]"`` copies the part twice)."""
     out = frame(len(part))
     out[1:-1] = part
@@ -158,6 +158,7 @@ def framed(part) -> bytearray:
 
 def _decode_chunk(span: tuple[int, int]) -> Cols:
     a, b = span
+    assert _RAW is not None  # set by decode_all around its chunks (forked workers inherit it)
     return decode_cols(framed(_RAW[a:b]))
 
 

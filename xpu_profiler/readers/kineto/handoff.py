@@ -70,6 +70,7 @@ def decode_task(task: tuple[int, int] | bytearray) -> Cols:
     if not isinstance(task, tuple):
         return decode_cols(task)
     slot, n = task
+    assert _RING is not None  # a slot's task comes from decode_in_pool's ring (forked workers inherit it)
     at = slot * _RING.slot_bytes
     with memoryview(_RING.buf) as whole, whole[at : at + n] as data:
         return decode_cols(data)

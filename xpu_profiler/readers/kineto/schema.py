@@ -10,7 +10,7 @@ for exact messages about broken events).
 from __future__ import annotations
 
 import math
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 
@@ -163,9 +163,11 @@ PH_CODE: dict[type, int] = {
     _AsyncEnd: 6,
 }
 PH_CODE.update({t: PH_IDS[c] for t, c in zip(_OTHERS, UNUSED_PHASES)})  # _OTHERS: UNUSED_PHASES' order
-TAGGED_DECODER = msgspec.json.Decoder(
-    list[Union[(_Slice, _Instant, _InstantG, _Meta, _Begin, _End, _AsyncBegin, _AsyncEnd, *_OTHERS)]]
-)
+#: one struct per phase, tagged by "ph": a union built at run time (``_OTHERS``), which no static
+#: type names
+_PHASE_STRUCTS = (_Slice, _Instant, _InstantG, _Meta, _Begin, _End, _AsyncBegin, _AsyncEnd, *_OTHERS)
+_TAGGED: Any = Union[_PHASE_STRUCTS]  # noqa: UP007 (a tuple made at run time has no "|" form)
+TAGGED_DECODER = msgspec.json.Decoder(list[_TAGGED])
 
 
 class DistributedInfo(msgspec.Struct, gc=False):

@@ -52,7 +52,7 @@ def _blocks(path: Path, progress: Callable[[int], None] | None) -> Iterator[byte
                 if progress and n:
                     progress(n)
                 yield out
-        except (EOFError, *deflate.ERRORS):
+        except (EOFError,) + deflate.ERRORS:
             raise Unstreamable() from None
 
 
@@ -181,6 +181,7 @@ def _cut(fd: int, pos: int, end: int) -> tuple[int, int]:
 
 
 def _range_chunk(k: int) -> Cols:
+    assert _FILE is not None  # set around the chunks' decode (forked workers inherit it)
     path, start, end, size = _FILE
     with open(path, "rb") as f:
         fd = f.fileno()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -79,9 +80,10 @@ def _parse_int(text: str):
     return int(text)
 
 
-def generic(path: Path, data: bytes | memoryview) -> list:
-    """The JSON array as plain Python values; NaN/Infinity and huge numbers are accepted here
-    (and skipped by the checks). Broken JSON is a TraceError naming the problem."""
+def generic(path: Path, data: bytes | bytearray | memoryview) -> Any:
+    """The JSON document (an array, a trace object: the caller checks) as plain Python values;
+    NaN/Infinity and huge numbers are accepted here (and skipped by the checks). Broken JSON
+    is a TraceError naming the problem."""
     problem = None
     try:
         return msgspec.json.decode(data)
@@ -179,6 +181,7 @@ def _check_slice(e: dict) -> str | None:
             return "with a time out of range"
         if problem:
             return f"with a {problem} '{k}'"
+        assert x is not None  # no problem: a value
         if not math.isfinite(x):
             return "with a non-finite time (NaN or Infinity)"
         if k == "ts":
@@ -194,7 +197,7 @@ def _check_slice(e: dict) -> str | None:
 
 def _check_memory(e: dict, args: dict) -> str | None:
     x, problem = _number(e.get("ts")) if e.get("ts") is not None else (None, "missing")
-    if problem or not math.isfinite(x) or abs(x) > MAX_US:
+    if problem or x is None or not math.isfinite(x) or abs(x) > MAX_US:  # x is None: a problem
         return "with odd [memory] args (no usable time)"
     for k in _MEMORY_ARGS:
         v = args.get(k)
@@ -236,7 +239,7 @@ def from_document(path: Path, data: bytes) -> tuple[Trace | None, list[Cols], li
     return msgspec.convert(fields, Trace), [tolerant_cols(path, events)], notes
 
 
-def tolerant_cols(path: Path, data: bytes | memoryview | list) -> Cols:
+def tolerant_cols(path: Path, data: bytes | bytearray | memoryview | list[Any]) -> Cols:
     """Columns of a JSON array of events, odd events skipped and counted (``Cols.skipped``)."""
     values = data if isinstance(data, list) else generic(path, data)
     if not isinstance(values, list):

@@ -18,6 +18,7 @@ import numpy as np
 from ...core.intervals import within_union
 from ...core.profile import Profile
 from ...core.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, METRICS, R_IDX, S_IDX, worker_keys
+from ...core.run_info import RunInfo
 from . import steps as steps_mod
 from . import throughput, torch_traces
 from .counters import counters_table
@@ -30,7 +31,7 @@ def build_profile(
     t_end: int | None = None,
     metrics: Sequence[str] = METRICS,
     extra_counters: Sequence[tuple] = (),
-    run: dict | None = None,
+    run: RunInfo | None = None,
     trim_to_steps: bool = True,
     steps: Collection[int] | Collection[tuple[int, int]] | None = None,
     wallclock_traces: Sequence[str | Path] = (),

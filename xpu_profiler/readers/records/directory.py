@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ...core.errors import TraceError
 from ...core.profile import Profile
 from ...core.records import RECORD_SUFFIX, read_record_files, record_files
+from ...core.run_info import RunInfo
 from ...knowledge.vllm_names import FRONTEND_TRACE_MARK
 from . import assemble, lifetimes
 
@@ -67,9 +69,9 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
     others = [f for f in torch_profiler_traces(d) if str(f.resolve()) not in ours]
     frontend = [f for f in others if FRONTEND_TRACE_MARK in f.name]  # the API server's host work
     placed = _place_traces([f for f in others if f not in frontend], lts)
-    meta = next((b["meta"] for b in chosen.batches if isinstance(b.get("meta"), dict)), {})
+    meta: dict[str, Any] = next((b["meta"] for b in chosen.batches if isinstance(b.get("meta"), dict)), {})
     engine = meta.get("engine") or {}
-    run = {
+    run: RunInfo = {
         "lifetime": {"key": chosen.key, "index": lts.index(chosen) + 1, "of": len(lts), "pids": chosen.pids},
         "engine": engine,
         "start_time_ns": chosen.first_ns,
@@ -83,10 +85,10 @@ def read(directory: str | Path, lifetime: int | None = None) -> Profile:
     if frontend:
         prof.run["frontend_traces_left_out"] = [str(f) for f in frontend]
     if len(lts) > 1:
-        others = "; ".join(f"{i}: {lt.describe()}" for i, lt in enumerate(lts, 1) if lt is not chosen)
+        rest = "; ".join(f"{i}: {lt.describe()}" for i, lt in enumerate(lts, 1) if lt is not chosen)
         prof.warn(
             f"{d} holds the records of {len(lts)} server lifetimes; this report is lifetime "
-            f"{lts.index(chosen) + 1} ({chosen.describe()}); the others ({others}) are read with "
+            f"{lts.index(chosen) + 1} ({chosen.describe()}); the others ({rest}) are read with "
             f"--lifetime N"
         )
     if placed.get(""):
