@@ -147,7 +147,7 @@ class Console:
 
     def explain(self) -> None:
         """The lines of the log that say why vLLM failed, on the terminal."""
-        lines = why(self.log_path)
+        lines = why(self.log_path) if self.log_path is not None else []
         if lines:
             self._line(f"xpu_profiler: {fmt.plain(str(self.log_path))} says:")
             for ln in lines:
@@ -157,6 +157,8 @@ class Console:
         """From now on fds 1 and 2 (this process's, and those its children inherit) go to the log."""
         from ..core.atomic_write import OutputError, reason
 
+        if self.log_path is None:  # (quiet API use: nothing to capture into)
+            return
         try:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)

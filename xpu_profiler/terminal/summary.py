@@ -249,12 +249,11 @@ def attribution_lines(summary: Summary) -> list[Block]:
 def device_lines(summary: Summary) -> list[Block]:
     """Per phase on the device's clock: busy, idle by cause, the verdict and its evidence;
     the idle breakdown per stream."""
-    phases = [p for p in summary.phases if p.device is not None]
+    phases = [(p, p.device) for p in summary.phases if p.device is not None]
     if not phases:
         return []
     rows: list[list[Cell]] = []
-    for p in phases:
-        d = p.device
+    for p, d in phases:
         rows.append(
             [
                 p.phase,
@@ -274,7 +273,7 @@ def device_lines(summary: Summary) -> list[Block]:
         rows,
         "lrrrrrrrl",
     )
-    out += [f"  {fmt.plain(p.bound_evidence or '')}" for p in phases]
+    out += [f"  {fmt.plain(p.bound_evidence or '')}" for p, _ in phases]
     out.append(
         "  (kernel wait = launch latency, at most "
         f"{fmt_ns(summary.device_steps.kernel_wait_max_ns)}; other = dependency waits: work queued but not running)"
