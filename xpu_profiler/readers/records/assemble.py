@@ -17,7 +17,16 @@ import numpy as np
 
 from ...core.intervals import within_union
 from ...core.profile import Profile
-from ...core.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, METRICS, R_IDX, S_IDX, worker_keys
+from ...core.records import (
+    C_IDX,
+    FLUSH_FAILED,
+    MAX_HELD_ROWS,
+    MEMORY_COUNTER_PREFIXES,
+    METRICS,
+    R_IDX,
+    S_IDX,
+    worker_keys,
+)
 from . import steps as steps_mod
 from . import throughput, torch_traces
 from .counters import counters_table
@@ -133,6 +142,15 @@ def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:
     return engine_rank, {str(r): layout[r] for r in sorted(layout)}
 
 
+#: how the warnings name each kind of row
+DROPPED_NAMES = {
+    "sched": "scheduler step rows",
+    "worker": "worker step rows",
+    "counters": "counter samples",
+    "requests": "request rows",
+}
+
+
 def hook_warnings(batches: Sequence[dict]) -> list[str]:
     """What the hooks could not do, one line each: hooks that did not install at import,
     failures inside hooks (count and first message, summed over batches), reading problems."""
@@ -155,7 +173,17 @@ def hook_warnings(batches: Sequence[dict]) -> list[str]:
         first = failures[(unwritten[0], FLUSH_FAILED)][1]
         out.append(
             f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
-            f"their records were collected from the engine instead"
+            f"their records were held in memory and handed over later"
+        )
+    dropped: dict[str, int] = {}
+    for b in batches:
+        for kind, n in (b.get("dropped") or {}).items():
+            dropped[kind] = dropped.get(kind, 0) + int(n)
+    if dropped:
+        what = ", ".join(f"{dropped[k]:,} {DROPPED_NAMES.get(k, k)}" for k in sorted(dropped))
+        out.append(
+            f"records dropped while the record files could not be written: {what} (the oldest; "
+            f"each process holds at most {MAX_HELD_ROWS:,} of each kind meanwhile): the totals are short by those"
         )
     for (proc, where), (n, first) in sorted(failures.items()):
         if where != FLUSH_FAILED:
