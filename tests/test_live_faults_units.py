@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import real_data
 
 from xpu_profiler.core.profile import Profile
 from xpu_profiler.core.records import FLUSH_FAILED, read_record_files
@@ -22,8 +23,7 @@ from xpu_profiler.live.vllm import compat_llm, recorder
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
 from xpu_profiler.readers.records.assemble import build_profile
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
-CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
+CAPTURE_TRACE = real_data.path("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
 
 
 def _sched_row(step, t0):
@@ -221,11 +221,11 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
     assert where is None and kw == {"profiler_config": {"profiler": "cuda"}} and "not torch.profiler" in said[0]
 
 
-@pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
 def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
     from xpu_profiler.readers import load
     from xpu_profiler.readers.capture_files import is_capture_file, is_capture_profile
 
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     src = tmp_path / "vllm_profiler" / "capture_traces"
     src.mkdir(parents=True)
     # a real graph-capture trace, named as vLLM's tensorboard_trace_handler names them

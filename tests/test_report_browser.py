@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import real_data
 from report_helpers import (
     ARTIFACTS,
     HOSTILE_NAMES,
@@ -31,7 +32,6 @@ from xpu_profiler.summary import Summary
 
 pytestmark = pytest.mark.browser
 
-REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
 SHOTS = ARTIFACTS / "report"
 
 
@@ -87,9 +87,7 @@ def test_live_cpu_run_report(browser, tmp_path):
 
 
 def _real_traces():
-    if not REAL_TRACES.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_TRACES} is not there"))]
-    return [pytest.param(p, id=p.name) for p in sorted(REAL_TRACES.iterdir()) if not p.name.startswith("LICENSE")]
+    return [pytest.param(p, id=p.name) for p in real_data.entries()]
 
 
 @pytest.mark.parametrize("trace", _real_traces())

@@ -1,7 +1,7 @@
 """A generated corpus of bad reader inputs, derived at test time from real traces.
 
 Every case starts from a real file (a ROCm MI250 Kineto trace, an SGLang MI300X decode
-trace, a two-rank CUDA job, from ``../shared/data/real-traces``) and breaks one thing:
+trace, a two-rank CUDA job, from ``tests/data/real-traces``) and breaks one thing:
 one event's field set to each bad kind of value, a non-object among the events, odd
 ``[memory]`` args or metadata, odd top-level fields, step names beyond int64, the file
 truncated, garbage, empty or its gzip corrupt; the same for [XPURT_PROF] logs and
