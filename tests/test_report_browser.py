@@ -257,9 +257,6 @@ def _multirank_checks(browser, out, ranks: int) -> PageResult:
 
 def test_multirank_report(browser, tmp_path):
     # GIVEN four ranks of a TP run, rank 2 slow, clocks seconds apart (xpu_profiler/testing/gen_ranks.py)
-    import sys
-
-    sys.path.insert(0, str(REPO / "bench"))
     from xpu_profiler.testing import gen_ranks
 
     gen_ranks.generate(str(tmp_path / "in"), ranks=4, events=8_000, layers=4, seed=4, slow_rank=2, slow_pct=30)
