@@ -63,7 +63,7 @@ def test_a_child_that_ends_after_its_parent_moves_no_time(tmp_path: Path) -> Non
     assert decode_op_time(s) == {fused: 100_000 for _, fused in OPS}
     assert s.totals.op_time_ns == 4 * 100_000
     (w,) = crossing_warnings(s)
-    assert w.startswith("4 host events overlap another on their thread without nesting")
+    assert w.startswith("4 host event(s) overlap another on their thread without nesting")
     assert "'aten::empty' starts inside" in w and "overlaps its end by 30.000 us" in w
     assert "4 were taken as ending with their parent and 0 as ending where the next one starts" in w
 
@@ -77,7 +77,7 @@ def test_an_op_that_runs_into_the_next_one_keeps_its_own_time(tmp_path: Path) ->
     _, s = analyze([write(tmp_path / "t.json", ev)])
     assert decode_op_time(s) == {fused: 100_000 for _, fused in OPS}
     (w,) = crossing_warnings(s)
-    assert w.startswith("3 host events overlap") and "3 as ending where the next one starts" in w
+    assert w.startswith("3 host event(s) overlap") and "3 as ending where the next one starts" in w
 
 
 def test_launches_in_the_overlap_go_to_the_op_that_made_them(tmp_path: Path) -> None:
@@ -180,5 +180,5 @@ def test_a_real_cpu_trace_with_stretched_children_keeps_every_fused_ops_time(tmp
     assert s.totals.op_time_ns == ref.totals.op_time_ns
     assert crossing_warnings(ref) == []
     (w,) = crossing_warnings(s)
-    assert w.startswith(f"{warned:,} host events overlap")
+    assert w.startswith(f"{warned:,} host event(s) overlap")
     assert f"{warned:,} were taken as ending with their parent and 0 as ending where the next one starts" in w

@@ -137,7 +137,7 @@ def crossing_warning(profile: Profile, nesting: Nesting) -> str | None:
     i, j, over = nesting.example
     name = profile.strings.lookup(ev["name"][[i, j]])
     return (
-        f"{clipped + cut:,} host events overlap another on their thread without nesting "
+        f"{clipped + cut:,} host event(s) overlap another on their thread without nesting "
         f"(clock jitter or an edited trace), e.g. {fmt.clip(name[0], 80)!r} starts inside "
         f"{fmt.clip(name[1], 80)!r} and overlaps its end by {over / 1e3:,.3f} us (rank {int(ev['rank'][i])}, "
         f"thread {int(ev['track'][i])}); for which op holds which, {clipped:,} were taken as ending with "

@@ -108,8 +108,9 @@ def build_profile(
         prof.run["hook_overhead"] = {"total_ns": hook_ns, "steps": n_hooked, "per_step_ns": hook_ns / n_hooked}
     prof.run["metrics"] = list(metrics)
     torch_files += [(str(f), None, None) for f in wallclock_traces]
+    unreadable: list[str] = []
     if torch_files and "execution_time" in metrics:
-        tp = torch_traces.load_traces(torch_files)
+        tp = torch_traces.load_traces(torch_files, problems=unreadable)
         if tp is not None:
             tp.run.pop("step_source", None)
             merged = Profile.merge([prof, tp])
@@ -118,7 +119,7 @@ def build_profile(
             prof = merged
             if trim_to_steps:
                 trim_events_to_steps(prof)
-    for w in hook_warnings(batches):
+    for w in [*hook_warnings(batches), *unreadable]:
         prof.warn(w)
     return prof
 
