@@ -249,3 +249,15 @@ def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
         empty.run["capture_traces"] == {"dir": None, "files": []}
         and said[-1] == "the engine wrote no graph-capture trace"
     )
+
+
+def test_a_torch_trace_cut_short_is_left_out_with_a_warning(tmp_path):
+    """A worker killed while it wrote its torch trace: the run's records still assemble, the
+    trace's events are missing and the warning names the file and its problem."""
+    cut = tmp_path / "rank0.pt.trace.json.gz"
+    cut.write_bytes(real_data.path("rocm-mi250-minitoy.json.gz").read_bytes()[:700])
+    batch = {"pid": 1, "process": "EngineCore", "sched": [_sched_row(0, 10**18)], "worker": [], "counters": []}
+    p = build_profile([{**batch, "requests": []}], wallclock_traces=[cut])
+    assert p.steps["step_id"].tolist() == [0]
+    (w,) = [w for w in p.run["warnings"] if str(cut) in w]
+    assert "gzip" in w and w.endswith("its events are missing")
