@@ -208,7 +208,9 @@ def _skipped(path: Path, parts: list) -> dict:
         raise TraceError(path, "not a valid trace: no events (its traceEvents array is empty)")
     skipped = merge_skips(found)
     if not skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:
-        raise TraceError(path, f"not a valid trace: no timed event (only {offset:,} metadata or instant events)")
+        raise TraceError(
+            path, f"not a valid trace: no timed event among its {offset:,} (metadata, instants or kinds not read)"
+        )
     if skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:  # track names alone are nothing
         n = sum(v[0] for v in skipped.values())
         lines = skip_lines("", skipped)
