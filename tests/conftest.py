@@ -174,3 +174,16 @@ def pytest_collection_modifyitems(config, items) -> None:
         return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # (stable: the order inside each module stays)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line when the shared real traces are not beside this checkout: the tests over
+    every real trace ran on the copies in tests/data/real-traces only."""
+    import real_data
+
+    if not real_data.SHARED.is_dir():
+        n = len(real_data.files(recursive=True))
+        terminalreporter.write_line(
+            f"real traces: {real_data.SHARED} is not beside this checkout; the tests over every real "
+            f"trace ran on the {n} in tests/data/real-traces only, and those that need another skipped"
+        )
