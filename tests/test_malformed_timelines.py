@@ -182,3 +182,31 @@ def test_a_real_cpu_trace_with_stretched_children_keeps_every_fused_ops_time(tmp
     (w,) = crossing_warnings(s)
     assert w.startswith(f"{warned:,} host event(s) overlap")
     assert f"{warned:,} were taken as ending with their parent and 0 as ending where the next one starts" in w
+
+
+def _nests(gid, start, end) -> bool:
+    """Brute force: no two intervals of a group overlap without one holding the other."""
+    n = len(start)
+    for i in range(n):
+        for j in range(n):
+            if i != j and gid[i] == gid[j] and start[i] < start[j] < end[i] < end[j]:
+                return False
+    return True
+
+
+def test_is_nested_and_nested_ends_against_brute_force() -> None:
+    from xpu_profiler.core.intervals import is_nested
+
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        n = int(rng.integers(1, 10))
+        gid = rng.integers(0, 2, n)
+        start = rng.integers(0, 40, n)
+        end = start + rng.integers(0, 20, n)
+        assert is_nested(gid, start, end) == _nests(gid, start, end), (gid, start, end)
+        r = nested_ends(gid, start, end)
+        # what comes out nests, never ends later than it did nor before it starts, and only
+        # the intervals it says were changed are
+        assert _nests(gid, start, r.end) and (r.end <= end).all() and (r.end >= start).all()
+        assert ((r.how != KEPT) == (r.end != end)).all()
+        assert (r.example is None) == bool((r.how == KEPT).all())
