@@ -159,6 +159,7 @@ SHARED_FIXTURE_GROUPS = {
 LONGEST_FIRST = ("test_findings_live", "test_live_faults", "test_live_serve", "test_live_serve_dp", "test_live_llm")
 
 
+@pytest.hookimpl(tryfirst=True)  # (before xdist reads the groups off the items)
 def pytest_collection_modifyitems(config, items) -> None:
     """Under ``-n N --dist loadgroup``: each module is one unit of work (its module and
     session fixtures start their engines once), the modules that share a session fixture
