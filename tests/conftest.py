@@ -147,28 +147,17 @@ def same_columns(a, b) -> None:
 
 # -- running the suite on several workers (pytest-xdist, ``./dev test``) ----------------------
 
-#: modules whose session fixtures (a vLLM run each) are shared: one worker runs them all
-SHARED_FIXTURE_GROUPS = {
-    "test_live_vllm_trace": "vllm_traces",
-    "test_vllm_trace_analysis": "vllm_traces",
-    "test_report_browser": "vllm_traces",
-    "test_vllm_tp": "vllm_traces",
-}
-#: the modules that start the most vLLM engines, longest first: they are handed out first,
-#: so that the short ones fill the other worker's time (measured per file: docs/reliability.md)
+#: the modules that start the most vLLM engines, longest first: under ``--dist loadfile
+#: --no-loadscope-reorder`` (each module one unit of work: its engines start once) they are
+#: handed out first, so that the short ones fill the other worker's time
 LONGEST_FIRST = ("test_findings_live", "test_live_faults", "test_live_serve", "test_live_serve_dp", "test_live_llm")
 
 
-@pytest.hookimpl(tryfirst=True)  # (before xdist reads the groups off the items)
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under ``-n N --dist loadgroup``: each module is one unit of work (its module and
-    session fixtures start their engines once), the modules that share a session fixture
-    one unit together, the longest first. Without xdist the order is the usual one."""
-    if not config.pluginmanager.hasplugin("xdist") or not getattr(config.option, "numprocesses", None):
+    """In an xdist worker: the modules of ``LONGEST_FIRST`` first. Without xdist the order
+    is the usual one. (A session fixture that modules on both workers use is made on each.)"""
+    if not hasattr(config, "workerinput"):
         return
-    for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1]
-        item.add_marker(pytest.mark.xdist_group(SHARED_FIXTURE_GROUPS.get(module, module)))
 
     def rank(item) -> int:
         module = item.module.__name__.rsplit(".", 1)[-1]
