@@ -143,3 +143,37 @@ def same_columns(a, b) -> None:
         assert np.array_equal(a.events[col], b.events[col]), col
     for col in COUNTER_SCHEMA:
         assert np.array_equal(a.counters[col], b.counters[col]), col
+
+
+# -- running the suite on several workers (pytest-xdist, ``./dev test``) ----------------------
+
+#: the modules that start the most vLLM engines, longest first: under ``--dist loadfile
+#: --no-loadscope-reorder`` (each module one unit of work: its engines start once) they are
+#: handed out first, so that the short ones fill the other worker's time
+LONGEST_FIRST = ("test_findings_live", "test_live_faults", "test_live_serve", "test_live_serve_dp", "test_live_llm")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In an xdist worker: the modules of ``LONGEST_FIRST`` first. Without xdist the order
+    is the usual one. (A session fixture that modules on both workers use is made on each.)"""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def rank(item) -> int:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # (stable: the order inside each module stays)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line when the shared real traces are not beside this checkout: the tests over
+    every real trace ran on the copies in tests/data/real-traces only."""
+    import real_data
+
+    if not real_data.SHARED.is_dir():
+        n = len(real_data.files(recursive=True))
+        terminalreporter.write_line(
+            f"real traces: {real_data.SHARED} is not beside this checkout; the tests over every real "
+            f"trace ran on the {n} in tests/data/real-traces only, and those that need another skipped"
+        )

@@ -103,7 +103,8 @@ def check_against_raw(s, trace_files) -> None:
         )
     comm = next(f for f in s.fused_ops if f.fused_op == "communication")
     if any(rk["gloo"] for rk in ranks):  # the op time is the enqueueing ops'; the wait for the work is not in it
-        assert sum(mine[r].comm_ns for r in (0, 1)) > 2 * comm.time_ns
+        # (each op's span, until its gloo work ended, holds the op itself: how much longer is the machine's)
+        assert sum(mine[r].comm_ns for r in (0, 1)) >= comm.time_ns
     else:
         assert sum(mine[r].comm_ns for r in (0, 1)) == comm.time_ns  # top-level host ops: the union is the sum
 

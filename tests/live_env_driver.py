@@ -34,7 +34,6 @@ def _spy(method):
 
 
 def main(result: str, args: list[str]) -> None:
-    sys.path.insert(0, str(Path(PACKAGE).parent))
     os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None)  # the live command sets it for the CPU build
     env_cls = type(os.environ)
     env_cls.__setitem__ = _spy(env_cls.__setitem__)

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import bad_inputs
 import pytest
+import real_data
 from click.testing import CliRunner
 
 from xpu_profiler.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {c.name: c for c in bad_inputs.CASES}
-pytestmark = pytest.mark.skipif(not CASES, reason="real traces not found (../shared/data/real-traces)")
+if not CASES:  # (its seeds are copied into tests/data/real-traces: every checkout has them)
+    pytestmark = pytest.mark.skip(reason=real_data.MISSING)
 TIME_SUFFIXES = ("_ns", "_us", "_ms", "_s")
 RSS_LIMIT_KB = 500_000  # a case takes under 100 MB (the largest seed is a few MB): more is a leak
 

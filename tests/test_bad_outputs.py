@@ -16,21 +16,23 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hold import driver, run_module, wait_for_hold
 
 from xpu_profiler.cli.main import main
 from xpu_profiler.core import atomic_write
+from xpu_profiler.testing.gen_trace import generate
 
 ROOT = Path(__file__).resolve().parents[1]
-from xpu_profiler.testing.gen_trace import generate  # noqa: E402
 
 IS_ROOT = os.geteuid() == 0
 LONG = "n" * 300  # longer than any file system's name limit (255)
@@ -244,11 +246,16 @@ def test_diff_output_os_error(case: str, summary_file: Path, tmp_path: Path) -> 
 @pytest.mark.parametrize("case", ["parent_is_file", "report_html_is_directory", "dir_name_too_long"])
 def test_record_output_refused_before_contacting_the_server(case: str, tmp_path: Path) -> None:
     output, reason = _os_case(case, tmp_path)
-    t0 = time.monotonic()
-    res = cli("record", "--url", "http://127.0.0.1:9", "--steps", "1", "-o", output)
-    assert res.exit_code == 2, (res.stdout, res.stderr)
-    one_error_line(res.stderr, reason)
-    assert time.monotonic() - t0 < 10
+    with socket.socket() as server:  # a listening port: a connection to it would wait in its queue
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.setblocking(False)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        res = cli("record", "--url", url, "--steps", "1", "-o", output)
+        assert res.exit_code == 2, (res.stdout, res.stderr)
+        one_error_line(res.stderr, reason)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected
 
 
 @pytest.mark.parametrize("case", ["named_parent_is_file", "file_name_too_long", "named_under_proc"])
@@ -517,7 +524,7 @@ _real = os.replace
 def _replace(src, dst, *a, **kw):
     if os.path.basename(str(dst)) == {name!r}:
         os.kill(os.getpid(), signal.{sig})
-        time.sleep(10)
+        time.sleep(10)  # (not reached: the handler raises as soon as kill() returns)
     return _real(src, dst, *a, **kw)
 os.replace = _replace
 """
@@ -546,43 +553,70 @@ def test_signal_once_written_but_before_rename(sig: str, code: int, trace: Path,
     assert not (out / "report.html").exists()  # (written after the trace: never reached)
 
 
-def test_sigint_while_the_report_is_written(trace: Path, tmp_path: Path) -> None:
-    """No patching: the real CLI; the moment its temporary report appears it is stopped
-    (SIGSTOP) — the final path still holds the older report — then interrupted."""
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "report.html").write_text("older report")
+def _held_analyze(trace: Path, out: Path, marker: Path, name: str) -> tuple[subprocess.Popen, Path]:
+    """The real CLI writing the report into ``out``, held once the new ``name`` is whole in
+    its temporary file (``hold``); the temporary file."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "-o", str(out), "-q", "--format", "html"],
-        cwd=tmp_path,
+        [sys.executable, *run_module(driver(marker, name)), "analyze", str(trace), "-o", str(out), "-q"],
+        cwd=out.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
-    caught = False
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        if any(atomic_write.is_temp_for(n, "report.html") for n in os.listdir(out)):
-            proc.send_signal(signal.SIGSTOP)
-            caught = any(atomic_write.is_temp_for(n, "report.html") for n in os.listdir(out))
-            if caught:
-                assert (out / "report.html").read_text() == "older report"  # mid-write: the old one
-            proc.send_signal(signal.SIGINT)
-            proc.send_signal(signal.SIGCONT)
-            break
+    try:
+        return proc, wait_for_hold(marker, proc)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+
+
+def test_sigint_while_the_report_is_written(trace: Path, tmp_path: Path) -> None:
+    """The real CLI, held when the new report is in its temporary file and the final path
+    still holds the older one; then a real SIGINT from outside."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.html").write_text("older report")
+    proc, temp = _held_analyze(trace, out, tmp_path / "held", "report.html")
+    assert temp.parent == out and temp.exists() and atomic_write.is_temp_for(temp.name, "report.html")
+    assert (out / "report.html").read_text() == "older report"  # mid-write: the old one
+    proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
-    assert "Traceback" not in stderr
-    final = (out / "report.html").read_text()
-    if proc.returncode == 130:
-        assert final == "older report", final[:100]
-        assert stderr.strip() == "xpu_profiler: interrupted"
-    else:  # the signal came after the rename: the new report, whole
-        assert proc.returncode == 0, stderr
-        assert final.rstrip().endswith("</html>")
+    assert proc.returncode == 130, stderr
+    assert stderr.strip() == "xpu_profiler: interrupted"
+    assert (out / "report.html").read_text() == "older report"
     assert litter(out) == []
-    if not caught:
-        pytest.skip("the write ended before the temporary file was seen (the outcome was checked)")
+    assert (out / "trace.json.gz").is_file()  # (written before the report, whole)
+
+
+def test_a_write_killed_outright_leaves_a_temporary_file_the_next_run_removes(trace: Path, tmp_path: Path) -> None:
+    """kill -9 while the report is in its temporary file: nothing can remove it then; the
+    next run writing that report does, and only that: not a look-alike of someone else's,
+    not another host's, not one of a process that still runs."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.html").write_text("older report")
+    proc, temp = _held_analyze(trace, out, tmp_path / "held", "report.html")
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert temp.exists() and (out / "report.html").read_text() == "older report"
+    # .report.html.xpr-<host>-<pid>-<letters>.tmp (the module's text)
+    m = re.fullmatch(r"\.report\.html\.xpr-([0-9a-f]{8})-([0-9]+)-([a-z0-9_]{8})\.tmp", temp.name)
+    host, pid, letters = m.groups() if m else ("0badc0de", "1", "abcdefgh")
+    others = [
+        ".report.html.abcd1234.tmp",  # an older writer's name, or a user's
+        f".report.html.xpr-{'0' * 8 if host != '0' * 8 else '1' * 8}-{pid}-{letters}.tmp",  # another host's
+        f".report.html.xpr-{host}-{os.getpid()}-{letters}.tmp",  # a process that runs (this one)
+        f".trace.json.gz.xpr-{host}-{pid}-{letters}.tmp",  # another output's (its own write cleans it)
+    ]
+    for name in others:
+        (out / name).write_text("not ours to remove")
+    res = cli("analyze", trace, "-o", out, "--format", "html", "-q")
+    assert res.exit_code == 0, res.stderr
+    assert not temp.exists()
+    assert sorted(n for n in litter(out)) == sorted(others)
+    assert (out / "report.html").read_text().rstrip().endswith("</html>")
 
 
 def test_success_replaces_the_older_file_keeping_its_mode(trace: Path, tmp_path: Path) -> None:

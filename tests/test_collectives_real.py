@@ -10,14 +10,15 @@ import statistics
 from collections import defaultdict
 
 import pytest
-from conftest import ROOT
+import real_data
 
 from xpu_profiler import analysis
 
-TWO_RANKS = ROOT.parent / "shared" / "data" / "real-traces" / "two-ranks"
+TWO_RANKS = real_data.path("two-ranks")
 KIND = {"nccl:all_reduce": "all_reduce", "nccl:all_to_all": "all_to_all", "nccl:_all_gather_base": "all_gather"}
 
-pytestmark = pytest.mark.skipif(not TWO_RANKS.is_dir(), reason=f"{TWO_RANKS} is not there")
+if not TWO_RANKS.is_dir():
+    pytestmark = pytest.mark.skip(reason=real_data.MISSING)
 
 
 def raw_collectives(rank: int) -> list[dict]:

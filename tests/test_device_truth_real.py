@@ -12,19 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import real_data
 from test_device_steps import union
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
-DECODE = SHARED / "sglang-qwen3-8b-decode.json.gz"
-CAPTURE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
-PREFILL = SHARED / "sglang-qwen3-8b-prefilldecode.json.gz"
+DECODE = real_data.path("tracelens/sglang-qwen3-8b-decode.json.gz")
+CAPTURE = real_data.path("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
+PREFILL = real_data.path("tracelens/sglang-qwen3-8b-prefilldecode.json.gz")
 GPTOSS = Path(__file__).resolve().parent / "data" / "tracelens"
-DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
-needs_shared = pytest.mark.skipif(not CAPTURE.is_file(), reason="shared TraceLens traces not found")
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def raw_step(path: Path) -> dict:
@@ -84,8 +83,8 @@ def check_device_step(summary, raw: dict) -> None:
     assert d.device_idle_ns[0] == summary.steps.idle_ns[0] == raw["idle"]
 
 
-@needs_shared
 def test_sglang_decode_replay_is_device_bound_and_attributed_through_its_capture(capsys) -> None:
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     _, by_name = analyze([DECODE])
     _, s = analyze([DECODE], capture=[CAPTURE])
     g = s.graphs
@@ -125,8 +124,8 @@ def test_sglang_decode_replay_is_device_bound_and_attributed_through_its_capture
         print(f"  {g.matched_events}/{g.replayed_events} replayed kernels matched; {phase.bound_evidence}")
 
 
-@needs_shared
 def test_sglang_eager_prefill_is_device_bound() -> None:
+    real_data.need("tracelens/sglang-qwen3-8b-prefilldecode.json.gz")
     _, s = analyze([PREFILL])
     assert s.graphs.replays == 0 and s.attribution.share_by_source["op_chain"] > 0.99
     check_device_step(s, raw_step(PREFILL))
@@ -135,8 +134,8 @@ def test_sglang_eager_prefill_is_device_bound() -> None:
     assert s.device_steps.device_end_ns[0] - (s.steps.start_ns[0] + s.steps.wall_ns[0]) > 400e6
 
 
-@needs_shared
 def test_a_capture_trace_among_the_inputs_is_no_rank() -> None:
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     # named on the command line beside the run, it says nothing by its place: its content
     # (capture ranges, no engine step) tells it apart
     _, s = analyze([DECODE, CAPTURE])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
+import real_data
 
 from xpu_profiler import analysis
 from xpu_profiler.core.profile import K_KERNEL
@@ -20,8 +20,7 @@ from xpu_profiler.readers import load
 from xpu_profiler.readers.records.device_logs import attach_device_logs
 from xpu_profiler.testing import gen_ranks, gen_trace
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
-SGLANG_DECODE = REAL / "tracelens" / "sglang-qwen3-8b-decode.json.gz"
+SGLANG_DECODE = real_data.path("tracelens/sglang-qwen3-8b-decode.json.gz")
 
 
 def rules(summary) -> dict:
@@ -66,9 +65,7 @@ def test_graphs_off_on_an_eager_trace_and_silent_on_graph_replays(summaries):
     assert f.evidence["kernels_per_launch"] == 1.0 and f.evidence["graph_kernel_share"] == 0.0
     assert f.phase == "decode" and "enforce-eager" in f.fix
     # the real SGLang decode step replays a HIP graph: 544 of its 555 kernels behind one launch
-    if not SGLANG_DECODE.exists():
-        pytest.skip(f"the shared real traces are not beside this checkout ({REAL})")
-    real = analysis.analyze([SGLANG_DECODE])[1]
+    real = analysis.analyze([real_data.need("tracelens/sglang-qwen3-8b-decode.json.gz")])[1]
     k = next(p for p in real.phases if p.phase == "decode").kernels
     assert (k.count, k.graph_launches, k.graph_kernels) == (555, 1, 544)
     assert "graphs_off_decode" not in rules(real)
@@ -138,7 +135,7 @@ def test_kunlun_logs_without_traced_kernels_on_a_rank(two_ranks, tmp_path):
 
 
 def test_every_real_trace_gets_its_findings(tmp_path):
-    for p in sorted(REAL.rglob("*.json.gz")):
+    for p in real_data.files(recursive=True):
         s = analysis.analyze([p])[1]
         for f in s.findings:
             assert 0.005 <= f.at_stake_share <= 1.0 and f.fix and f.trigger, (p.name, f)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
+import real_data
 
 from xpu_profiler.aggregate.captures import read_captures
 from xpu_profiler.aggregate.graphs import find_replays, match_replays, replay_share
@@ -19,8 +19,8 @@ from xpu_profiler.knowledge.runtime_api import GRAPH_LAUNCH, LAUNCH_API
 from xpu_profiler.knowledge.taxonomy import Taxonomy
 from xpu_profiler.readers import load
 
-TL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
-DECODE, CAPTURE = TL / "sglang-qwen3-8b-decode.json.gz", TL / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
+DECODE = real_data.path("tracelens/sglang-qwen3-8b-decode.json.gz")
+CAPTURE = real_data.path("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
 
 
 def shares(fused: np.ndarray, dur: np.ndarray) -> dict[str, float]:
@@ -29,8 +29,8 @@ def shares(fused: np.ndarray, dur: np.ndarray) -> dict[str, float]:
     return {FUSED_OPS[i]: float(t[i] / t.sum()) for i in range(len(FUSED_OPS)) if t[i] > 0}
 
 
-@pytest.mark.skipif(not CAPTURE.is_file(), reason="shared SGLang traces not found")
 def test_sglang_decode_replay_through_its_capture(capsys) -> None:
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     tax = Taxonomy()
     replay_p, capture_p = load([DECODE]), load([CAPTURE])
     replays = find_replays(replay_p)
@@ -295,9 +295,9 @@ def test_capture_files_are_told_apart(tmp_path: Path) -> None:
     assert is_capture_profile(load([cap])) and not is_capture_profile(load([trace]))
 
 
-@pytest.mark.skipif(not CAPTURE.is_file(), reason="shared SGLang traces not found")
 def test_rocm_capture_names_come_from_the_runtime_calls() -> None:
     """The Kineto reader keeps the kernel name a ROCm launch call carries (args.kernel)."""
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     cp = load([CAPTURE])
     ev = cp.events
     named = np.flatnonzero(ev["launch"] >= 0)

@@ -13,6 +13,7 @@ import statistics
 
 import numpy as np
 import pytest
+import real_data
 from report_helpers import (
     DECODE_STEPS,
     DECODE_TOKENS,
@@ -51,7 +52,6 @@ from xpu_profiler.exporters.html import breakdown, counters, figures, header, he
 from xpu_profiler.knowledge import kernel_names
 from xpu_profiler.summary import Summary
 
-REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
 PREFILL_TOK, DECODE_TOK = PREFILL_STEPS * PREFILL_TOKENS, DECODE_STEPS * DECODE_TOKENS  # one rank's
 
 
@@ -570,9 +570,7 @@ def test_registry_picks_the_html_exporter():
 
 
 def _real_traces():
-    if not REAL_TRACES.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_TRACES} is not there"))]
-    return [pytest.param(p, id=p.name) for p in sorted(REAL_TRACES.iterdir()) if not p.name.startswith("LICENSE")]
+    return [pytest.param(p, id=p.name) for p in real_data.entries()]
 
 
 @pytest.mark.parametrize("trace", _real_traces())
@@ -596,9 +594,7 @@ def test_real_trace_sections(trace):
 
 def test_real_vllm_step_annotations_split_the_phases():
     # the prefill-decode trace of the TraceLens suite: one eager prefill step of 15,360 tokens
-    trace = REAL_TRACES / "tracelens" / "sglang-qwen3-8b-prefilldecode.json.gz"
-    if not trace.exists():
-        pytest.skip(f"the shared real traces are not beside this checkout ({REAL_TRACES})")
+    trace = real_data.need("tracelens/sglang-qwen3-8b-prefilldecode.json.gz")
     _, summary = analysis.analyze([trace])
     sec, figs = breakdown.build_phases(summary, {})
     (row,) = sec["rows"]

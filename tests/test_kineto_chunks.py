@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import real_data
 from conftest import same_columns
 
 from xpu_profiler.readers import ReadOptions, kineto, read_bytes
 from xpu_profiler.readers.kineto import columns, decode, schema
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-ns-resolution-rank0.pt.trace.json.gz"
+REAL = real_data.path("cuda-ns-resolution-rank0.pt.trace.json.gz")
 
 
 def whole(path: Path, monkeypatch):
@@ -26,7 +27,6 @@ def same(a, b) -> None:
     assert a.run["thread_names"] == b.run["thread_names"]
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_chunks_equal_whole(workers: str, monkeypatch) -> None:
     expect = whole(REAL, monkeypatch)
@@ -78,7 +78,6 @@ def test_cut_inside_nested_args_falls_back(tmp_path: Path, monkeypatch) -> None:
     assert len(got.events) == 400 and len(got.counters) == 2
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
 def test_tagged_schema_equals_plain_schema() -> None:
     """The fast phase-tagged decode and the plain one give the same columns."""
     raw = decode.top_level_exact(REAL, read_bytes(REAL))[1]
@@ -105,9 +104,7 @@ def test_unusual_phase_falls_back_to_plain_schema(tmp_path: Path) -> None:
     assert prof.events["dur"].tolist() == [2000, 2000]
 
 
-@pytest.mark.parametrize(
-    "trace", sorted((ROOT.parent / "shared" / "data" / "real-traces").rglob("*.json.gz")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("trace", real_data.files(recursive=True), ids=lambda p: p.name)
 def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     """The quick byte search lands on the same array a full parse finds (INFO arrays after it)."""
     data = read_bytes(trace)
@@ -116,7 +113,6 @@ def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     assert bytes(located[1]) == bytes(decode.top_level_exact(trace, data)[1])
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="real trace not found")
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_only_the_chunk_with_an_odd_event_is_decoded_tolerantly(workers: str, tmp_path: Path, monkeypatch) -> None:
     """One kernel of a real trace with a negative duration: the chunks around it keep the typed

@@ -22,7 +22,6 @@ ENV_KEYS = [*CAPTURE_ENV, "XPU_CUPTI_ENABLE_DEVICE"]
 
 WORKER = textwrap.dedent("""
     import ctypes, json, os, subprocess, sys
-    sys.path.insert(0, {root!r})
     from xpu_profiler.live.vllm.log_capture import start_capture, stop_capture
 
     keys = {keys!r}
@@ -66,9 +65,10 @@ EXPECTED = {
 
 def _run_worker(tmp_path: Path, run_dir: Path, rank: int, local_rank: int) -> subprocess.CompletedProcess:
     script = tmp_path / "worker.py"
-    script.write_text(WORKER.format(root=str(ROOT), keys=ENV_KEYS))
+    script.write_text(WORKER.format(keys=ENV_KEYS))
     # without PYTHONUNBUFFERED, C stdio buffers output to a file, as in a normal worker
     env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS and k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's package
     return subprocess.run(
         [sys.executable, str(script), str(run_dir), str(rank), str(local_rank)],
         capture_output=True,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+import real_data
 
 from xpu_profiler.knowledge.families import kunlun, tables
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy
@@ -99,10 +98,7 @@ def test_kunlun_rows_change_nothing_for_the_real_non_kunlun_traces():
     shared test data they must give exactly what the other tables give without them."""
     from xpu_profiler.readers import load
 
-    data = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
-    files = [f for f in sorted(data.rglob("*.json.gz")) if f.is_file()] if data.is_dir() else []
-    if not files:
-        pytest.skip("no real traces here")
+    files = real_data.files(recursive=True)
     names: set[str] = set()
     for f in files:
         names |= set(load([f]).strings.strings)

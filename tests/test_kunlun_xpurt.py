@@ -326,14 +326,11 @@ def test_large_log_is_read_in_columns(tmp_path):
     body = "\n".join(f"[XPURT_PROF] {k} {c} {t} ns" for k, c, t in zip(names, cycles, ns))
     p = tmp_path / "rank_0.log"
     p.write_text(body + "\n")
-    import time
-
-    t0 = time.perf_counter()
-    prof = xpurt_log.read(p, ReadOptions())
-    elapsed = time.perf_counter() - t0
+    prof = xpurt_log.read(p, ReadOptions())  # (its speed: bench/bench_xpurt.py)
     assert len(prof.events) == n
     assert int(prof.events["dur"].sum()) == int(ns.sum())
-    assert elapsed < 5.0, f"{n} lines took {elapsed:.1f} s"
+    # every line its kernel, demangled
+    assert Counter(prof.strings.lookup(prof.events["name"])) == Counter(KERNELS[k][0] for k in names.tolist())
 
 
 def test_bad_inputs_name_the_file(tmp_path):

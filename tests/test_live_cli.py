@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import HAVE_VLLM, ROOT, vllm_env
@@ -45,6 +46,7 @@ def test_cli_demo_on_cpu(tmp_path):
     from xpu_profiler.exporters.validate import validate_file
 
     out = tmp_path / "report.html"
+    started = time.time_ns()
     r = _cli(
         [
             "--model",
@@ -67,6 +69,7 @@ def test_cli_demo_on_cpu(tmp_path):
         vllm_env(tmp_path / "cache"),
         timeout=600,
     )
+    ended = time.time_ns()
     assert r.returncode == 0, r.stderr[-3000:]
     trace = tmp_path / "report.trace.json.gz"
     summary_path = tmp_path / "report.summary.json"
@@ -86,8 +89,8 @@ def test_cli_demo_on_cpu(tmp_path):
     assert tp["decode_tok_s"] == pytest.approx(tp["decode_tokens"] / tp["duration_ns"] * 1e9, rel=1e-9)
     steps = s["totals"]["steps"]
     assert steps >= OUTPUT_LEN
-    # the measured time covers the steps and is not much longer than the workload took
-    assert tp["duration_ns"] <= tp["window_ns"] < 30e9
+    # the measured time covers the steps, inside the command's own lifetime
+    assert tp["duration_ns"] <= tp["window_ns"] <= ended - started
     # standard level: torch.profiler ops. The trace's events outside every step are dropped;
     # with the clock aligned on the steps, those are the few that ran between steps
     assert s["totals"]["events"] > 1000

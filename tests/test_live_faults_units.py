@@ -13,17 +13,17 @@ import time
 from pathlib import Path
 
 import pytest
+import real_data
 
 from xpu_profiler.core.profile import Profile
 from xpu_profiler.core.records import FLUSH_FAILED, read_record_files
 from xpu_profiler.live import engine, graph_capture
 from xpu_profiler.live.processes import ProcessWatch, descendants
-from xpu_profiler.live.vllm import compat_llm
+from xpu_profiler.live.vllm import compat_llm, recorder
 from xpu_profiler.live.vllm.recorder import Recorder, proc_name
 from xpu_profiler.readers.records.assemble import build_profile
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces" / "tracelens"
-CAPTURE_TRACE = SHARED / "sglang-qwen3-8b-decode.capture-bs32.json.gz"
+CAPTURE_TRACE = real_data.path("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
 
 
 def _sched_row(step, t0):
@@ -38,7 +38,7 @@ def test_a_full_disk_keeps_the_records_for_rpc_and_says_it_once(tmp_path):
     os.symlink("/dev/full", tmp_path / f"{proc_name()}-{os.getpid()}.records.jsonl")
     rec.sched.append(_sched_row(0, 10**18))
     rec.flush_to_file()
-    assert rec.file_dir is None  # no more attempts (and no line on the console per second)
+    assert rec.held is not None and rec.retry_ns > 0  # held, and no other try before retry_ns
     rec.sched.append(_sched_row(1, 10**18 + 1000))
     rec.maybe_flush(10**18 + 5 * 10**9)
     rec.flush_to_file()
@@ -46,13 +46,57 @@ def test_a_full_disk_keeps_the_records_for_rpc_and_says_it_once(tmp_path):
     assert [r[0] for r in batch["sched"]] == [0, 1]
     n, first = batch["errors"][FLUSH_FAILED]
     assert n == 1 and first == f"{tmp_path}: No space left on device"
+    assert "dropped" not in batch
     other = {**batch, "pid": 2, "process": "VllmWorker-0", "sched": []}
     p = build_profile([batch, other])
     assert p.steps["step_id"].tolist() == [0, 1]
     assert p.run["warnings"] == [
         f"the record files could not be written ({tmp_path}: No space left on device) by "
-        f"{proc_name()}, VllmWorker-0; their records were collected from the engine instead"
+        f"{proc_name()}, VllmWorker-0; their records were held in memory and handed over later"
     ]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_server_whose_record_disk_stays_full_holds_its_newest_rows_and_counts_the_rest(tmp_path, monkeypatch):
+    """A server (file mode: nobody takes its batches over RPC) whose record directory is
+    full: every second's batch is held, at most ``max_held`` rows of each kind, the oldest
+    dropped and counted; once the disk has room again, the next try writes what is held."""
+    clock = [10**18]
+    monkeypatch.setattr(recorder, "now", lambda: clock[0])
+    rec = Recorder()
+    rec.max_held = 50
+    rec.file_dir = str(tmp_path)
+    record_file = tmp_path / f"{proc_name()}-{os.getpid()}.records.jsonl"
+    os.symlink("/dev/full", record_file)
+    step = 0
+    for second in range(40):  # 40 s of a busy engine, 4 steps and 1 finished request a second
+        for _ in range(4):
+            rec.sched.append(_sched_row(step, clock[0]))
+            step += 1
+        rec.done_requests.append((f"r{second}", clock[0], clock[0] + 1, clock[0] + 2, 8, 4))
+        clock[0] += 10**9
+        rec.flush_to_file()  # what the flusher thread does every second
+        held = rec.held or {}
+        in_memory = len(rec.sched) + len(held.get("sched", ())), len(rec.done_requests) + len(held.get("requests", ()))
+        assert max(in_memory) <= 50, (second, in_memory)
+    # one try at the start, one 30 s later: both failed
+    assert rec.errors == {} and held["errors"][FLUSH_FAILED][0] == 2
+    assert [r[0] for r in held["sched"]] == list(range(step - 50, step))  # the newest 50 steps
+    assert held["dropped"] == {"sched": step - 50}
+    # room again: the next try after the pause writes every held row and the count of the rest
+    os.unlink(record_file)
+    clock[0] += recorder.RETRY_NS
+    rec.sched.append(_sched_row(step, clock[0]))
+    rec.flush_to_file()
+    assert rec.held is None
+    (written,) = read_record_files(tmp_path)
+    assert [r[0] for r in written["sched"]] == list(range(step - 50, step + 1))
+    assert written["dropped"] == {"sched": step - 50} and len(written["requests"]) == 40
+    p = build_profile([written])
+    assert len(p.steps) == 51
+    assert f"records dropped while the record files could not be written: {step - 50:,} scheduler step rows" in (
+        " ".join(p.run["warnings"])
+    )
 
 
 def test_a_process_that_ends_with_an_exception_leaves_it_in_the_record_dir(tmp_path):
@@ -177,11 +221,11 @@ def test_graph_capture_traces_are_asked_for_only_where_graphs_are_captured(tmp_p
     assert where is None and kw == {"profiler_config": {"profiler": "cuda"}} and "not torch.profiler" in said[0]
 
 
-@pytest.mark.skipif(not CAPTURE_TRACE.exists(), reason="shared real traces are not here")
 def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
     from xpu_profiler.readers import load
     from xpu_profiler.readers.capture_files import is_capture_file, is_capture_profile
 
+    real_data.need("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
     src = tmp_path / "vllm_profiler" / "capture_traces"
     src.mkdir(parents=True)
     # a real graph-capture trace, named as vLLM's tensorboard_trace_handler names them
@@ -205,3 +249,15 @@ def test_capture_traces_are_kept_beside_the_outputs(tmp_path):
         empty.run["capture_traces"] == {"dir": None, "files": []}
         and said[-1] == "the engine wrote no graph-capture trace"
     )
+
+
+def test_a_torch_trace_cut_short_is_left_out_with_a_warning(tmp_path):
+    """A worker killed while it wrote its torch trace: the run's records still assemble, the
+    trace's events are missing and the warning names the file and its problem."""
+    cut = tmp_path / "rank0.pt.trace.json.gz"
+    cut.write_bytes(real_data.path("rocm-mi250-minitoy.json.gz").read_bytes()[:700])
+    batch = {"pid": 1, "process": "EngineCore", "sched": [_sched_row(0, 10**18)], "worker": [], "counters": []}
+    p = build_profile([{**batch, "requests": []}], wallclock_traces=[cut])
+    assert p.steps["step_id"].tolist() == [0]
+    (w,) = [w for w in p.run["warnings"] if str(cut) in w]
+    assert "gzip" in w and w.endswith("its events are missing")

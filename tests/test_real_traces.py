@@ -7,16 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+import real_data
 from click.testing import CliRunner
 
 from xpu_profiler.cli.main import main
 from xpu_profiler.exporters.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
-TRACES = sorted(REAL.glob("*.json.gz")) if REAL.is_dir() else []
-
-pytestmark = pytest.mark.skipif(not TRACES, reason=f"real traces not found under {REAL}")
+TRACES = real_data.files("*.json.gz")
 
 
 def independent_totals(path: Path) -> dict:
@@ -62,9 +60,10 @@ def test_real_trace_analyzed(trace: Path, tmp_path: Path) -> None:
 
 def test_cuda_trace_numbers(tmp_path: Path) -> None:
     """Concrete figures of one CUDA training trace: NCCL time is communication, steps found."""
-    summary = run_analyze(tmp_path, REAL / "cuda-training-control.json.gz")
+    trace = real_data.need("cuda-training-control.json.gz")
+    summary = run_analyze(tmp_path, trace)
     by_op = {f["fused_op"]: f for f in summary["fused_ops"]}
-    doc = json.loads(gzip.decompress((REAL / "cuda-training-control.json.gz").read_bytes()))
+    doc = json.loads(gzip.decompress(trace.read_bytes()))
     nccl = (
         sum(e["dur"] for e in doc["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel"))
         * 1000
@@ -80,8 +79,9 @@ def test_cuda_trace_numbers(tmp_path: Path) -> None:
 
 
 def test_two_ranks_side_by_side(tmp_path: Path) -> None:
-    ranks = sorted((REAL / "two-ranks").glob("rank-*.json.gz"))
-    summary = run_analyze(tmp_path, REAL / "two-ranks")
+    two = real_data.need("two-ranks")
+    ranks = sorted(two.glob("rank-*.json.gz"))
+    summary = run_analyze(tmp_path, two)
     assert [r["rank"] for r in summary["ranks"]] == [0, 1]
     per_rank = {r["rank"]: r["device_kernel_ns"] for r in summary["ranks"]}
     for path in ranks:
@@ -93,15 +93,16 @@ def test_two_ranks_side_by_side(tmp_path: Path) -> None:
 
 def test_unknown_vendor_categories_kept(tmp_path: Path) -> None:
     """MTIA's device categories are not ours: kept as 'unknown' events, never a failure."""
-    summary = run_analyze(tmp_path, REAL / "mtia-inference-rank0.json.gz")
+    trace = real_data.need("mtia-inference-rank0.json.gz")
+    summary = run_analyze(tmp_path, trace)
     assert summary["basis"] == "host"  # no kernel/memcpy/memset we know of
-    doc = json.loads(gzip.decompress((REAL / "mtia-inference-rank0.json.gz").read_bytes()))
+    doc = json.loads(gzip.decompress(trace.read_bytes()))
     x_known = sum(1 for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "Trace")
     assert summary["totals"]["events"] == x_known
 
 
 def test_export_is_deterministic(tmp_path: Path) -> None:
-    src = REAL / "cuda-ns-resolution-rank0.pt.trace.json.gz"
+    src = real_data.need("cuda-ns-resolution-rank0.pt.trace.json.gz")
     outs = []
     for k in range(2):
         out = tmp_path / f"o{k}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import real_data
 from report_helpers import (
     ARTIFACTS,
     HOSTILE_NAMES,
@@ -31,7 +32,6 @@ from xpu_profiler.summary import Summary
 
 pytestmark = pytest.mark.browser
 
-REAL_TRACES = REPO.parent / "shared" / "data" / "real-traces"
 SHOTS = ARTIFACTS / "report"
 
 
@@ -87,9 +87,7 @@ def test_live_cpu_run_report(browser, tmp_path):
 
 
 def _real_traces():
-    if not REAL_TRACES.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_TRACES} is not there"))]
-    return [pytest.param(p, id=p.name) for p in sorted(REAL_TRACES.iterdir()) if not p.name.startswith("LICENSE")]
+    return [pytest.param(p, id=p.name) for p in real_data.entries()]
 
 
 @pytest.mark.parametrize("trace", _real_traces())
@@ -259,9 +257,6 @@ def _multirank_checks(browser, out, ranks: int) -> PageResult:
 
 def test_multirank_report(browser, tmp_path):
     # GIVEN four ranks of a TP run, rank 2 slow, clocks seconds apart (xpu_profiler/testing/gen_ranks.py)
-    import sys
-
-    sys.path.insert(0, str(REPO / "bench"))
     from xpu_profiler.testing import gen_ranks
 
     gen_ranks.generate(str(tmp_path / "in"), ranks=4, events=8_000, layers=4, seed=4, slow_rank=2, slow_pct=30)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import real_data
 from conftest import same_columns
 
 from xpu_profiler import analysis
@@ -30,7 +31,7 @@ from xpu_profiler.testing import gen_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-ns-resolution-rank0.pt.trace.json.gz"
+REAL = real_data.path("cuda-ns-resolution-rank0.pt.trace.json.gz")
 
 
 @pytest.fixture(scope="module")

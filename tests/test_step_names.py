@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+import real_data
 
 from xpu_profiler.knowledge.step_grammar import StepName, parse_step_name, parse_step_names, step_family
-
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces" / "tracelens"
 
 CASES = {
     # vLLM simple (worker annotate_profile without detailed_trace_annotation)
@@ -131,9 +129,10 @@ def test_family_priority() -> None:
     assert step_family([parsed["capture_32_FULL"]]) is None
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="real traces not found")
 def test_every_step_annotation_of_the_real_traces_parses() -> None:
-    for f in sorted(REAL.glob("*.json.gz")):
+    files = [f for f in real_data.files("tracelens/*.json.gz")]
+    assert files
+    for f in files:
         doc = json.loads(gzip.decompress(f.read_bytes()))
         anns = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"}
         parsed = parse_step_names(anns)

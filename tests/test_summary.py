@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import real_data
 
 from xpu_profiler.summary import SCHEMA_VERSION, Summary, encode, load_summary
 
@@ -59,10 +60,6 @@ def test_what_is_not_a_summary_is_refused(tmp_path, doc, problem):
         load_summary(p)
 
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
-
-
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared real traces not found")
 @pytest.mark.parametrize(
     "name",
     ["two-ranks", "cuda-ns-resolution-rank0.pt.trace.json.gz", "tracelens/sglang-qwen3-8b-prefilldecode.json.gz"],
@@ -70,7 +67,7 @@ REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-tr
 def test_summary_json_reads_back_equal(tmp_path, name):
     from xpu_profiler.analysis import analyze, export
 
-    profile, summary = analyze([REAL / name])
+    profile, summary = analyze([real_data.need(name)])
     path = export(profile, summary, tmp_path, ["json"])["json"]
     again = load_summary(path)
     assert again == summary  # nothing lost on the way, and no NaN anywhere (NaN != NaN)

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 
 import pytest
+import real_data
 
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS, Taxonomy
 
 DATA = Path(__file__).resolve().parent / "data"
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
 
 GOLDEN: dict[str, str] = {
     # --- triton_kernels: gpt-oss MoE (matmul_ogs repr: _matmul_ogs_{layouts}_{Y}x{X}x{W}_{blocks}[_act])
@@ -356,9 +356,7 @@ def test_the_golden_file_covers_the_shared_traces() -> None:
     from xpu_profiler.core.profile import DEVICE_KINDS
     from xpu_profiler.readers import load
 
-    files = sorted([*REAL.rglob("*.json.gz"), *REAL.glob("gpu-inference/*.json")]) if REAL.is_dir() else []
-    if not files:
-        pytest.skip("real traces not found")
+    files = real_data.files(recursive=True)
     listed = {n for _, _, n in real_names()}
     missing = set()
     for f in files:

@@ -18,9 +18,9 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+import real_data
 from conftest import ROOT
 
-REAL_TRACE = ROOT.parent / "shared" / "data" / "real-traces" / "cuda-triton-example.json.gz"
 ORIGIN = "https://ui.perfetto.dev"
 LINK = re.compile(r"^https://ui\.perfetto\.dev/#!/\?url=(http://127\.0\.0\.1:(\d+)/(\S+))$")
 
@@ -28,10 +28,8 @@ LINK = re.compile(r"^https://ui\.perfetto\.dev/#!/\?url=(http://127\.0\.0\.1:(\d
 @pytest.fixture
 def trace(tmp_path) -> Path:
     """A real Kineto trace, under a name a URL cannot carry as is."""
-    if not REAL_TRACE.is_file():
-        pytest.skip(f"{REAL_TRACE} is not here")
     p = tmp_path / "my run (1) #2.json.gz"
-    shutil.copyfile(REAL_TRACE, p)
+    shutil.copyfile(real_data.need("cuda-triton-example.json.gz"), p)
     return p
 
 

@@ -1,12 +1,14 @@
 """A generated corpus of bad reader inputs, derived at test time from real traces.
 
 Every case starts from a real file (a ROCm MI250 Kineto trace, an SGLang MI300X decode
-trace, a two-rank CUDA job, from ``../shared/data/real-traces``) and breaks one thing:
+trace, a two-rank CUDA job, from ``tests/data/real-traces``) and breaks one thing:
 one event's field set to each bad kind of value, a non-object among the events, odd
 ``[memory]`` args or metadata, odd top-level fields, step names beyond int64, the file
 truncated, garbage, empty or its gzip corrupt; the same for [XPURT_PROF] logs and
 XProfiler traces made from that trace's kernels, for a bundle written by the real code,
-and for a directory of rank files with one bad file.
+and for a directory of rank files with one bad file; paths that are no regular file,
+text in another encoding, traces without events, events of one thread that overlap
+without nesting.
 
 Each case has its expected class: ``error`` (one line naming the file, exit 2),
 ``ok_warn`` (exit 0 and a warning holding ``expect``, the kind and the count) or ``ok``
@@ -17,6 +19,7 @@ input and returns its path.
 from __future__ import annotations
 
 from .common import SEEDS, Case
+from .input_cases import input_cases
 from .kineto_cases import (
     all_bad,
     field_cases,
@@ -46,6 +49,7 @@ def all_cases() -> list[Case]:
         + xprofiler_cases()
         + bundle_cases()
         + rank_dir_cases()
+        + input_cases()
     )
     assert len({c.name for c in cases}) == len(cases), "case names are unique"
     return cases

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
-ROCM = REAL / "rocm-mi250-minitoy.json.gz"
-SGLANG = REAL / "tracelens" / "sglang-qwen3-8b-decode.json.gz"
-TWO_RANKS = REAL / "two-ranks"
+import real_data
+
+ROCM = real_data.path("rocm-mi250-minitoy.json.gz")
+SGLANG = real_data.path("tracelens/sglang-qwen3-8b-decode.json.gz")
+TWO_RANKS = real_data.path("two-ranks")
 CUDA = TWO_RANKS / "rank-0.json.gz"
 SEEDS = (ROCM, SGLANG, TWO_RANKS / "rank-0.json.gz", TWO_RANKS / "rank-1.json.gz")
 

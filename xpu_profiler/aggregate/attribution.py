@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.intervals import containing, covered_in_windows, top_level
 from ..core.launches import device_mask, launch_rows, thread_ids
+from ..core.nesting import crossing_warning, host_nesting
 from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
 from ..core.sources import DTYPE as SOURCE_DTYPE
 from ..core.sources import AttributionSource as Src
@@ -49,6 +50,7 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
         profile.steps = find_steps(profile)
     timed = ev["start"] >= 0
     host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
+    _warn_crossings(profile)
     ev["depth"] = _depth(profile, host_op)
     rows = launch_rows(profile)
     launch = launch_points(profile, rows)
@@ -73,9 +75,16 @@ def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
     ev = profile.events
     depth = np.full(len(ev), -1, np.int8)
     if len(host_op):
-        end = ev["start"] + ev["dur"]
+        end = host_nesting(profile).end  # (ranges that overlap without nesting: see core.nesting)
         depth[host_op] = np.where(top_level(thread_ids(profile)[host_op], ev["start"][host_op], end[host_op]), 0, 1)
     return depth
+
+
+def _warn_crossings(profile: Profile) -> None:
+    """Host ranges that overlap without nesting, counted once per profile."""
+    text = crossing_warning(profile, host_nesting(profile))
+    if text and text not in profile.run.get("warnings", ()):
+        profile.warn(text)
 
 
 def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -86,7 +95,7 @@ def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     """
     ev = profile.events
     start = ev["start"]
-    end = start + ev["dur"]
+    end = host_nesting(profile).end
     threads = thread_ids(profile)
     launch_t, launch_end, launch_thread = start.copy(), end.copy(), threads.copy()
     launched = rows >= 0
@@ -102,7 +111,7 @@ def _fused_ops(
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
-    kind, start, dur = ev["kind"], ev["start"], ev["dur"]
+    kind, start, end = ev["kind"], ev["start"], host_nesting(profile).end
     timed = start >= 0
     launch_t, launch_end, launch_thread, launched = launch
     thread = thread_ids(profile)
@@ -128,15 +137,13 @@ def _fused_ops(
         res = np.full(len(q), -1, np.int64)
         if len(cands) == 0 or len(q) == 0:
             return res
-        c_start = start[cands]
-        hit = containing(thread[cands], c_start, c_start + dur[cands], q_thread, q_start, q_end)
+        hit = containing(thread[cands], start[cands], end[cands], q_thread, q_start, q_end)
         ok = hit >= 0
         res[ok] = cands[hit[ok]]
         return res
 
     def outermost(cands: np.ndarray) -> np.ndarray:
-        c_start = start[cands]
-        return top_level(thread[cands], c_start, c_start + dur[cands])
+        return top_level(thread[cands], start[cands], end[cands])
 
     custom = host_op[is_custom_name[ev["name"][host_op]]] if len(host_op) else host_op
     custom_of = holder(custom[outermost(custom)] if len(custom) else custom)

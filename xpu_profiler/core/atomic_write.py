@@ -3,6 +3,12 @@ then renamed into place. A failed or interrupted write (Ctrl-C, a full disk, SIG
 removes its temporary file and leaves what was at the path before (an older report)
 untouched; no reader ever sees half a file.
 
+A process killed outright (``kill -9``, the OOM killer, a power cut) cannot remove its
+temporary file. Each one's name says whose it is — this tool's mark, the host and the
+process id — and the next write of the same output removes those of a process of this
+host that no longer runs; a file that merely looks like one, another host's, or one of a
+process still running (another write of the same output) stays.
+
 Failures end as one line: ``OutputError`` names the path and the OS's reason. Before any
 long work, ``check_outputs`` refuses targets that cannot be written (a parent that is a
 file, a path that is a directory or a device, a name too long) and any output that would
@@ -13,8 +19,12 @@ links to an input count as the input).
 from __future__ import annotations
 
 import errno
+import functools
+import hashlib
 import os
+import re
 import signal
+import socket
 import stat
 import tempfile
 import threading
@@ -26,9 +36,12 @@ from typing import IO
 from .errors import XpuProfilerError
 from .fmt import plain
 
-#: the start of a temporary file's name: ``.report.html.`` + random letters + ``.tmp``
+#: a temporary file's name: ``.report.html.`` + ``xpr-<host>-<pid>-`` + random letters + ``.tmp``
 TEMP_SUFFIX = ".tmp"
 TEMP_NAME_KEEP = 64  # characters of the final name kept in the temporary one (names may be long)
+TEMP_MARK = "xpr"
+#: what follows the output's name in a temporary file of ours (mkstemp's letters: 8 of [a-z0-9_])
+_OWNER = re.compile(rf"{TEMP_MARK}-(?P<host>[0-9a-f]{{8}})-(?P<pid>[0-9]+)-[a-z0-9_]{{8}}")
 
 
 class OutputError(XpuProfilerError):
@@ -56,6 +69,58 @@ def temp_prefix(name: str) -> str:
 def is_temp_for(candidate: str, name: str) -> bool:
     """Whether ``candidate`` is the name of a temporary file of an output called ``name``."""
     return candidate.startswith(temp_prefix(name)) and candidate.endswith(TEMP_SUFFIX)
+
+
+@functools.lru_cache(maxsize=1)
+def _host_tag() -> str:
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _owner_prefix(name: str) -> str:
+    """The start of this process's temporary files for an output called ``name``."""
+    return f"{temp_prefix(name)}{TEMP_MARK}-{_host_tag()}-{os.getpid()}-"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (EPERM: another user's process runs under that id)
+        return True
+    return True
+
+
+def stale_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """Temporary files beside ``path`` that a write of it left when its process was killed:
+    ours by name, of this host, of a process that no longer runs."""
+    path = Path(path)
+    prefix, host = temp_prefix(path.name), _host_tag()
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        if not (n.startswith(prefix) and n.endswith(TEMP_SUFFIX)):
+            continue
+        m = _OWNER.fullmatch(n[len(prefix) : -len(TEMP_SUFFIX)])
+        if m and m["host"] == host and not _running(int(m["pid"])):
+            out.append(path.parent / n)
+    return out
+
+
+def remove_stale_temps(path: str | os.PathLike[str]) -> int:
+    """Remove ``stale_temps(path)`` (regular files only); how many went."""
+    gone = 0
+    for p in stale_temps(path):
+        try:
+            if stat.S_ISREG(os.lstat(p).st_mode):
+                os.unlink(p)
+                gone += 1
+        except OSError:
+            continue  # (gone already, or not ours to remove: the write goes on)
+    return gone
 
 
 # ---------------------------------------------------------------------------------------
@@ -208,9 +273,10 @@ def replacing(
     path = Path(path)
     old = check_target(path)
     make_parent(path)
+    remove_stale_temps(path)
     with _sigterm_unwinds():
         try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_owner_prefix(path.name), suffix=TEMP_SUFFIX)
         except OSError as e:
             raise OutputError(path, reason(e)) from None
         done = False

@@ -199,6 +199,16 @@ def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:
     return bool(is_open[by_level][0::2].all() and (who[0::2] == who[1::2]).all())
 
 
+def is_nested(gid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the intervals of each group nest (no two of one group overlap without one
+    holding the other); ends before starts do not."""
+    if len(start) < 2:
+        return bool((end >= start).all())
+    big = _span(start, end) + 1
+    g = gid.astype(np.int64) * big
+    return _nested(g + start, g + end, len(start))
+
+
 def _disjoint(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether no interval of one track overlaps another (``top_level`` all true, leaner)."""
     order = lexsort((-end, start))

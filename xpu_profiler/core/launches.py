@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -29,17 +30,17 @@ def device_mask(kind: np.ndarray) -> np.ndarray:
 
 
 _LOCK = threading.RLock()  # the attribution and the export's work ahead of it may ask at once
+T = TypeVar("T")
 
 
-def _cached(profile: Profile, key: str, columns: tuple[str, ...], make: Callable[[Profile], np.ndarray]) -> np.ndarray:
+def cached(profile: Profile, key: str, columns: tuple[str, ...], make: Callable[[Profile], T]) -> T:
     """``make(profile)``, kept on the profile for as long as the event columns it was
     computed from are the same arrays (attribution, the summary and the export all ask)."""
     cols = tuple(profile.events[c] for c in columns)
     with _LOCK:
-        cached = profile.__dict__.get(key)
-        if cached is not None and all(a is b for a, b in zip(cached[0], cols)):
-            kept: np.ndarray = cached[1]
-            return kept
+        hit = profile.__dict__.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], cols)):
+            return cast(T, hit[1])
         out = make(profile)
         profile.__dict__[key] = (cols, out)
         return out
@@ -48,13 +49,13 @@ def _cached(profile: Profile, key: str, columns: tuple[str, ...], make: Callable
 def launch_rows(profile: Profile) -> np.ndarray:
     """Per event row, the row of the runtime call that launched it (same rank and
     correlation id), -1 for host events and device work without one in the trace."""
-    return _cached(profile, "_launch_rows", ("rank", "corr", "start", "kind"), _launch_rows)
+    return cached(profile, "_launch_rows", ("rank", "corr", "start", "kind"), _launch_rows)
 
 
 def thread_ids(profile: Profile) -> np.ndarray:
     """Per event row, a dense id of the host thread or device stream it is on, ranks kept
     apart: equal (rank, track), equal ids. The one grouping every sweep by thread uses."""
-    return _cached(
+    return cached(
         profile,
         "_thread_ids",
         ("rank", "track"),

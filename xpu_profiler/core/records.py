@@ -26,6 +26,8 @@ as one line of ``<dir>/<process>-<pid>.records.jsonl``:
 - ``fatal``: the error that stopped this process from starting (written at once);
 - ``errors``: {hook: [count, first message]} of failures inside the hooks since the
   last batch (a hook never raises into vLLM; its failures reach the profile's warnings);
+- ``dropped``: {kind: rows} the process dropped, oldest first, while its record files
+  could not be written (it holds at most ``MAX_HELD_ROWS`` of each kind meanwhile);
 - ``warnings``: problems found while reading the batches back (a line cut by a crash).
 """
 
@@ -88,6 +90,11 @@ RECORD_SUFFIX = ".records.jsonl"
 LOG_DIR = "xpu_logs"
 #: the ``errors`` key under which a failed record-file write is counted
 FLUSH_FAILED = "record file"
+#: while its record files cannot be written (a full disk), a process holds at most this many
+#: rows of each kind (scheduler steps, worker steps, counter samples, requests): the newest
+MAX_HELD_ROWS = 100_000
+#: the kinds of rows that cap applies to
+HELD_KINDS = ("sched", "worker", "counters", "requests")
 
 # How the caller tells vLLM's processes (which inherit its environment) what to record.
 #: record directory: set, the hooks install at import and every process appends its batches there
@@ -121,6 +128,7 @@ def has_records(batch: Batch) -> bool:
         or batch.get("errors")
         or batch.get("hooks")
         or batch.get("fatal")
+        or batch.get("dropped")
     )
 
 
@@ -135,6 +143,20 @@ def worker_keys(row: Sequence[Any]) -> tuple[int, int, int]:
 
 #: batch fields that are lists (appended when batches merge) and counts (added)
 _LISTS = ("sched", "worker", "counters", "requests", "torch_files", "torch_marks")
+
+
+def cap_rows(batch: Batch, limit: int = MAX_HELD_ROWS) -> Batch:
+    """Keep the newest ``limit`` rows of each kind of ``batch``; the older ones go, counted
+    in its ``dropped``. Returns the batch."""
+    dropped = dict(batch.get("dropped") or {})
+    for k in HELD_KINDS:
+        rows = batch.get(k) or []
+        if len(rows) > limit:
+            dropped[k] = dropped.get(k, 0) + len(rows) - limit
+            batch[k] = rows[len(rows) - limit :]
+    if dropped:
+        batch["dropped"] = dropped
+    return batch
 
 
 def merge_into(into: Batch, older: Batch) -> Batch:
@@ -152,6 +174,11 @@ def merge_into(into: Batch, older: Batch) -> Batch:
     hooks = {**(older.get("hooks") or {}), **(into.get("hooks") or {})}
     if hooks:
         into["hooks"] = hooks
+    dropped = dict(older.get("dropped") or {})
+    for k, n in (into.get("dropped") or {}).items():
+        dropped[k] = dropped.get(k, 0) + int(n)
+    if dropped:
+        into["dropped"] = dropped
     if not into.get("role"):
         into["role"] = older.get("role", "")
     windows = {**(older.get("torch_windows") or {}), **(into.get("torch_windows") or {})}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import gzip
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,8 @@ def content_size(path: Path) -> int:
     enough for the content to have wrapped, the ratio of its first MiB picks the wrap (worked
     out once per file: the command sizes its inputs, the reader its workers)."""
     st = path.stat()
+    if not stat.S_ISREG(st.st_mode):  # (a FIFO is never opened here: that would wait for a writer)
+        return 0
     return _content_size(str(path), st.st_size, st.st_mtime_ns)
 
 

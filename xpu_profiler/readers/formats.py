@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -105,7 +106,10 @@ def expand(
                 raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")
             out.extend(found)
         else:
-            if p.stat().st_size == 0:
+            st = p.stat()
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would wait for a writer forever, a device never end
+                raise TraceError(p, f"not a regular file ({_file_kind(st.st_mode)}): pass the trace file itself")
+            if st.st_size == 0:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
             if mod is None and not read_head(p).strip() and not is_gzip(p):
@@ -113,6 +117,9 @@ def expand(
             if mod is None:
                 if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
                     raise TraceError(p, "empty file (nothing inside the gzip)")
+                encoding = _text_encoding(read_head(p, 4))
+                if encoding:
+                    raise TraceError(p, f"{encoding}: the trace formats are UTF-8 text without one; convert it")
                 raise TraceError(
                     p,
                     "not a supported trace or log format "
@@ -121,6 +128,28 @@ def expand(
                 )
             out.append((p, mod))
     return out
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _text_encoding(head: bytes) -> str | None:
+    """What a byte-order mark at the start says (a text saved by an editor or a Windows
+    tool), or None."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        return "UTF-8 with a byte-order mark"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text"
+    return None
 
 
 def _kind_of_name(path: Path) -> str:

@@ -3,8 +3,11 @@ own overhead and failures, and the hand-over of what was recorded (``take``: ove
 ``flush_to_file``: file mode, every second, when the engine goes idle and at exit).
 
 A record file that cannot be written (a full disk, a vanished directory) costs nothing
-but the file: the batch stays in memory, file writes stop, the failure is counted once
-and everything travels with the next batch taken over RPC (``held``).
+but the file: the batch stays in memory (``held``), the failure is counted, and the write
+is tried again every ``RETRY_NS`` with everything held since; a batch taken over RPC
+carries it too. Meanwhile a process holds at most ``records.MAX_HELD_ROWS`` rows of each
+kind, the newest: a server whose disk stays full drops its oldest rows and counts them
+(``dropped``, in the next batch that is handed over, and in the report's warnings).
 
 One ``Recorder`` per process (``REC``); its state is attributes, never rebound module
 globals. After a fork the child gets fresh locks and starts its own flusher thread
@@ -22,6 +25,8 @@ from ...core import records
 from .memory_sampling import MemorySampler
 
 FLUSH_PERIOD_NS = 1_000_000_000
+#: after a failed record-file write, the next try (the batches are held meanwhile)
+RETRY_NS = 30_000_000_000
 #: the longest error text a process that ends with an exception leaves (vLLM's can embed configurations)
 MAX_FATAL_CHARS = 600
 
@@ -71,6 +76,8 @@ class Recorder:
         self.global_rank = 0  # worker: its rank across DP engines; EngineCore: its first worker's
         self.place: dict | None = None  # the batch's "place" (see records), once known
         self.held: dict | None = None  # batch whose file write failed, handed over with the next take()
+        self.retry_ns = 0  # after a failed write: no file write before this time
+        self.max_held = records.MAX_HELD_ROWS  # rows of each kind held at most
         self.fatal: str | None = None  # the exception this process ended with (file mode, at exit)
         self.worker_ready = False  # rank (and env-mode torch window) taken from the worker
         self.last_worker: list | None = None
@@ -160,19 +167,31 @@ class Recorder:
             batch = self.take(final=final)
             if not records.has_records(batch):
                 return
+            if not final and now() < self.retry_ns:  # writes failed lately: hold it until the next try
+                self._hold(batch)
+                return
             try:
                 records.append_batch(directory, batch)
-            except OSError as e:  # a full or vanished directory: keep the records, write no more files
-                self.file_dir = None
+            except OSError as e:  # a full or vanished directory: keep the records, try again later
+                self.retry_ns = now() + RETRY_NS
                 with self.lock:
                     self.errors.setdefault(records.FLUSH_FAILED, [0, f"{directory}: {e.strerror}"])[0] += 1
-                    self.held = batch if self.held is None else records.merge_into(batch, self.held)
+                self._hold(batch)
                 return
+            self.retry_ns = 0
             for listener in self.listeners:
                 try:
                     listener.after_flush(directory, batch)  # answer the profile windows this batch completes
                 except OSError as e:
                     self.failed("profile window answer", e)
+
+    def _hold(self, batch: dict) -> None:
+        """Keep a batch that was not written (``take`` merged what was held before into it),
+        its newest rows of each kind up to ``max_held``."""
+        with self.lock:
+            if self.held is not None:  # (held since the take: kept in front)
+                batch = records.merge_into(batch, self.held)
+            self.held = records.cap_rows(batch, self.max_held)
 
     def flush_at_exit(self) -> None:
         """The last flush of a process. One that ends with an exception (an EngineCore that

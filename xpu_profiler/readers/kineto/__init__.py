@@ -268,7 +268,13 @@ def _skipped(path: Path, parts: list) -> dict:
         if c.skipped:
             found.append(offset_skips(c.skipped, offset))
         offset += c.n_events
+    if offset == 0:
+        raise TraceError(path, "not a valid trace: no events (its traceEvents array is empty)")
     skipped = merge_skips(found)
+    if not skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:
+        raise TraceError(
+            path, f"not a valid trace: no timed event among its {offset:,} (metadata, instants or kinds not read)"
+        )
     if skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:  # track names alone are nothing
         n = sum(v[0] for v in skipped.values())
         lines = skip_lines("", skipped)

@@ -239,6 +239,17 @@ def from_document(path: Path, data: bytes) -> tuple[Trace | None, list[Cols], li
     return msgspec.convert(fields, Trace), [tolerant_cols(path, events)], notes
 
 
+def _valid_text(v: Any) -> Any:
+    """``v`` with every lone surrogate in its strings written as its escape (``\\ud800``)."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(v, dict):
+        return {_valid_text(k): _valid_text(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_valid_text(x) for x in v]
+    return v
+
+
 def tolerant_cols(path: Path, data: bytes | bytearray | memoryview | list[Any]) -> Cols:
     """Columns of a JSON array of events, odd events skipped and counted (``Cols.skipped``)."""
     values = data if isinstance(data, list) else generic(path, data)
@@ -255,7 +266,11 @@ def tolerant_cols(path: Path, data: bytes | bytearray | memoryview | list[Any]) 
             add_skip(skips, kind, i, _name(e))
     n_all = len(values)
     del values
-    blob = msgspec.json.encode(kept)
+    try:
+        blob = msgspec.json.encode(kept)
+    except UnicodeEncodeError:  # a lone surrogate ("\\ud800" in the JSON): shown escaped, as the name has it
+        kept = [_valid_text(e) for e in kept]
+        blob = msgspec.json.encode(kept)
     try:
         events = _EVENTS_DECODER.decode(blob)
     except msgspec.ValidationError:  # something the checks let through: find it event by event

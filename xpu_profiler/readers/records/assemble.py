@@ -17,7 +17,16 @@ import numpy as np
 
 from ...core.intervals import within_union
 from ...core.profile import Profile
-from ...core.records import C_IDX, FLUSH_FAILED, MEMORY_COUNTER_PREFIXES, METRICS, R_IDX, S_IDX, worker_keys
+from ...core.records import (
+    C_IDX,
+    FLUSH_FAILED,
+    MAX_HELD_ROWS,
+    MEMORY_COUNTER_PREFIXES,
+    METRICS,
+    R_IDX,
+    S_IDX,
+    worker_keys,
+)
 from ...core.run_info import RunInfo
 from . import steps as steps_mod
 from . import throughput, torch_traces
@@ -100,8 +109,9 @@ def build_profile(
         prof.run["hook_overhead"] = hook_overhead(hook_ns, n_hooked, max(1, len(engine_rank)))
     prof.run["metrics"] = list(metrics)
     torch_files += [(str(f), None, None) for f in wallclock_traces]
+    unreadable: list[str] = []
     if torch_files and "execution_time" in metrics:
-        tp = torch_traces.load_traces(torch_files)
+        tp = torch_traces.load_traces(torch_files, problems=unreadable)
         if tp is not None:
             tp.run.pop("step_source", None)
             merged = Profile.merge([prof, tp])
@@ -110,7 +120,7 @@ def build_profile(
             prof = merged
             if trim_to_steps:
                 trim_events_to_steps(prof)
-    for w in hook_warnings(batches):
+    for w in [*hook_warnings(batches), *unreadable]:
         prof.warn(w)
     return prof
 
@@ -155,6 +165,15 @@ def places(batches: Sequence[dict]) -> tuple[dict[int, int], dict[str, dict]]:
     return engine_rank, {str(r): layout[r] for r in sorted(layout)}
 
 
+#: how the warnings name each kind of row
+DROPPED_NAMES = {
+    "sched": "scheduler step rows",
+    "worker": "worker step rows",
+    "counters": "counter samples",
+    "requests": "request rows",
+}
+
+
 def hook_warnings(batches: Sequence[dict]) -> list[str]:
     """What the hooks could not do, one line each: hooks that did not install at import,
     failures inside hooks (count and first message, summed over batches), reading problems."""
@@ -177,7 +196,17 @@ def hook_warnings(batches: Sequence[dict]) -> list[str]:
         first = failures[(unwritten[0], FLUSH_FAILED)][1]
         out.append(
             f"the record files could not be written ({first}) by {', '.join(unwritten)}; "
-            f"their records were collected from the engine instead"
+            f"their records were held in memory and handed over later"
+        )
+    dropped: dict[str, int] = {}
+    for b in batches:
+        for kind, n in (b.get("dropped") or {}).items():
+            dropped[kind] = dropped.get(kind, 0) + int(n)
+    if dropped:
+        what = ", ".join(f"{dropped[k]:,} {DROPPED_NAMES.get(k, k)}" for k in sorted(dropped))
+        out.append(
+            f"records dropped while the record files could not be written: {what} (the oldest; "
+            f"each process holds at most {MAX_HELD_ROWS:,} of each kind meanwhile): the totals are short by those"
         )
     for (proc, where), (n, first) in sorted(failures.items()):
         if where != FLUSH_FAILED:

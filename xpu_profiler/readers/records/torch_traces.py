@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, SCHEMAS, Profile
 from ...core.records import STEP_RANGE
 from ..base import ReadOptions
@@ -48,11 +49,13 @@ def relabel(prof: Profile, rank: int) -> None:
             table["rank"][:] = rank
 
 
-def load_traces(files: list[tuple], default_rank: int = 0) -> Profile | None:
+def load_traces(files: list[tuple], default_rank: int = 0, problems: list[str] | None = None) -> Profile | None:
     """[(trace path, marks, global rank or None)] → one Profile (ranks side by side), clocks
     aligned; marks None: a trace without our step ranges (vLLM's own profiler), on the wall
     clock Kineto wrote. The global rank the worker gave wins over the trace's own (its rank
-    inside its engine's process group, repeated by every data-parallel engine)."""
+    inside its engine's process group, repeated by every data-parallel engine). A trace
+    that cannot be read (cut short by a process killed while writing it) is left out,
+    said in ``problems`` when given (else its error is raised)."""
     from .. import kineto
 
     profiles = []
@@ -60,7 +63,13 @@ def load_traces(files: list[tuple], default_rank: int = 0) -> Profile | None:
         p = Path(path)
         if not p.exists():
             continue
-        prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
+        try:
+            prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
+        except TraceError as e:
+            if problems is None:
+                raise
+            problems.append(f"{e}; its events are missing")
+            continue
         rank = given[0] if given else None
         if rank is not None:
             relabel(prof, int(rank))

@@ -1,0 +1,66 @@
+"""Where the tests find real traces from other projects.
+
+The small ones are copied into ``tests/data/real-traces/`` (with their licences, see its
+README), so every checkout runs the tests that need them; the larger ones are read from
+``../shared/data/real-traces`` beside the checkout when it is there. Both keep the same
+paths under ``real-traces/``. A test that needs a trace found in neither place skips
+through ``need`` with one reason, so pytest's summary says it once, on one line, with the
+number of tests that did not run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL = ROOT / "tests" / "data" / "real-traces"
+SHARED = ROOT.parent / "shared" / "data" / "real-traces"
+MISSING = (
+    f"needs a real trace that is neither in tests/data/real-traces nor in {SHARED} "
+    "(the shared test data, not beside this checkout)"
+)
+
+
+def path(rel: str) -> Path:
+    """The trace at ``rel`` (a path under real-traces/): the copy here, else the shared one
+    (which may not exist either)."""
+    local = LOCAL / rel
+    return local if local.exists() else SHARED / rel
+
+
+def have(rel: str) -> bool:
+    return path(rel).exists()
+
+
+def need(rel: str) -> Path:
+    """``path(rel)``; the test skips (``MISSING``) when the trace is in neither place."""
+    p = path(rel)
+    if not p.exists():
+        pytest.skip(MISSING)
+    return p
+
+
+def files(pattern: str = "*.json.gz", recursive: bool = False) -> list[Path]:
+    """Every file matching ``pattern`` in either place, each once (the copy here first),
+    in the order of their paths under real-traces/."""
+    found: dict[str, Path] = {}
+    for base in (LOCAL, SHARED):
+        if base.is_dir():
+            for p in base.rglob(pattern) if recursive else base.glob(pattern):
+                found.setdefault(p.relative_to(base).as_posix(), p)
+    return [found[k] for k in sorted(found)]
+
+
+def entries() -> list[Path]:
+    """The entries (files and directories) directly under real-traces/ in either place,
+    each once, licences left out; a directory from the shared data when it is there (it
+    holds more than the copy here)."""
+    found: dict[str, Path] = {}
+    for base in (SHARED, LOCAL):
+        if base.is_dir():
+            for p in base.iterdir():
+                if not p.name.startswith(("LICENSE", "README")):
+                    found.setdefault(p.name, p)
+    return [found[k] for k in sorted(found)]
