@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import XpuProfilerError
 from .fmt import plain
@@ -48,7 +48,7 @@ class OutputError(XpuProfilerError):
     """An output that could not be written: its path and the OS's reason. ``written``:
     the outputs of the same command already in place ({format: path})."""
 
-    def __init__(self, path: str | os.PathLike, reason: str):
+    def __init__(self, path: str | os.PathLike[str], reason: str):
         self.path = str(path)
         self.reason = reason
         self.written: dict[str, Path] = {}
@@ -161,7 +161,7 @@ def check_target(path: Path) -> os.stat_result | None:
 
 
 def input_identities(
-    inputs: Iterable[str | os.PathLike | None], not_inputs: Callable[[list[Path]], set[Path]] | None = None
+    inputs: Iterable[str | os.PathLike[str] | None], not_inputs: Callable[[list[Path]], set[Path]] | None = None
 ) -> dict[tuple[int, int], str]:
     """(device, inode) → path of every input file, and of every file under an input
     directory but those ``not_inputs`` picks out of a directory's files."""
@@ -193,7 +193,7 @@ def input_identities(
 
 def check_outputs(
     paths: Mapping[str, Path] | Iterable[Path],
-    inputs: Iterable[str | os.PathLike | None] = (),
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
     not_inputs: Callable[[list[Path]], set[Path]] | None = None,
 ) -> None:
     """Refuse, before any work, outputs that cannot be written and outputs that would
@@ -253,7 +253,7 @@ def _sigterm_unwinds() -> Iterator[None]:
         yield
         return
 
-    def _exit(signum, frame):
+    def _exit(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _exit)
@@ -265,8 +265,8 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 @contextmanager
 def replacing(
-    path: str | os.PathLike, mode: str = "wb", encoding: str | None = None, newline: str | None = None
-) -> Iterator[IO]:
+    path: str | os.PathLike[str], mode: str = "wb", encoding: str | None = None, newline: str | None = None
+) -> Iterator[IO[Any]]:
     """A file object for a new version of ``path``: a temporary file in the same directory,
     renamed over ``path`` when the block ends without an exception; removed otherwise.
     OS errors become ``OutputError`` naming ``path``."""
@@ -305,13 +305,13 @@ def replacing(
                     pass
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     with replacing(path, "wb") as f:
         f.write(data)
     return Path(path)
 
 
-def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
     with replacing(path, "w", encoding=encoding, newline="") as f:
         f.write(text)
     return Path(path)

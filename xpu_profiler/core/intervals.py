@@ -116,7 +116,7 @@ def union_length(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: 
     return out
 
 
-def merged_intervals(gid: np.ndarray, start: np.ndarray, end: np.ndarray):
+def merged_intervals(gid: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per group, the union of intervals as sorted disjoint (gid, start, end) runs."""
     if len(start) == 0:
         z = np.zeros(0, np.int64)
@@ -154,7 +154,8 @@ def covered_in_windows(
         part = np.where(i_ok, np.clip(x - s[ic], 0, (e - s)[ic]), 0)
         return np.where(i_ok, prefix[ic] - prefix[first] + part, 0)
 
-    return np.maximum(covered(w_gid, w_end) - covered(w_gid, w_start), 0)
+    span: np.ndarray = np.maximum(covered(w_gid, w_end) - covered(w_gid, w_start), 0)
+    return span
 
 
 def within_union(gid: np.ndarray, start: np.ndarray, end: np.ndarray, q_gid: np.ndarray, q_t: np.ndarray) -> np.ndarray:
@@ -166,7 +167,8 @@ def within_union(gid: np.ndarray, start: np.ndarray, end: np.ndarray, q_gid: np.
     big = _span(s, e, q_t) + 1
     i = np.searchsorted(g * big + s, q_gid.astype(np.int64) * big + q_t, side="right") - 1
     ic = np.maximum(i, 0)
-    return (i >= 0) & (g[ic] == q_gid) & (q_t <= e[ic])
+    inside: np.ndarray = (i >= 0) & (g[ic] == q_gid) & (q_t <= e[ic])
+    return inside
 
 
 def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:

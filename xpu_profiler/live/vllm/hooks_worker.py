@@ -68,7 +68,7 @@ def wrap_execute(orig):
             except Exception as e:  # never into vLLM; counted, reaches the profile's warnings
                 REC.failed("torch.profiler window", e)
         t0 = now()
-        if handle is not None:
+        if handle is not None and tw is not None:
             tw.marks.append((sid, t0))
         REC.hook_ns += t0 - te
         out = None

@@ -20,9 +20,13 @@ import os
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ...core import records
 from .memory_sampling import MemorySampler
+
+if TYPE_CHECKING:  # (torch_window imports this module)
+    from .torch_window import TorchWindow
 
 FLUSH_PERIOD_NS = 1_000_000_000
 #: after a failed record-file write, the next try (the batches are held meanwhile)
@@ -82,7 +86,7 @@ class Recorder:
         self.worker_ready = False  # rank (and env-mode torch window) taken from the worker
         self.last_worker: list | None = None
         self.open_range = None  # the open xpu_step#N range handle of this worker
-        self.torch = None  # TorchWindow while torch.profiler is armed or running
+        self.torch: TorchWindow | None = None  # while torch.profiler is armed or running
         self.env_torch: tuple | None = None  # file mode: (dir, first, count, level) to arm per worker
         self.mem = MemorySampler()
 

@@ -155,7 +155,12 @@ class Windows:
         tag = getattr(so, WINDOW_TAG, None)
         tw = REC.torch
         current = getattr(tw, "window_id", None)
-        if current is not None and not tw.finished and (tag is None or tag[0] != current or tw.closing):
+        if (
+            tw is not None
+            and current is not None
+            and not tw.finished
+            and (tag is None or tag[0] != current or tw.closing)
+        ):
             tw.stop()  # a step from outside the window: the window has ended
         if tag is None or tag[0] in self.started or REC.file_dir is None:
             return
