@@ -38,6 +38,8 @@ FOREIGN = {
     "--enable-expert-parallel": "vllm serve",
     "--enable-eplb": "vllm serve",
     "--enable-torch-compile": "SGLang's launch_server",
+    "--dist": "pytest-xdist",
+    "--no-loadscope-reorder": "pytest-xdist",
     "--tune": "vLLM's benchmarks/kernels/benchmark_moe.py",
     "--headless": "chromium",
     "--no-sandbox": "chromium",

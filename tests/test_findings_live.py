@@ -694,9 +694,10 @@ def test_the_demo_report_opens_with_its_findings(runs):
     try:
         page = b.page()
         page.goto((out / "report.html").resolve().as_uri(), wait_until="load")
-        # the first section after the run's header is the findings, in rank order
+        # after the run's header: the verdict per phase (what bounds each phase), then the
+        # findings, in rank order
         ids = page.eval_on_selector_all("main > section", "els => els.map(e => e.id)")
-        assert ids[:2] == ["run", "findings"], ids
+        assert ids[:3] == ["run", "verdicts", "findings"], ids
         shown = page.eval_on_selector_all("#findings .finding", "els => els.map(e => e.dataset.rule)")
         assert shown == [f.rule for f in s.findings]
         assert page.eval_on_selector_all("nav a", "els => els.map(e => e.textContent)")[0] == "Findings"

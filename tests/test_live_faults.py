@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -83,7 +84,11 @@ class LiveRun:
         self.stdout, self.stderr = tmp / "stdout.txt", tmp / "stderr.txt"
         self.tmpdir = tmp / "tmpdir"
         self.tmpdir.mkdir(exist_ok=True)
-        env = env or vllm_env(tmp / "cache", TMPDIR=str(self.tmpdir))
+        # vLLM makes its ZMQ sockets in TMPDIR, and a socket's path may not exceed 107 bytes: the
+        # run's TMPDIR is a short link to the test's own (pytest's, under a worker, is too long)
+        self.alias = Path(tempfile.mkdtemp(prefix="xpf-")) / "t"
+        self.alias.symlink_to(self.tmpdir, target_is_directory=True)
+        env = env or vllm_env(tmp / "cache", TMPDIR=str(self.alias))
         self.tmpdir = Path(env.get("TMPDIR", self.tmpdir))
         cmd = [
             *prefix,
@@ -222,6 +227,7 @@ class LiveRun:
 
     def cleanup(self) -> None:
         """Test hygiene only (the assertions come first): end what the run left."""
+        shutil.rmtree(self.alias.parent, ignore_errors=True)  # the link, not what it points to
         for pid, (t0, _) in self.seen.items():
             try:
                 p = psutil.Process(pid)

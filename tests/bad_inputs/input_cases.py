@@ -75,7 +75,7 @@ def input_cases() -> list[Case]:
             "events_instant_only",
             "error",
             lambda w: write(w, "i.json", json.dumps({"traceEvents": [instant]})),
-            "no timed event",
+            "nothing to analyse: 1 instant event",
         ),
         Case("events_bare_empty_array", "error", lambda w: write(w, "b.json", "[]"), "not a supported"),
         Case(

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import sys
+from time import time_ns as now  # (the recorder's clock: time.time_ns)
 from typing import TYPE_CHECKING
 
 from ...core import records
 from ...knowledge.layer_names import is_decoder_layer
 from . import compat
-from .recorder import now
 
 if TYPE_CHECKING:
     from torch.profiler import profile

@@ -79,10 +79,11 @@ def _read_whole(path: Path) -> tuple:
 
 def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
     parts = _with_slices(path, parts, notes)
-    skipped = _skipped(path, parts)
     unused = _unused(parts)
-    if sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0 and unused:
+    if sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0 and unused and not any(c.skipped for c in parts):
+        # events of kinds the analysis does not read, and nothing else: what they were, named
         raise TraceError(path, f"nothing to analyse: {_events_line(unused)}, no slice (X, or a B/E pair)")
+    skipped = _skipped(path, parts)
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
     if declared is not None and not 0 <= declared < MAX_RANK:
         notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
