@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import fmt
+from ...knowledge.kernel_names import short_name
 from ...summary import Summary
 
 LAYERS = {
@@ -64,7 +65,8 @@ def build_verdicts(summary: Summary) -> dict[str, Any] | None:
                         "host": fmt.ns(g.host_wait_ns, fmt.REPORT),
                         "launch": fmt.ns(g.launch_ns, fmt.REPORT),
                         "dependency": fmt.ns(g.dependency_ns, fmt.REPORT),
-                        "next": g.next_work,
+                        "next": short_name(g.next_work),
+                        "next_full": g.next_work,
                         "via": g.launched_by,
                     }
                     for g in p.bound_gaps
