@@ -10,6 +10,7 @@ number of tests that did not run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,42 @@ def entries() -> list[Path]:
                 if not p.name.startswith(("LICENSE", "README")):
                     found.setdefault(p.name, p)
     return [found[k] for k in sorted(found)]
+
+
+class RealPath(os.PathLike):
+    """``REAL / "gpu-inference" / "x.json.gz"``: a path under real-traces/ resolved each time it
+    is used (``path``: the copy here when there is one, else the shared one). It is a path-like
+    (``open``, ``Path(...)``, the readers take it) and answers what a ``Path`` answers."""
+
+    def __init__(self, rel: str = "") -> None:
+        self.rel = rel
+
+    def __truediv__(self, part: str) -> RealPath:
+        return RealPath(f"{self.rel}/{part}" if self.rel else str(part))
+
+    def resolved(self) -> Path:
+        if self.rel:
+            return path(self.rel)
+        return SHARED if SHARED.is_dir() else LOCAL
+
+    def __fspath__(self) -> str:
+        return str(self.resolved())
+
+    def __getattr__(self, name: str):
+        return getattr(self.resolved(), name)
+
+    def __str__(self) -> str:
+        return str(self.resolved())
+
+    def __repr__(self) -> str:
+        return f"RealPath({self.rel!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return Path(self) == Path(other) if isinstance(other, (str, os.PathLike)) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.resolved())
+
+
+#: the real traces, wherever each one is
+REAL = RealPath()

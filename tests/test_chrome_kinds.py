@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.core.profile import K_KERNEL
@@ -20,7 +21,7 @@ from xpu_profiler.readers.begin_end import Mark, pair
 from xpu_profiler.readers.kineto import decode
 
 ROOT = Path(__file__).resolve().parents[1]
-AIU = ROOT.parent / "shared" / "data" / "real-traces" / "other-formats" / "aiu-allreduce-tp4-begin-end.json"
+AIU = REAL / "other-formats" / "aiu-allreduce-tp4-begin-end.json"
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

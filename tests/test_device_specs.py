@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.exporters.html.header import build_header
@@ -17,7 +18,6 @@ from xpu_profiler.knowledge.devices.specs_amd import AMD
 from xpu_profiler.knowledge.devices.specs_nvidia import NVIDIA
 from xpu_profiler.summary import DeviceSpec as SummarySpec
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
 PARTS = ("H100", "H100-PCIe", "H200", "H800", "A100", "L40S", "B200", "B300", "GB200")
 AMD_PARTS = ("MI250X", "MI300X", "MI325X", "MI355X")
 

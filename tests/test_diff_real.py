@@ -15,11 +15,11 @@ import sys
 import pytest
 from conftest import ROOT
 from raw_steps import build_steps, copies_tokens, events, step_p50
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.diff import compare
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
 H100 = REAL / "gpu-inference" / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"
 MI300_VLLM = REAL / "tracelens" / "vllm-gptoss-mi300-decode-full"
 B200 = REAL / "gpu-inference" / "vllm-gptoss-tp8-b200-rank0-eager.json.gz"

@@ -23,11 +23,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE.parents[1] / "shared" / "data" / "real-traces"
 B200 = REAL / "gpu-inference" / "vllm-gptoss-tp8-b200-rank0-eager.json.gz"
 H100 = REAL / "gpu-inference" / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"
 SG30B = REAL / "gpu-inference" / "sglang-qwen3-30b-a3b-mi300-decode.trace.json.gz"

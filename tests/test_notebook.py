@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from real_data import REAL
 
 import xpu_profiler
 from xpu_profiler import notebook
@@ -20,7 +20,6 @@ from xpu_profiler.summary import Requests, Summary
 
 pd = pytest.importorskip("pandas", reason="the notebook API's tables need pandas (the [notebook] extra)")
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
 DECODE = REAL / "tracelens" / "sglang-qwen3-8b-decode.json.gz"  # SGLang, one decode step, MI300X
 TWO_RANKS = REAL / "two-ranks"  # two ranks of one NCCL job, ProfilerStep#N steps
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")

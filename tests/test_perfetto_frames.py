@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
+from real_data import REAL
 
 from xpu_profiler.cli.main import main
 from xpu_profiler.core.profile import Profile
 from xpu_profiler.exporters.validate import validate_file
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
 H100 = REAL / "gpu-inference" / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"  # with_stack: python frames
 MODULE = "nn.Module: "  # module ranges are events of the analysis, not frames
 

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traces"
 DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
 CATS = ("moe", "gemm", "attention", "communication")
 TOL = 0.03

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ROOT
 from raw_steps import (
     GRAPH_LAUNCH,
     build_steps,
@@ -17,10 +16,10 @@ from raw_steps import (
     step_p50,
     verdict,
 )
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
 GPU = REAL / "gpu-inference"
 TL = REAL / "tracelens"
 H100 = GPU / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"

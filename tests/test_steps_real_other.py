@@ -6,12 +6,10 @@ analysis must agree, including when the rule finds none."""
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
 from raw_steps import build_steps, busy_share, events, verdict
+from real_data import REAL
 
 from xpu_profiler.analysis import analyze
-
-REAL = ROOT.parent / "shared" / "data" / "real-traces"
 
 needs = pytest.mark.skipif(not REAL.is_dir(), reason=f"the shared real traces are not at {REAL}")
 

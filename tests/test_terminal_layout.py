@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from real_data import REAL
 from rich.cells import cell_len
 
 from xpu_profiler import analysis
@@ -25,7 +26,7 @@ from xpu_profiler.terminal.screen import PLAIN, Screen, screen_for
 
 ROOT = Path(__file__).resolve().parents[1]
 TP2 = ROOT / "tests" / "data" / "vllm_cpu_tp2_gloo"  # two ranks: the multi-rank tables too
-GPTOSS = ROOT.parent / "shared" / "data" / "real-traces" / "tracelens" / "vllm-gptoss-mi300-decode-full"
+GPTOSS = REAL / "tracelens" / "vllm-gptoss-mi300-decode-full"
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # the styles (colour, bold) a styled screen writes
 BOX = re.compile("[\u2500-\u257f]")  # box-drawing characters
 EVIL = "void k<[bold]x>[/bold]\x1b[31m\r(int)"

@@ -13,6 +13,7 @@ findings), made of the layers below the facade; ``pandas`` is needed only for th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,7 @@ def load(
     ``summary.json`` is read back as it is (sections, no trace). ``steps="A:B"`` and
     ``max_events`` keep part of a large trace; ``python_frames=False`` leaves the Python
     stack frames out of the trace."""
-    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1 and _is_summary(Path(items[0])):
         return Analysis(load_summary(items[0]), None, str(items[0]))
     profile, capture_profile = load_run(items, list(capture), ReadOptions(rank=rank), engine="auto")
