@@ -145,8 +145,8 @@ def test_process_watch_names_the_first_process_to_end_and_ends_the_rest():
     # a stand-in engine: one parent (the "EngineCore") with two children (its "workers")
     root = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 61 & wait"])
     try:
-        deadline = time.time() + 10
-        while len(descendants(root.pid)) < 2 and time.time() < deadline:
+        deadline = time.time() + 60  # both children forked and turned into `sleep` (exec), not still `sh`
+        while [n for n, _ in descendants(root.pid).values()] != ["sleep", "sleep"] and time.time() < deadline:
             time.sleep(0.05)
         seen = []
         watch = ProcessWatch(root.pid, on_end=seen.append).start()
