@@ -15,7 +15,7 @@ from ..knowledge.fused_ops import FUSED_OPS
 from .layer_frames import Frames, frame_of, module_rows
 
 #: steps looked at per phase (evenly spread): layers repeat, a sample of steps tells them
-MAX_UNITS_PER_PHASE = 200
+MAX_UNITS_PER_PHASE = 32
 _EMBEDDING, _ATTENTION = FUSED_OPS.index("embedding"), FUSED_OPS.index("attention")
 
 
