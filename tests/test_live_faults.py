@@ -426,9 +426,11 @@ def _private_tmpfs_prefix(mnt: Path) -> list[str] | None:
     return prefix if probe.returncode == 0 else None
 
 
-def test_a_full_disk_while_the_plugin_flushes_records(live, tmp_path):
-    mnt = tmp_path / "tmpdir"
-    mnt.mkdir()
+def test_a_full_disk_while_the_plugin_flushes_records(live, tmp_path, request):
+    # vLLM's ZMQ socket paths live in TMPDIR and may not exceed 107 bytes: the mount point is
+    # short (pytest's tmp_path under a worker is too long)
+    mnt = Path(tempfile.mkdtemp(prefix="xpd-"))
+    request.addfinalizer(lambda: shutil.rmtree(mnt, ignore_errors=True))
     prefix = _private_tmpfs_prefix(mnt)
     if prefix is None:
         pytest.skip("cannot mount a private tmpfs here (unshare/mount not permitted)")
