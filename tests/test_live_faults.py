@@ -52,9 +52,14 @@ pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM i
 #: the profiled window of a run that is broken on purpose: long enough to be caught in it
 #: (tiny-llama's 2048-token context ends each request at 2032 tokens: about 10 s of decode
 #: on two cores; a signal 2 s into the window lands mid-run)
+#: a run that lasts: four requests one after another (max_num_seqs=1), each to the context's
+#: end, so that a fault that lands seconds after the first steps were recorded is still mid-run
+LONG_PROMPTS = 4
 LONG = [
+    "--engine-arg",
+    "max_num_seqs=1",
     "--num-prompts",
-    "2",
+    str(LONG_PROMPTS),
     "--input-len",
     "16",
     "--output-len",
@@ -104,8 +109,12 @@ class LiveRun:
         ]
         with open(self.stdout, "w") as o, open(self.stderr, "w") as e:
             self.proc = subprocess.Popen(
-                cmd, env=env, cwd=ROOT, stdout=o, stderr=e, start_new_session=True
-            )  # its own process group (pgid = its pid: killpg below), as on Python 3.10 (process_group is 3.11's)
+                cmd, env=env, cwd=ROOT, stdout=o, stderr=e, preexec_fn=os.setpgrp
+            )
+        # its own process group (pgid = its pid: killpg below), in the test's session: a new
+        # session is a scheduler autogroup of its own, and under it the engine's busy processes
+        # starve this test for seconds at a time (its waits then land after the run ended).
+        # (preexec_fn, not process_group=0: that is Python 3.11's)
         self.seen: dict[int, tuple[float, str]] = {}
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -166,22 +175,19 @@ class LiveRun:
         return kids[0], sorted(titled, key=lambda c: -sum(c.cpu_times()[:2]))
 
     def frozen(self):
-        """A context in which every process below the command is stopped (SIGSTOP): the run
-        makes no progress until it ends (SIGCONT to those still there)."""
+        """A context in which the command and every process of its group are stopped
+        (SIGSTOP to the group: one signal, no walk of the process tree, which can take seconds
+        while the engine runs): the run makes no progress until the context ends (SIGCONT)."""
         import contextlib
 
         @contextlib.contextmanager
         def block():
-            procs = psutil.Process(self.proc.pid).children(recursive=True)
-            for p in procs:
-                with contextlib.suppress(psutil.Error):
-                    p.suspend()
+            os.killpg(self.proc.pid, signal.SIGSTOP)
             try:
                 yield
             finally:
-                for p in procs:
-                    with contextlib.suppress(psutil.Error):
-                        p.resume()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGCONT)
 
         return block()
 
@@ -278,6 +284,15 @@ def outputs_are_whole(tmp: Path) -> list[str]:
 # -- an engine process killed mid-run -------------------------------------------------------
 
 
+def cut_short(s: dict) -> None:
+    """A LONG run's summary, cut short: whole prompts only (one request at a time, each
+    prefilled in one step), and fewer tokens than the whole workload (each request ends at the
+    context's end)."""
+    prefill = s["totals"]["prefill_tokens"]
+    assert prefill % 16 == 0 and 16 <= prefill <= LONG_PROMPTS * 16, prefill
+    assert s["totals"]["decode_tokens"] < LONG_PROMPTS * (s["run"]["engine"]["max_model_len"] - 16 - 1)
+
+
 @pytest.mark.parametrize("victim", ["worker", "engine_core"])
 def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     run = live(*LONG)
@@ -307,9 +322,8 @@ def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     s = run.summary()  # what was collected up to then, marked incomplete with the reason
     assert s["run"]["incomplete"] is True and s["run"]["incomplete_reason"] == said
     # the steps that were in the record files when the engine froze, at least
-    assert s["totals"]["steps"] >= seen >= MID_RUN_STEPS and s["totals"]["prefill_tokens"] == 2 * 16
-    # cut short: fewer tokens than the whole workload (each request ends at the context's end)
-    assert s["totals"]["decode_tokens"] < 2 * (s["run"]["engine"]["max_model_len"] - 16 - 1)
+    assert s["totals"]["steps"] >= seen >= MID_RUN_STEPS
+    cut_short(s)
     outputs_are_whole(tmp_path)
     assert run.left_behind() == []
 
@@ -372,7 +386,8 @@ def test_ctrl_c(live, tmp_path, phase):
     elif phase == "profiling":
         s = run.summary()
         assert s["run"]["incomplete"] is True and s["run"]["incomplete_reason"] == "interrupted (Ctrl-C)"
-        assert s["totals"]["steps"] >= seen >= MID_RUN_STEPS and s["totals"]["prefill_tokens"] == 2 * 16
+        assert s["totals"]["steps"] >= seen >= MID_RUN_STEPS
+        cut_short(s)
         assert "r.trace.json.gz" in present and "r.html" in present
     else:
         assert present == ["r.trace.json.gz"]  # the outputs after the interrupted one were not written
