@@ -76,20 +76,34 @@ class VllmProfilerTrace:
         return getattr(self, key)
 
 
+def _session_dir(tmp_path_factory, name: str) -> tuple[Path, Path | None]:
+    """Where a session fixture's files go, and the lock its makers share: under xdist one
+    directory of the whole session (every worker's temp directory is below it), so that
+    the workers make it once between them; else a directory of this process's own."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp(name), None
+    root = tmp_path_factory.getbasetemp().parent  # (this session's: pytest-of-USER/pytest-N)
+    return root / name, root / f"{name}.lock"
+
+
 def _trace_workload(tmp_path_factory, name: str, tp: int = 1, timeout: int = 600) -> VllmProfilerTrace:
-    """Run tests/vllm_trace_workload.py (at tensor-parallel size ``tp``); its trace files
-    (one per rank) and the ground truth it recorded from the live scheduler."""
+    """Run tests/vllm_trace_workload.py (at tensor-parallel size ``tp``) once per session,
+    whichever worker asks first (the others wait for it and read what it wrote); its
+    trace files (one per rank) and the ground truth it recorded from the live scheduler."""
     if not HAVE_VLLM:
         pytest.skip("vLLM is not installed")
-    out = tmp_path_factory.mktemp(name)
-    cache = tmp_path_factory.mktemp(f"{name}_model_cache")
-    log = out / "run.log"
-    cmd = [sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)] + (["--tp", str(tp)] if tp > 1 else [])
-    with open(log, "wb") as f:
-        proc = subprocess.run(cmd, env=vllm_env(cache), stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-4000:]
-        pytest.fail(f"vLLM trace workload (TP={tp}) failed (exit {proc.returncode}):\n{tail}")
+    import fcntl
+
+    out, lock = _session_dir(tmp_path_factory, name)
+    with open(lock, "w") if lock else open(os.devnull) as held:
+        if lock:
+            fcntl.flock(held, fcntl.LOCK_EX)  # (released when the file closes)
+        failed = out / "failed.txt"
+        if failed.exists():  # another worker ran it, and it failed: the same failure here
+            pytest.fail(failed.read_text())
+        if not (out / "expected.json").exists():
+            out.mkdir(parents=True, exist_ok=True)
+            _run_trace_workload(out, tp, timeout, failed)
     expected = json.loads((out / "expected.json").read_text())
     trace_dir = out / "trace"
     files = sorted(trace_dir.glob("*.pt.trace.json*"))
@@ -105,6 +119,22 @@ def _trace_workload(tmp_path_factory, name: str, tp: int = 1, timeout: int = 600
         steps=expected["steps"],
         expected=expected,
     )
+
+
+def _run_trace_workload(out: Path, tp: int, timeout: int, failed: Path) -> None:
+    log = out / "run.log"
+    cmd = [sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)] + (["--tp", str(tp)] if tp > 1 else [])
+    try:
+        with open(log, "wb") as f:
+            rc = subprocess.run(
+                cmd, env=vllm_env(out / "model_cache"), stdout=f, stderr=subprocess.STDOUT, timeout=timeout
+            )
+        why = f"exit {rc.returncode}" if rc.returncode else ""
+    except subprocess.TimeoutExpired:
+        why = f"not done after {timeout} s"
+    if why:
+        failed.write_text(f"vLLM trace workload (TP={tp}) failed ({why}):\n{log.read_text(errors='replace')[-4000:]}")
+        pytest.fail(failed.read_text())
 
 
 @pytest.fixture(scope="session")

@@ -108,9 +108,7 @@ class LiveRun:
             *args,
         ]
         with open(self.stdout, "w") as o, open(self.stderr, "w") as e:
-            self.proc = subprocess.Popen(
-                cmd, env=env, cwd=ROOT, stdout=o, stderr=e, preexec_fn=os.setpgrp
-            )
+            self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=o, stderr=e, preexec_fn=os.setpgrp)
         # its own process group (pgid = its pid: killpg below), in the test's session: a new
         # session is a scheduler autogroup of its own, and under it the engine's busy processes
         # starve this test for seconds at a time (its waits then land after the run ended).
