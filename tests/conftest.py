@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -31,6 +32,12 @@ def _have_vllm() -> bool:
 
 
 HAVE_VLLM = _have_vllm()
+
+# A suite started in the background by a shell without job control inherits SIGINT ignored,
+# and so would every command it starts (an ignored signal stays ignored across exec): the
+# Ctrl-C cases would then test nothing. A handler here is reset to the default in children.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def vllm_env(cache: Path | None = None, **extra: str) -> dict:

@@ -173,14 +173,17 @@ class LiveRun:
         return kids[0], sorted(titled, key=lambda c: -sum(c.cpu_times()[:2]))
 
     def frozen(self):
-        """A context in which the command and every process of its group are stopped
-        (SIGSTOP to the group: one signal, no walk of the process tree, which can take seconds
-        while the engine runs): the run makes no progress until the context ends (SIGCONT)."""
+        """A context in which every process below the command is stopped: one SIGSTOP to
+        the command's group (no walk of the process tree, which can take seconds while the
+        engine runs), then SIGCONT to the command alone, which goes on and sees first what
+        the test does (a Ctrl-C, a kill); the engine makes no progress until the context
+        ends (SIGCONT to the group)."""
         import contextlib
 
         @contextlib.contextmanager
         def block():
             os.killpg(self.proc.pid, signal.SIGSTOP)
+            os.kill(self.proc.pid, signal.SIGCONT)
             try:
                 yield
             finally:

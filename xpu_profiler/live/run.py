@@ -264,7 +264,14 @@ def _profiled_workload(
     if warmup_steps:
         with con.stage(f"warm-up ({warmup_steps} steps)"):
             wp = options.synthetic_prompts(min(WARMUP_PROMPTS, len(plist)), WARMUP_INPUT_LEN, 1000, seed=1)
-            compat_llm.generate(llm, wp, compat_llm.sampling_params(max(1, warmup_steps), greedy=False))
+            try:
+                compat_llm.generate(llm, wp, compat_llm.sampling_params(max(1, warmup_steps), greedy=False))
+            except Exception as e:  # the engine died before the window: nothing to save
+                err = XpuProfilerError(
+                    f"{engine.failure_reason(e, llm, watch)} during the warm-up; nothing was profiled"
+                )
+                err.exit_code = 1
+                raise err from None
     tally.reset()
     prof.start()
     try:
