@@ -329,6 +329,26 @@ def test_an_engine_process_killed_mid_run(live, tmp_path, victim):
     assert run.left_behind() == []
 
 
+def test_an_engine_process_killed_in_the_warm_up(live, tmp_path):
+    run = live("--num-prompts", "2", "--input-len", "16", "--output-len", "4", "--warmup-steps", "2000")
+    run.wait_for("] warm-up")
+    with run.frozen():  # (2000 warm-up steps: the engine is mid-way, held there)
+        _, workers = run.engine_processes()
+        name, pid = workers[0].name(), workers[0].pid
+        run.kill(workers[0])
+    rc = run.finish()
+    err = run.err()
+    assert rc == 1, err[-3000:]
+    # nothing was profiled: one line naming the process, no traceback, no outputs
+    errors = run.ours("xpu_profiler: error:")
+    assert errors == [
+        f"xpu_profiler: error: the engine process {name} (pid {pid}) died during the warm-up; nothing was profiled"
+    ], err[-3000:]
+    assert "Traceback" not in "\n".join(run.ours("xpu_profiler"))
+    assert not list(tmp_path.glob("r.*"))
+    assert run.left_behind() == []
+
+
 # -- Ctrl-C -----------------------------------------------------------------------------------
 
 
