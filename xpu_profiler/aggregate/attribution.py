@@ -30,6 +30,7 @@ from ..core.sources import DTYPE as SOURCE_DTYPE
 from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
 from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
+from ..knowledge.taxonomy import default as default_taxonomy
 from .device_steps import step_busy
 from .engine_family import detect as detect_engine
 from .replays import attribute_replays, find_replays
@@ -44,7 +45,7 @@ OWN_NAME_WINS = ("memcpy", "memset", "communication")
 def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profile | None = None) -> Profile:
     """Fill events' depth, step, phase, fused and source columns (and steps' busy);
     ``capture``: the graph-capture traces of the run, loaded as one Profile. Returns profile."""
-    taxonomy = taxonomy or Taxonomy()
+    taxonomy = taxonomy or default_taxonomy()
     ev = profile.events
     if not len(profile.steps):
         profile.steps = find_steps(profile)

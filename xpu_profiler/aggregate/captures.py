@@ -31,6 +31,7 @@ from ..knowledge.kernel_names import kernel_key
 from ..knowledge.runtime_api import CAPTURE_BEGIN, CAPTURE_END, LAUNCH_API
 from ..knowledge.step_grammar import parse_step_name
 from ..knowledge.taxonomy import Taxonomy
+from ..knowledge.taxonomy import default as default_taxonomy
 
 
 class Captures(NamedTuple):
@@ -72,7 +73,7 @@ def read_captures(profile: Profile, taxonomy: Taxonomy | None = None, size: int 
     range; a range without them is one graph of the launches whose work did not run. A
     trace without capture ranges (``size``/``mode`` then come from elsewhere, such as
     SGLang's capture-details.json) has one graph per stream capture."""
-    taxonomy = taxonomy or Taxonomy()
+    taxonomy = taxonomy or default_taxonomy()
     ev, strings = profile.events, profile.strings
     kind, rank = ev["kind"], ev["rank"].astype(np.int64)
     start, end = ev["start"], ev["start"] + ev["dur"]

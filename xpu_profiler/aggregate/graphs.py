@@ -35,6 +35,7 @@ from ..knowledge.kernel_names import kernel_key
 from ..knowledge.runtime_api import GRAPH_LAUNCH
 from ..knowledge.step_grammar import FAMILY_PRIORITY, parse_step_name
 from ..knowledge.taxonomy import FUSED_OPS, Taxonomy
+from ..knowledge.taxonomy import default as default_taxonomy
 from .captures import Captures, name_mask
 
 
@@ -217,7 +218,7 @@ def match_replays(
     exactly as an eager kernel: its outermost custom op, else its module; when neither
     speaks and its own name says nothing either, its top-level op. Names that are
     unambiguous on their own (copies, fills, collectives) keep them."""
-    taxonomy = taxonomy or Taxonomy()
+    taxonomy = taxonomy or default_taxonomy()
     ev, strings = profile.events, profile.strings
     n_ev, n_rep = len(ev), len(replays)
     fused = np.full(n_ev, -1, np.int16)

@@ -26,6 +26,7 @@ built-in ones and are searched in the whole name::
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -111,6 +112,10 @@ def _compile(regex: str, fused: str, what: str) -> tuple[re.Pattern[str], int]:
         raise XpuProfilerError(f"{what}: bad regex {regex!r} ({e})") from None
 
 
+#: names whose decision is remembered, at the most
+MEMO_NAMES = 200_000
+
+
 @dataclass
 class Taxonomy:
     """Compiled tables; `classify*` return indexes into FUSED_OPS (-1: no match).
@@ -151,6 +156,8 @@ class Taxonomy:
             if found is not None:
                 hit = found
                 break
+        if len(self._cache) >= MEMO_NAMES:  # (a long-lived process that reads many traces)
+            self._cache.clear()
         self._cache[name] = hit
         return hit
 
@@ -239,8 +246,9 @@ class Taxonomy:
 
 
 @lru_cache(maxsize=1)
+@functools.cache
 def default() -> Taxonomy:
-    """The built-in taxonomy, compiled once."""
+    """The built-in taxonomy, compiled once per process (its memo of names is shared)."""
     return Taxonomy()
 
 
