@@ -178,3 +178,17 @@ def test_gemm_flops_from_recorded_shapes() -> None:
     assert flops_from_shapes("aten::addmm", [[8], [5, 4], [4, 8]]) == 2 * 5 * 4 * 8
     assert flops_from_shapes("_C::weight_packed_linear", [[7, 96], [6, 64]]) is None  # rows disagree
     assert flops_from_shapes("_C::rms_norm", [[7, 96], [96]]) is None
+
+
+def test_the_built_in_taxonomy_is_one_and_its_memo_is_bounded(monkeypatch):
+    from xpu_profiler.knowledge import taxonomy as tx
+
+    assert tx.default() is tx.default()  # compiled once per process
+    t = tx.Taxonomy()
+    names = [f"ncclDevKernel_AllReduce_Sum_f32_RING_LL_{i}" for i in range(50)] + [f"my_op_{i}" for i in range(50)]
+    expected = [t.classify(n) for n in names]
+    monkeypatch.setattr(tx, "MEMO_NAMES", 16)
+    small = tx.Taxonomy()
+    assert [small.classify(n) for n in names] == expected  # the same decisions, remembered or not
+    assert len(small._cache) <= 16
+    assert expected[0] == FUSED_OPS.index("communication") and expected[-1] == -1

@@ -26,7 +26,6 @@ built-in ones and are searched in the whole name::
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -246,7 +245,6 @@ class Taxonomy:
 
 
 @lru_cache(maxsize=1)
-@functools.cache
 def default() -> Taxonomy:
     """The built-in taxonomy, compiled once per process (its memo of names is shared)."""
     return Taxonomy()
