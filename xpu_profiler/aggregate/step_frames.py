@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.intervals import containing, top_level
 from ..core.launches import thread_ids
-from ..core.ordering import lexsort
+from ..core.ordering import lexsort, number_per_rank
 from ..core.profile import E_FRAME, F_NONE, K_ANNOTATION, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 from ..knowledge.step_grammar import STEP_FRAME
 
@@ -73,15 +73,11 @@ def steps_from_frames(profile: Profile) -> Table:
     step = step[lexsort((start[step], ev["rank"][step]))]
     n = len(step)
     ranks = ev["rank"][step]
-    step_id = np.zeros(n, np.int64)
-    for r in np.unique(ranks).tolist():
-        m = ranks == r
-        step_id[m] = np.arange(int(m.sum()))
     return Table(
         STEP_SCHEMA,
         {
             "rank": ranks,
-            "step_id": step_id,
+            "step_id": number_per_rank(ranks),
             "name": ev["name"][step],
             "start": start[step],
             "dur": ev["dur"][step],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.launches import device_mask, launch_start
-from ..core.ordering import lexsort
+from ..core.ordering import lexsort, number_per_rank
 from ..core.profile import E_SEGMENT, F_NONE, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 
 #: an idle gap at least this long (and ``SEGMENT_GAP_RATIO`` x the median gap) ends a burst
@@ -77,15 +77,11 @@ def steps_from_segments(profile: Profile) -> Table:
     same = np.concatenate((ranks[1:] == ranks[:-1], [False]))
     nxt = np.concatenate((starts[1:], [np.iinfo(np.int64).max]))
     durs = np.where(same, np.minimum(durs, nxt - starts), durs)
-    step_id = np.zeros(n, np.int64)
-    for r in np.unique(ranks).tolist():
-        mm = ranks == r
-        step_id[mm] = np.arange(int(mm.sum()))
     return Table(
         STEP_SCHEMA,
         {
             "rank": ranks,
-            "step_id": step_id,
+            "step_id": number_per_rank(ranks),
             "name": np.full(n, name, np.int32),
             "start": starts,
             "dur": np.maximum(durs, 1),

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..core.launches import device_mask, launch_start
-from ..core.ordering import lexsort
+from ..core.ordering import lexsort, number_per_rank
 from ..core.profile import (
     E_ANNOTATION,
     E_PROFILER_STEP,
@@ -108,7 +108,7 @@ def steps_from_annotations(profile: Profile) -> Table:
         cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase_codes(pr, dr))
         cols["evidence"] = np.full(len(sel), E_ANNOTATION, np.int8)
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
-        cols["step_id"] = _number_per_rank(cols["rank"])
+        cols["step_id"] = number_per_rank(cols["rank"])
     profile.run["step_source"] = STEP_SOURCES[family]
     return Table(STEP_SCHEMA, cols)
 
@@ -178,15 +178,6 @@ def drop_empty(profile: Profile, steps: Table) -> Table:
         return steps
     profile.run["empty_steps"] = int(profile.run.get("empty_steps", 0)) + int(empty.sum())
     return steps.take(np.flatnonzero(~empty))
-
-
-def _number_per_rank(ranks: np.ndarray) -> np.ndarray:
-    """0, 1, 2, ... within each rank, in the (rank-sorted) row order."""
-    step_id = np.zeros(len(ranks), np.int64)
-    for r in np.unique(ranks):
-        m = ranks == r
-        step_id[m] = np.arange(int(m.sum()))
-    return step_id
 
 
 def token_steps(profile: Profile) -> np.ndarray:

@@ -40,3 +40,12 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     order = np.argsort(packed, kind="stable")
     del packed
     return order
+
+
+def number_per_rank(ranks: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... within each rank, in the row order."""
+    out = np.zeros(len(ranks), np.int64)
+    for r in np.unique(ranks):
+        m = ranks == r
+        out[m] = np.arange(int(m.sum()))
+    return out
