@@ -184,15 +184,30 @@ def same_columns(a, b) -> None:
 
 # -- running the suite on several workers (pytest-xdist, ``./dev test``) ----------------------
 
-#: the modules that start the most vLLM engines, longest first: under ``--dist loadfile
-#: --no-loadscope-reorder`` (each module one unit of work: its engines start once) they are
-#: handed out first, so that the short ones fill the other worker's time
-LONGEST_FIRST = ("test_findings_live", "test_live_faults", "test_live_serve", "test_live_serve_dp", "test_live_llm")
+#: the modules that start vLLM engines, longest first (as measured under ``./dev test``), the
+#: makers of the shared vLLM traces among them and the report's browser tests (which read both
+#: shared traces) after those: under ``--dist loadfile --no-loadscope-reorder`` (each module
+#: one unit of work: its engines start once) they are handed out first, so that the short
+#: engine-free modules fill the other worker's time, and a worker seldom waits for a shared
+#: trace the other one is still making
+LONGEST_FIRST = (
+    "test_live_faults",
+    "test_findings_live",
+    "test_live_serve",
+    "test_live_llm",
+    "test_live_serve_dp",
+    "test_vllm_tp",
+    "test_live_vllm_trace",
+    "test_report_browser",
+    "test_live_device_logs",
+    "test_live_compat",
+)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     """In an xdist worker: the modules of ``LONGEST_FIRST`` first. Without xdist the order
-    is the usual one. (A session fixture that modules on both workers use is made on each.)"""
+    is the usual one. (The shared vLLM traces are made once between the workers: see
+    ``_trace_workload``.)"""
     if not hasattr(config, "workerinput"):
         return
 

@@ -2,9 +2,9 @@
 vanish from where xpu_profiler expects it, in every process of an engine (vLLM spawns
 its EngineCore and workers: each runs this at interpreter start).
 
-``XPU_TEST_HIDE=module:Class.method``: right after ``module`` is imported, ``method``
-is taken off the class that defines it, and every instance of ``Class`` gets vLLM's
-own function back as an instance attribute. vLLM keeps working (it calls the method
+``XPU_TEST_HIDE=module:Class.method[,module:Class.method...]``: right after ``module`` is
+imported, ``method`` is taken off the class that defines it, and every instance of
+``Class`` gets vLLM's own function back as an instance attribute. vLLM keeps working (it calls the method
 on the instance), but the class no longer holds it — as when a vLLM release moves or
 renames a method: a hook on the class is then never called. The hiding is registered
 with the plugin's own post-import hook, ahead of the plugin's patches of that module.
@@ -34,6 +34,10 @@ def _hide(module, cls_name: str, attr: str) -> None:
 if TARGET:
     from xpu_profiler.live.vllm import patching  # the plugin's own post-import hook: runs first
 
-    _mod, _, _qual = TARGET.partition(":")
-    _cls, _, _attr = _qual.partition(".")
-    patching.on_import({_mod: lambda m: _hide(m, _cls, _attr)})
+    def _hider(qual: str):
+        cls_name, _, attr = qual.partition(".")
+        return lambda m: _hide(m, cls_name, attr)
+
+    for _target in TARGET.split(","):
+        _mod, _, _qual = _target.partition(":")
+        patching.on_import({_mod: _hider(_qual)})

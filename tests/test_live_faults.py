@@ -428,14 +428,25 @@ def test_ctrl_c(live, tmp_path, phase):
     ],
 )
 def test_the_engine_cannot_start(live, tmp_path, engine_arg, needle):
-    run = live("--engine-arg", engine_arg, "--num-prompts", "1")
+    late = engine_arg == "block_size=7"  # raised in the engine's own processes: -v shows them
+    run = live(*(["-v"] if late else []), "--engine-arg", engine_arg, "--num-prompts", "1")
     rc = run.finish()
     err = run.err()
     assert rc == 2, err[-3000:]
     errors = run.ours("xpu_profiler: error:")
     assert len(errors) == 1 and needle in errors[0], errors
     assert errors[0].startswith("xpu_profiler: error: vLLM could not start the engine: ")
-    if engine_arg != "block_size=7":  # (the engine's processes print vLLM's own tracebacks)
+    lines = err.splitlines()
+    if late:
+        # the cause, raised in the EngineCore process, reaches the user above our one-line
+        # error, without vLLM's traceback
+        said = lines.index(f"xpu_profiler: {tmp_path / 'vllm.log'} says:")
+        assert [ln for ln in lines[said:-1] if needle in ln] and lines[-1] == errors[0], lines[said:]
+        assert "Traceback" not in "\n".join(lines[said:])
+        # -v: vLLM's own output shown as it comes (its engine processes' too), and kept in the log
+        assert "(EngineCore pid=" in "\n".join(lines[:said])
+        assert "(EngineCore pid=" in (tmp_path / "vllm.log").read_text()
+    else:
         assert "Traceback" not in err
     assert not list(tmp_path.glob("r.*"))
     assert run.left_behind() == []

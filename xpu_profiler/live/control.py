@@ -48,14 +48,20 @@ def call_workers(llm, cmd: str, arg: dict | None = None) -> list:
 
 
 def check_started(answers: list[dict]) -> None:
-    """Every process must have all its hooks: else one line naming the first missing
-    symbol, where, and the vLLM version (exit 2) — never an empty profile."""
+    """Every process must have all its hooks: else one line naming each process's missing
+    symbols, where, and the vLLM version (exit 2) — never an empty profile. (A vLLM release
+    that moves both the scheduler's and the worker's methods shows both at once.)"""
+    where = []
+    version = "?"
     for a in answers:
         missing = a.get("missing") if isinstance(a, dict) else None
         if missing:
+            version = a.get("vllm", version)
             more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
-            raise HookError(
-                f"vLLM {a.get('vllm', '?')}: the step hook on {missing[0]}{more} did not install in "
-                f"{a.get('process', '?')} (pid {a.get('pid', '?')}): this vLLM no longer has it where "
-                f"xpu_profiler expects it (xpu_profiler/live/vllm/compat.py)"
-            )
+            where.append(f"{missing[0]}{more} did not install in {a.get('process', '?')} (pid {a.get('pid', '?')})")
+    if where:
+        them = "it" if len(where) == 1 and "(and " not in where[0] else "them"
+        raise HookError(
+            f"vLLM {version}: the step hook on {'; the step hook on '.join(where)}: this vLLM no longer "
+            f"has {them} where xpu_profiler expects {them} (xpu_profiler/live/vllm/compat.py)"
+        )
