@@ -9,8 +9,6 @@ import sys
 import pytest
 from conftest import ROOT, vllm_env
 
-NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN = 4, 24, 6
-
 
 def _cli(args, env, **kw):
     return subprocess.run(
