@@ -4,9 +4,9 @@ its EngineCore and workers: each runs this at interpreter start).
 
 ``XPU_TEST_HIDE=module:Class.method[,module:Class.method...]``: right after ``module`` is
 imported, ``method`` is taken off the class that defines it, and every instance of
-``Class`` gets vLLM's own function back as an instance attribute. vLLM keeps working (it calls the method
-on the instance), but the class no longer holds it — as when a vLLM release moves or
-renames a method: a hook on the class is then never called. The hiding is registered
+``Class`` gets vLLM's own function back as an instance attribute. vLLM keeps working (it
+calls the method on the instance), but the class no longer holds it — as when a vLLM
+release moves or renames a method: a hook on the class is then never called. The hiding is registered
 with the plugin's own post-import hook, ahead of the plugin's patches of that module.
 """
 

@@ -53,14 +53,16 @@ def check_started(answers: list[dict]) -> None:
     that moves both the scheduler's and the worker's methods shows both at once.)"""
     where = []
     version = "?"
+    symbols = 0
     for a in answers:
         missing = a.get("missing") if isinstance(a, dict) else None
         if missing:
             version = a.get("vllm", version)
+            symbols += len(missing)
             more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
             where.append(f"{missing[0]}{more} did not install in {a.get('process', '?')} (pid {a.get('pid', '?')})")
     if where:
-        them = "it" if len(where) == 1 and "(and " not in where[0] else "them"
+        them = "it" if symbols == 1 else "them"
         raise HookError(
             f"vLLM {version}: the step hook on {'; the step hook on '.join(where)}: this vLLM no longer "
             f"has {them} where xpu_profiler expects {them} (xpu_profiler/live/vllm/compat.py)"
