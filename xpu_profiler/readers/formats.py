@@ -9,13 +9,13 @@ from pathlib import Path
 from types import ModuleType
 
 from ..core.errors import TraceError
-from . import own_outputs
+from . import own_outputs, sqlite_db
 from .base import rank_from_name
 from .content import is_gzip, read_bytes, read_head
 
 #: the readers, in the order a file is offered to them (more specific formats first:
 #: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
-READERS = ("vllm_records", "bundle", "xprofiler", "kineto", "xpurt_log")
+READERS = ("vllm_records", "bundle", "nsys", "rocprof.rocpd", "xprofiler", "rocprof", "kineto", "xpurt_log")
 
 
 def registry() -> list[ModuleType]:
@@ -120,14 +120,18 @@ def expand(
                 encoding = _text_encoding(read_head(p, 4))
                 if encoding:
                     raise TraceError(p, f"{encoding}: the trace formats are UTF-8 text without one; convert it")
-                raise TraceError(
-                    p,
-                    "not a supported trace or log format "
-                    "(expected a Kineto/Chrome trace JSON, an XProfiler trace, "
-                    "an [XPURT_PROF] log or an xpu_profiler bundle)",
-                )
+                if sqlite_db.is_sqlite(read_head(p, 16)):
+                    raise TraceError(p, sqlite_db.why_unreadable(p))
+                raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
             out.append((p, mod))
     return out
+
+
+#: what the one line for an unreadable file says was expected
+EXPECTED = (
+    "expected a Kineto/Chrome trace JSON, an Nsight Systems export (.sqlite) or report (.nsys-rep), "
+    "a rocprofv3 JSON or rocpd database, an XProfiler trace, an [XPURT_PROF] log or an xpu_profiler bundle"
+)
 
 
 def _file_kind(mode: int) -> str:
@@ -182,4 +186,6 @@ def why_unreadable(path: Path) -> str:
         return e.problem
     except OSError as e:
         return f"unreadable ({e.strerror})"
+    if sqlite_db.is_sqlite(read_head(path, 16)):
+        return sqlite_db.why_unreadable(path)
     return "not a supported trace or log format"

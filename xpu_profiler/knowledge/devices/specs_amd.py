@@ -45,6 +45,18 @@ AMD: tuple[SpecRow, ...] = (
         Signature(64, (9, 4), 304, 256),
     ),
     SpecRow(
+        "rocm:MI350X",
+        ("MI350X",),
+        DeviceSpec(
+            "AMD Instinct MI350X",
+            {"bf16": 2306.9 * T, "fp16": 2306.9 * T, "fp8": 4613.7 * T, "fp4": 9227.5 * T, "fp32": 144.2 * T},
+            8.0e12,
+            288 * G,
+            "AMD Instinct MI350X product page (amd.com/en/products/accelerators/instinct/mi350/mi350x.html), dense; "
+            "INT8 and TF32 left unset (not published for CDNA 4)",
+        ),
+    ),
+    SpecRow(
         "rocm:MI355X",
         ("MI355X",),
         DeviceSpec(

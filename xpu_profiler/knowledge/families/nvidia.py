@@ -196,4 +196,18 @@ ROWS: list[Family] = [
         "gemm",
         "NVIDIA/cutlass include/cutlass/device_kernel.h, tools/library/scripts/gemm_operation.py (procedural names)",
     ),
+    # --- nvFuser: generated kernels named by the scheduler that made them ---------------------------------
+    Family(
+        r"(^|::)nvfuser_(pointwise|transpose|reduction|inner_persistent|outer_persistent|inner_outer_persistent|"
+        r"persistent|resize)_f\d",
+        "elementwise",
+        "NVIDIA/Fuser csrc/scheduler/ (SchedulerType: pointwise, reduction, inner/outer persistent, transpose; "
+        "kernels named nvfuser_<scheduler>_f<fusion>_c<...>: fused element-wise and reduction work, "
+        "the persistent ones softmax and normalisation)",
+    ),
+    Family(
+        r"(^|::)nvfuser_matmul_f\d",
+        "gemm",
+        "NVIDIA/Fuser csrc/scheduler/matmul.cpp (SchedulerType::Matmul)",
+    ),
 ]

@@ -16,4 +16,19 @@ ROWS: list[Family] = [
         on="name",
     ),
     Family(r"^memset|^Memset |^cudaMemset|^hipMemset", "memset", _KINETO + "; CUDA/HIP runtime APIs", on="name"),
+    # ROCm's runtime runs a copy or fill that no copy engine takes as a kernel of its own (a
+    # device-to-device hipMemcpyAsync, every hipMemsetAsync): rocprofv3 and Kineto list them as
+    # kernels
+    Family(
+        r"^__amd_rocclr_(copyBuffer|copyImage|copyBufferRect|copyBufferToImage|copyImageToBuffer)",
+        "memcpy",
+        "ROCm/clr rocclr/device/blitcl.cpp (the blit kernels __amd_rocclr_copyBuffer...)",
+        on="name",
+    ),
+    Family(
+        r"^__amd_rocclr_(fillBuffer|fillImage)",
+        "memset",
+        "ROCm/clr rocclr/device/blitcl.cpp (the blit kernels __amd_rocclr_fillBufferAligned...)",
+        on="name",
+    ),
 ]

@@ -1,0 +1,257 @@
+"""The tables of an Nsight Systems export as blocks of rows (``vendor_rows.Block``).
+
+Column names are read from the database, not assumed: exports from 2022.4 (schema 3.0) to
+2025.x (3.17) differ in optional columns (``greenContextId``, ``graphNodeId``, NVTX
+``textId``), and a missing table means the report traced nothing of that kind (exports are
+lazy). Every integer that may be NULL is coalesced in the SQL. ``globalTid``/``globalPid``
+pack the process and thread ids: pid = bits 24-47, tid = bits 0-23 (the Nsight Systems User
+Guide, "Serialized Process and Thread Identifiers").
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+import numpy as np
+
+from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN
+from ...knowledge import cupti_enums as ce
+from ..sqlite_db import columns, strings, with_text
+from ..vendor_rows import Block
+
+Schema = dict[str, set[str]]
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+GRAPH_TRACE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+NVTX = "NVTX_EVENTS"
+#: tables whose presence makes a database an Nsight Systems export
+EXPORT_TABLES = (KERNEL, RUNTIME, MEMCPY, MEMSET, NVTX)
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4 on; 2022.4
+_API_VERSION = re.compile(r"_v\d+$")  # cudaLaunchKernel_v7000 → cudaLaunchKernel
+
+
+def pid_of(g: np.ndarray) -> np.ndarray:
+    return (g >> 24) & 0xFFFFFF
+
+
+def tid_of(g: np.ndarray) -> np.ndarray:
+    return g & 0xFFFFFF
+
+
+def _c(sch: Schema, table: str, col: str, default: str = "-1") -> str:
+    """A column, coalesced; ``default`` where this export's table lacks it."""
+    return f"coalesce({col}, {default})" if col in sch.get(table, ()) else default
+
+
+class Strings:
+    """``StringIds``, read once; the names of runtime calls without their ``_vNNNN`` suffix."""
+
+    def __init__(self, conn: sqlite3.Connection, sch: Schema):
+        self.table = strings(conn, "SELECT id, value FROM StringIds") if "StringIds" in sch else {}
+
+    def api(self) -> dict[int, str]:
+        return {k: _API_VERSION.sub("", v) for k, v in self.table.items()}
+
+
+def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of: dict) -> list[Block]:
+    """Kernels, copies, fills (device work) and synchronizations; ``gpu_of``: (pid, CUDA
+    device id) → GPU id where the export maps them (``TARGET_INFO_CUDA_DEVICE``)."""
+    out = []
+    if KERNEL in sch:
+        name_col = "demangledName" if "demangledName" in sch[KERNEL] else "shortName"
+        start, end, dev, stream, corr, gpid, name = columns(
+            conn,
+            f"SELECT start, end, deviceId, streamId, {_c(sch, KERNEL, 'correlationId')}, "
+            f"{_c(sch, KERNEL, 'globalPid', '0')}, {_c(sch, KERNEL, name_col)} FROM {KERNEL}",
+            7,
+        )
+        pid = pid_of(gpid)
+        out.append(
+            Block(KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel")
+        )
+    if MEMCPY in sch:
+        start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = columns(
+            conn,
+            f"SELECT start, end, deviceId, streamId, {_c(sch, MEMCPY, 'correlationId')}, "
+            f"{_c(sch, MEMCPY, 'globalPid', '0')}, bytes, copyKind, {_c(sch, MEMCPY, 'srcKind', '7')}, "
+            f"{_c(sch, MEMCPY, 'dstKind', '7')} FROM {MEMCPY}",
+            10,
+        )
+        table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
+        pid = pid_of(gpid)
+        out.append(
+            Block(MEMCPY, K_MEMCPY, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memcpy")
+        )
+    if MEMSET in sch:
+        start, end, dev, stream, corr, gpid, nbytes, mem = columns(
+            conn,
+            f"SELECT start, end, deviceId, streamId, {_c(sch, MEMSET, 'correlationId')}, "
+            f"{_c(sch, MEMSET, 'globalPid', '0')}, bytes, {_c(sch, MEMSET, 'memKind', '2')} FROM {MEMSET}",
+            8,
+        )
+        table, ids = _names_of(mem.tolist(), ce.memset_name)
+        pid = pid_of(gpid)
+        out.append(
+            Block(MEMSET, K_MEMSET, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memset")
+        )
+    if SYNC in sch:
+        start, end, dev, stream, corr, gpid, kind = columns(
+            conn,
+            f"SELECT start, end, deviceId, streamId, {_c(sch, SYNC, 'correlationId')}, "
+            f"{_c(sch, SYNC, 'globalPid', '0')}, {_c(sch, SYNC, 'syncType', '0')} FROM {SYNC}",
+            7,
+        )
+        stream = np.where(stream == ce.NONE_32, -1, stream)
+        pid = pid_of(gpid)
+        out.append(
+            Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync")
+        )
+    if GRAPH_TRACE in sch:  # --cuda-graph-trace=graph: one row per graph run, its kernels not traced
+        start, end, dev, stream, corr, gpid, graph = columns(
+            conn,
+            f"SELECT start, end, deviceId, streamId, {_c(sch, GRAPH_TRACE, 'correlationId')}, "
+            f"{_c(sch, GRAPH_TRACE, 'globalPid', '0')}, {_c(sch, GRAPH_TRACE, 'graphId')} FROM {GRAPH_TRACE}",
+            7,
+        )
+        table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
+        pid = pid_of(gpid)
+        out.append(Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"))
+    return out
+
+
+def runtime_block(conn: sqlite3.Connection, sch: Schema, names: Strings) -> Block | None:
+    """CUDA runtime and driver calls on their threads (``eventClass`` 0 and 1 share the table)."""
+    if RUNTIME not in sch:
+        return None
+    start, end, gtid, corr, name = columns(
+        conn,
+        f"SELECT start, end, {_c(sch, RUNTIME, 'globalTid', '0')}, {_c(sch, RUNTIME, 'correlationId')}, nameId "
+        f"FROM {RUNTIME}",
+        5,
+    )
+    return Block(RUNTIME, K_RUNTIME, names.api(), name, start, end, pid_of(gtid), tid_of(gtid), None, corr, cat="cuda_runtime")
+
+
+def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int]:
+    """NVTX ranges (push/pop and start/end, any domain) as annotations on the thread that
+    opened them, one block per domain (its category ``nvtx`` or ``nvtx:<domain>``); and the
+    count of marks (no span), which the analysis does not use."""
+    if NVTX not in sch:
+        return [], 0
+    cols = sch[NVTX]
+    text = "coalesce(n.text, s.value)" if "textId" in cols and "StringIds" in sch else "n.text"
+    join = "LEFT JOIN StringIds s ON s.id = n.textId" if "textId" in cols and "StringIds" in sch else ""
+    domain = "coalesce(n.domainId, 0)" if "domainId" in cols else "0"
+    domains = {
+        (int(g) >> 24 & 0xFFFFFF, int(d)): str(t)
+        for d, g, t in conn.execute(
+            f"SELECT {domain}, coalesce(n.globalTid, 0), {text} FROM {NVTX} n {join} "
+            f"WHERE n.eventType = {ce.NVTX_DOMAIN_CREATE}"
+        )
+        if t
+    }
+    (marks,) = conn.execute(f"SELECT count(*) FROM {NVTX} WHERE eventType = {ce.NVTX_MARK}").fetchone()
+    kinds = ", ".join(str(k) for k in ce.NVTX_RANGES)
+    (start, end, gtid, dom_id), ((ids, table),) = with_text(
+        conn,
+        f"SELECT n.start, n.end, coalesce(n.globalTid, 0), {domain}, {text} FROM {NVTX} n {join} "
+        f"WHERE n.eventType IN ({kinds}) AND n.end IS NOT NULL",
+        4,
+        1,
+    )
+    if not len(start):
+        return [], int(marks)
+    pid, tid = pid_of(gtid), tid_of(gtid)
+    dom = np.array([domains.get((p, d), "") if d else "" for p, d in zip(pid.tolist(), dom_id.tolist())], object)
+    out = []
+    for name in sorted(set(dom.tolist())):
+        m = dom == name
+        cat = f"nvtx:{name}" if name else "nvtx"
+        out.append(Block(NVTX, K_ANNOTATION, table, ids[m], start[m], end[m], pid[m], tid[m], cat=cat))
+    return out, int(marks)
+
+
+def _names_of(keys: Any, name) -> tuple[list[str], np.ndarray]:
+    """(names, ids): one name per distinct key, in first-seen order."""
+    index: dict = {}
+    ids = np.fromiter((index.setdefault(k, len(index)) for k in keys), np.int64)
+    table = [name(k) for k in index]
+    return table, ids
+
+
+def _gpu(dev: np.ndarray, pid: np.ndarray, gpu_of: dict) -> np.ndarray:
+    if not gpu_of:
+        return dev
+    return np.array([gpu_of.get((p, d), d) for p, d in zip(pid.tolist(), dev.tolist())], np.int64)
+
+
+def gpus(conn: sqlite3.Connection, sch: Schema) -> tuple[list[dict], dict[tuple[int, int], int]]:
+    """The GPUs as the device table reads them (Kineto's ``deviceProperties`` keys), and
+    (pid, CUDA device id) → GPU id."""
+    props = []
+    if "TARGET_INFO_GPU" in sch:
+        have = sch["TARGET_INFO_GPU"]
+        keys = [
+            ("id", "id"),
+            ("name", "name"),
+            ("totalGlobalMem", "totalMemory"),
+            ("computeMajor", "computeMajor"),
+            ("computeMinor", "computeMinor"),
+            ("numSms", "smCount"),
+            ("warpSize", "threadsPerWarp"),
+            ("memoryBandwidth", "memoryBandwidth"),
+            ("chipName", "chipName"),
+        ]
+        keys = [(k, c) for k, c in keys if c in have]
+        for row in conn.execute(f"SELECT {', '.join(c for _, c in keys)} FROM TARGET_INFO_GPU ORDER BY id"):
+            props.append({k: v for (k, _), v in zip(keys, row) if v is not None})
+    mapping: dict[tuple[int, int], int] = {}
+    if {"gpuId", "cudaId", "pid"} <= sch.get("TARGET_INFO_CUDA_DEVICE", set()):
+        for gpu, cuda, pid in conn.execute("SELECT gpuId, cudaId, pid FROM TARGET_INFO_CUDA_DEVICE"):
+            if gpu is not None and cuda is not None and pid is not None:
+                mapping[(int(pid), int(cuda))] = int(gpu)
+    return props, mapping
+
+
+def process_names(conn: sqlite3.Connection, sch: Schema) -> dict[int, str]:
+    if {"pid", "name"} <= sch.get("PROCESSES", set()):
+        return {int(p): str(n) for p, n in conn.execute("SELECT pid, name FROM PROCESSES") if p is not None and n}
+    return {}
+
+
+def thread_names(conn: sqlite3.Connection, sch: Schema, names: Strings) -> dict[tuple[int, int], str]:
+    if {"nameId", "globalTid"} <= sch.get("ThreadNames", set()):
+        rows = conn.execute("SELECT globalTid, nameId FROM ThreadNames WHERE globalTid IS NOT NULL")
+        return {(int(g) >> 24 & 0xFFFFFF, int(g) & 0xFFFFFF): names.table.get(int(n), "") for g, n in rows}
+    return {}
+
+
+def metadata(conn: sqlite3.Connection, sch: Schema) -> dict[str, str]:
+    """``EXPORT_SCHEMA_VERSION``, ``EXPORT_PRODUCT_VERSION``... (2022.4 names the table
+    ``EXPORT_META_DATA``)."""
+    for t in META_TABLES:
+        if {"name", "value"} <= sch.get(t, set()):
+            return {str(k): str(v) for k, v in conn.execute(f"SELECT name, value FROM {t}") if k is not None}
+    return {}
+
+
+def epoch_of_clock(conn: sqlite3.Connection, sch: Schema) -> int | None:
+    """The epoch ns of the export's clock 0: the session's start (``utcEpochNs``)."""
+    if "utcEpochNs" in sch.get("TARGET_INFO_SESSION_START_TIME", set()):
+        row = conn.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        if row and isinstance(row[0], int) and 0 < row[0] < 1 << 62:
+            return int(row[0])
+    return None
+
+
+def graph_nodes(conn: sqlite3.Connection, sch: Schema) -> int:
+    """Kernels recorded as nodes of a CUDA graph (``--cuda-graph-trace=node``)."""
+    if "graphNodeId" not in sch.get(KERNEL, set()):
+        return 0
+    (n,) = conn.execute(f"SELECT count(*) FROM {KERNEL} WHERE graphNodeId IS NOT NULL").fetchone()
+    return int(n)

@@ -1,0 +1,125 @@
+"""SQLite databases that profilers write (Nsight Systems exports, rocpd): opened read-only,
+their tables and columns known up front, rows read in batches into numpy columns.
+
+The input is never modified: the database is opened with ``mode=ro`` and ``immutable=1`` (no
+lock, no journal, no ``-wal`` file beside it is written or replayed). A file that is no
+database, a corrupt one, or one that is not the profiler's is one line naming the file and the
+problem (``TraceError``), never an ``sqlite3`` traceback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from ..core.errors import TraceError
+
+MAGIC = b"SQLite format 3\x00"
+BATCH = 1 << 16  # rows fetched at a time: memory stays bounded by the columns, not the rows
+
+
+def is_sqlite(head: bytes) -> bool:
+    return head.startswith(MAGIC)
+
+
+@contextmanager
+def opened(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection; SQLite's errors become one line naming the file."""
+    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    except sqlite3.Error as e:
+        raise TraceError(path, f"cannot open the SQLite database ({e})") from None
+    try:
+        yield conn
+    except sqlite3.DatabaseError as e:
+        raise TraceError(path, f"corrupt or unreadable SQLite database ({e})") from None
+    finally:
+        conn.close()
+
+
+def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Every table and view: its columns (names as the database spells them)."""
+    out: dict[str, set[str]] = {}
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    for name in names:
+        out[name] = {r[1] for r in conn.execute(f"PRAGMA table_info([{name}])")}
+    return out
+
+
+def tables_of(path: Path) -> dict[str, set[str]] | None:
+    """The schema of a database file, None when it is none (what sniffing asks)."""
+    try:
+        with opened(path) as conn:
+            return schema(conn)
+    except TraceError:
+        return None
+
+
+def why_unreadable(path: Path) -> str:
+    """Why an SQLite file is no input: corrupt, or of another program (what its tables say)."""
+    try:
+        with opened(path) as conn:
+            tables = sorted(schema(conn))
+    except TraceError as e:
+        return e.problem
+    shown = ", ".join(tables[:6]) + (", ..." if len(tables) > 6 else "") if tables else "no tables"
+    return (
+        "an SQLite database that is neither an Nsight Systems export (nsys export --type sqlite) nor a rocpd "
+        f"database (rocprofv3): it holds {shown}"
+    )
+
+
+def columns(conn: sqlite3.Connection, sql: str, n: int, params: tuple = ()) -> list[np.ndarray]:
+    """The ``n`` integer columns of a query (NULLs replaced in the SQL), read in batches into
+    preallocated columns: the rows never exist all at once as Python tuples."""
+    (total,) = conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()
+    out = [np.empty(total, np.int64) for _ in range(n)]
+    cur = conn.execute(sql, params)
+    at = 0
+    while at < total:
+        rows = cur.fetchmany(min(BATCH, total - at))
+        if not rows:
+            break
+        try:
+            block = np.array(rows, np.int64).reshape(len(rows), n)
+        except (TypeError, ValueError, OverflowError):
+            bad = next(r for r in rows if not all(isinstance(v, int) for v in r))
+            raise sqlite3.DatabaseError(f"a value that is no integer where one belongs: {str(bad)[:80]}") from None
+        for i in range(n):
+            out[i][at : at + len(rows)] = block[:, i]
+        at += len(rows)
+    return [c[:at] for c in out]
+
+
+def with_text(conn: sqlite3.Connection, sql: str, n: int, k: int, params: tuple = ()) -> tuple[list[np.ndarray], list]:
+    """A query's first ``n`` integer columns, then ``k`` text columns as (ids, distinct texts in
+    first-seen order) each, read in batches (NULL text is "")."""
+    ints: list[np.ndarray] = []
+    index: list[dict[str, int]] = [{} for _ in range(k)]
+    ids: list[list[int]] = [[] for _ in range(k)]
+    cur = conn.execute(sql, params)
+    while rows := cur.fetchmany(BATCH):
+        try:
+            ints.append(np.array([r[:n] for r in rows], np.int64).reshape(len(rows), n))
+        except (TypeError, ValueError, OverflowError):
+            raise sqlite3.DatabaseError(f"a value that is no integer where one belongs: {str(rows[0])[:80]}") from None
+        for j in range(k):
+            seen, out = index[j], ids[j]
+            for r in rows:
+                t = r[n + j]
+                t = t if isinstance(t, str) else "" if t is None else str(t)
+                out.append(seen.setdefault(t, len(seen)))
+    block = np.concatenate(ints) if ints else np.zeros((0, n), np.int64)
+    cols = [np.ascontiguousarray(block[:, i]) for i in range(n)]
+    return cols, [(np.array(ids[j], np.int64), list(index[j])) for j in range(k)]
+
+
+def strings(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> dict[int, str]:
+    """An id → text table (``StringIds``, ``rocpd_string``)."""
+    return {int(i): str(v) if v is not None else "" for i, v in conn.execute(sql, params)}

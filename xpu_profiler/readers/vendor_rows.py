@@ -1,0 +1,203 @@
+"""Profiles out of vendor profilers' tables (Nsight Systems, rocprofv3): blocks of rows, one
+block per kind of record, joined into one Profile with one rank per process.
+
+A vendor profiler writes one table per kind of record — device work (kernels, copies, fills),
+runtime calls, ranges (NVTX, ROCTx) — each row with its process, thread or stream, times in
+integer ns on one clock, and a correlation id that links a runtime call to the device work it
+enqueued. A reader turns each table into a ``Block`` of numpy columns (names as ids into the
+file's own string table) and ``assemble`` joins the blocks:
+
+- **ranks**: a report of several processes (``nsys profile --trace-fork-before-exec``, a
+  launcher and its workers) holds one rank per process that ran device work. When each such
+  process ran on one device of its own, its rank is that device's index (rank *i* on GPU *i*, as
+  ``torchrun`` and vLLM's workers place them); otherwise the processes are numbered in the order
+  of the first device each used. Host rows of processes that ran no device work (a launcher, a
+  shell, vLLM's front-end) are left out and counted; a report with no device work at all keeps
+  every process with host rows, numbered in pid order.
+- **times**: the profile's time 0 is the earliest row; ``base_ns`` is that row on the epoch when
+  the file gives the epoch of its clock, else on the file's own clock (so that files of one
+  machine still line up).
+- **odd rows** (an end before the start, a time beyond any clock) are skipped and counted in a
+  warning naming the table, never a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..core.profile import DEVICE_KINDS, EVENT_SCHEMA, KINDS, Profile, StringTable, Table
+
+MAX_NS = 1 << 62  # no clock reads beyond it: a row there is odd
+
+
+@dataclass
+class Block:
+    """One table's rows as columns. ``name`` indexes ``names`` (the file's string table, or a
+    list made for the block); ``device`` is -1 for host rows."""
+
+    table: str  # where the rows came from, as a warning names it ("CUPTI_ACTIVITY_KIND_KERNEL")
+    kind: int
+    names: Sequence[str] | Mapping[int, str]
+    name: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    pid: np.ndarray
+    track: np.ndarray
+    device: np.ndarray | None = None
+    corr: np.ndarray | None = None
+    flops: np.ndarray | None = None  # copies and fills: bytes
+    cat: str = ""
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+@dataclass
+class Assembled:
+    profile: Profile
+    ranks: dict[int, int]  # pid → rank
+    host_rows_left_out: dict[int, int] = field(default_factory=dict)  # pid → rows of a process with no device work
+
+
+def _col(values: np.ndarray | None, n: int, default: int) -> np.ndarray:
+    return np.full(n, default, np.int64) if values is None else np.asarray(values, np.int64)
+
+
+def ranks_of(blocks: Sequence[Block]) -> dict[int, int]:
+    """pid → rank: see the module's docstring."""
+    firsts: dict[int, tuple[int, int]] = {}  # pid → (first start, its device)
+    devices: dict[int, set[int]] = {}
+    for b in blocks:
+        if b.kind not in DEVICE_KINDS or not len(b) or b.device is None:
+            continue
+        for pid in np.unique(b.pid).tolist():
+            mine = b.pid == pid
+            devices.setdefault(pid, set()).update(np.unique(b.device[mine]).tolist())
+            i = int(np.argmin(np.where(mine, b.start, np.iinfo(np.int64).max)))
+            first = (int(b.start[i]), int(b.device[i]))
+            firsts[pid] = min(firsts.get(pid, first), first)
+    if not devices:  # no device work anywhere: every process with rows, in pid order
+        pids = sorted({p for b in blocks for p in np.unique(b.pid).tolist()})
+        return {p: i for i, p in enumerate(pids)}
+    own = [next(iter(d)) for d in devices.values() if len(d) == 1]
+    if len(own) == len(devices) and len(set(own)) == len(own) and min(own) >= 0:
+        return {p: next(iter(d)) for p, d in devices.items()}
+    order = sorted(devices, key=lambda p: (firsts[p][1], firsts[p][0], p))
+    return {p: i for i, p in enumerate(order)}
+
+
+def _interned(strings: StringTable, names: Sequence[str] | Mapping[int, str], ids: np.ndarray) -> np.ndarray:
+    """Profile string ids of a block's name ids (only the names it uses are interned; an id
+    the table lacks is named by its number)."""
+    if not len(ids):
+        return np.zeros(0, np.int32)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    if isinstance(names, Mapping):
+        words = [names.get(u, f"#{u}") for u in uniq.tolist()]
+    else:
+        n = len(names)
+        words = [names[u] if 0 <= u < n else f"#{u}" for u in uniq.tolist()]
+    out: np.ndarray = strings.intern_many(words)[inv.reshape(-1)]
+    return out
+
+
+def assemble(
+    path: Path,
+    blocks: Sequence[Block],
+    epoch_of_clock: int | None,
+    notes: list[str],
+    ranks: dict[int, int] | None = None,
+) -> Assembled:
+    """One Profile of the blocks (see the module's docstring). ``epoch_of_clock``: the epoch ns
+    of the file clock's 0, when the file says it. ``ranks``: pid → rank, when the reader knows
+    better (``ranks_of`` otherwise)."""
+    kept: list[Block] = []
+    for b in blocks:
+        ok = (b.start >= 0) & (b.end >= b.start) & (b.end < MAX_NS)
+        bad = int(len(b) - ok.sum())
+        if bad:
+            notes.append(f"{path.name}: skipped {bad:,} {b.table} row(s) with no usable time (an end before the start)")
+            b = _take(b, ok)
+        if len(b):
+            kept.append(b)
+    rank_of = ranks if ranks is not None else ranks_of(kept)
+    left_out: dict[int, int] = {}
+    prof = Profile()
+    strings = prof.strings
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("name", "kind", "start", "dur", "rank", "device", "track")}
+    cols.update(corr=[], flops=[], cat=[])
+    for b in kept:
+        rank = np.array([rank_of.get(p, -1) for p in b.pid.tolist()], np.int32) if len(b) else np.zeros(0, np.int32)
+        mine = rank >= 0
+        if not mine.all():
+            for p in np.unique(b.pid[~mine]).tolist():
+                left_out[p] = left_out.get(p, 0) + int((b.pid == p).sum())
+            b, rank = _take(b, mine), rank[mine]
+        n = len(b)
+        if not n:
+            continue
+        cols["name"].append(_interned(strings, b.names, b.name))
+        cols["kind"].append(np.full(n, b.kind, np.int8))
+        cols["start"].append(np.asarray(b.start, np.int64))
+        cols["dur"].append(np.asarray(b.end, np.int64) - b.start)
+        cols["rank"].append(rank)
+        cols["device"].append(_col(b.device, n, -1) if b.kind in DEVICE_KINDS else np.full(n, -1, np.int64))
+        cols["track"].append(np.asarray(b.track, np.int64))
+        cols["corr"].append(_col(b.corr, n, -1))
+        cols["flops"].append(_col(b.flops, n, -1))
+        cols["cat"].append(np.full(n, strings.intern(b.cat or KINDS[b.kind]), np.int32))
+    joined = {k: np.concatenate(v) if v else np.zeros(0, EVENT_SCHEMA[k]) for k, v in cols.items()}
+    order = np.argsort(joined["start"], kind="stable")
+    joined = {k: v[order] for k, v in joined.items()}
+    t0 = int(joined["start"][0]) if len(order) else 0
+    joined["start"] = joined["start"] - t0
+    prof.events = Table(EVENT_SCHEMA, joined)
+    prof.base_ns = (epoch_of_clock or 0) + t0
+    if left_out:
+        notes.append(
+            f"{path.name}: left out {sum(left_out.values()):,} host row(s) of {len(left_out)} process(es) that ran no "
+            f"device work (pids {', '.join(str(p) for p in sorted(left_out)[:8])})"
+        )
+    return Assembled(prof, rank_of, left_out)
+
+
+def _take(b: Block, mask: np.ndarray) -> Block:
+    def t(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[mask]
+
+    return Block(
+        b.table,
+        b.kind,
+        b.names,
+        b.name[mask],
+        b.start[mask],
+        b.end[mask],
+        b.pid[mask],
+        b.track[mask],
+        t(b.device),
+        t(b.corr),
+        t(b.flops),
+        b.cat,
+    )
+
+
+def names_by_rank(rank_of: dict[int, int], names: dict[int, str]) -> dict[str, dict[str, str]]:
+    """``run["process_names"]``: rank → {pid → name} for the processes that are ranks."""
+    out: dict[str, dict[str, str]] = {}
+    for pid, rank in rank_of.items():
+        if pid in names:
+            out.setdefault(str(rank), {})[str(pid)] = names[pid]
+    return out
+
+
+def threads_by_rank(rank_of: dict[int, int], names: dict[tuple[int, int], str]) -> dict[str, dict[str, str]]:
+    """``run["thread_names"]``: rank → {"pid:tid" → name}."""
+    out: dict[str, dict[str, str]] = {}
+    for (pid, tid), name in names.items():
+        if pid in rank_of:
+            out.setdefault(str(rank_of[pid]), {})[f"{pid}:{tid}"] = name
+    return out
