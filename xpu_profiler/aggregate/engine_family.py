@@ -4,7 +4,7 @@ The findings name only the knobs of that engine. Evidence, strongest first: our 
 hooks (they run inside vLLM); SGLang's ``step[…]`` annotations (SGLang also writes
 vLLM-style ``execute_…`` ranges with a TraceLens patch, so these decide first); python
 frames in an engine's source tree (``with_stack``, counted by the reader); the engine's
-per-step frames; the engines' own op namespaces among host ops (``vllm::``, ``_C::`` /
+per-step frames; vLLM's model-runner scopes; the engines' own op namespaces among host ops (``vllm::``, ``_C::`` /
 ``sgl_kernel::``, ``sglang::``); vLLM's step annotations. Nothing of these: "other".
 """
 
@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, Profile
+from ..knowledge.nvtx_ranges import FORWARD_SCOPE, runner_scope
 from ..knowledge.step_grammar import parse_step_name
 
 ENGINES = ("vllm", "sglang", "other")
@@ -40,11 +41,14 @@ def _detect(profile: Profile) -> tuple[str, str]:
     ann = np.unique(ev["name"][(ev["kind"] == K_ANNOTATION) & (ev["device"] < 0)]).tolist()
     families = set()
     frames = {"vllm": 0, "sglang": 0}
+    scopes = set()
     for nid in ann:
         s = names[nid]
         p = parse_step_name(s)
         if p is not None:
             families.add(p.family)
+        elif (part := runner_scope(s)) is not None:
+            scopes.add(part)
         elif s.endswith(": execute_model"):
             frames["vllm"] += 1
         elif s.endswith(": forward_batch_generation"):
@@ -59,6 +63,8 @@ def _detect(profile: Profile) -> tuple[str, str]:
     if frames["vllm"] or frames["sglang"]:
         best = "vllm" if frames["vllm"] >= frames["sglang"] else "sglang"
         return best, f"{best}'s per-step python frames"
+    if FORWARD_SCOPE in scopes and len(scopes) > 1:
+        return "vllm", "vLLM's model-runner scopes (gpu_model_runner: …)"
     ops = {"vllm": 0, "sglang": 0}
     for nid in np.unique(ev["name"][ev["kind"] == K_CPU_OP]).tolist():
         m = _OPS.match(names[nid])
@@ -72,6 +78,8 @@ def _detect(profile: Profile) -> tuple[str, str]:
         return "vllm", f"{ops['vllm']} vLLM custom ops (vllm::, _C::)"
     if "atom" in families:
         return "other", "ATOM step annotations"
+    if "trtllm" in families:
+        return "other", "TensorRT-LLM _forward_step ranges"
     return "other", "no engine's annotations, frames or ops"
 
 

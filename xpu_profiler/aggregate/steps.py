@@ -46,6 +46,7 @@ from ..core.profile import (
 from ..knowledge.step_grammar import parse_step_names, step_family
 from .ranks import engine_rows
 from .step_frames import extend_with_sampling, frame_names, steps_from_frames
+from .step_scopes import steps_from_scopes
 from .step_segments import steps_from_segments
 
 #: what ``run["step_source"]`` says for each family of step annotations
@@ -53,6 +54,7 @@ STEP_SOURCES = {
     "vllm": "vllm_annotation",
     "sglang": "sglang_annotation",
     "atom": "atom_annotation",
+    "trtllm": "trtllm_annotation",
     "profiler": "profiler_step",
 }
 
@@ -115,7 +117,8 @@ def steps_from_annotations(profile: Profile) -> Table:
 
 #: what each layer looks for, as the one line of a trace without steps says it
 LOOKED_FOR = (
-    "step annotations (vLLM execute_…, SGLang step[…], ATOM, ProfilerStep#N)",
+    "step annotations (vLLM execute_…, SGLang step[…], ATOM, TensorRT-LLM _forward_step, ProfilerStep#N)",
+    "vLLM's model-runner scopes (gpu_model_runner: preprocess … forward …)",
     "python frames of the engine's per-step call (…worker.py(N): execute_model, forward_batch_generation)",
     "bursts of device work separated by idle",
 )
@@ -129,6 +132,10 @@ def find_steps(profile: Profile) -> Table:
     frames = frame_names(profile)
     if frames:
         search["frames"] = frames[:8]
+    if not len(steps):
+        steps = steps_from_scopes(profile)
+        if len(steps):
+            profile.run["step_source"] = "runner_scopes"
     if not len(steps):
         steps = steps_from_frames(profile)
         if len(steps):

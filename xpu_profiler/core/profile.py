@@ -30,11 +30,13 @@ DEVICE_KINDS = (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM)
 PHASES = ("unknown", "prefill", "decode", "mixed")
 P_UNKNOWN, P_PREFILL, P_DECODE, P_MIXED = range(len(PHASES))
 
-# What found each step (steps table ``evidence``), strongest first: the live run's own hooks,
-# an engine annotation, torch's ``ProfilerStep#N``, a python-stack frame of the engine's
-# per-step call, and last, inferred, a burst of device work between idle gaps.
-STEP_EVIDENCE = ("hooks", "annotation", "profiler_step", "frame", "device_segment")
-E_HOOKS, E_ANNOTATION, E_PROFILER_STEP, E_FRAME, E_SEGMENT = range(len(STEP_EVIDENCE))
+# What found each step (steps table ``evidence``): the live run's own hooks, an engine
+# annotation, torch's ``ProfilerStep#N``, a python-stack frame of the engine's per-step call,
+# inferred, a burst of device work between idle gaps, and the model runner's scopes (vLLM's
+# NVTX or custom scopes: tried after the annotations, before the frames). The order is part of
+# the saved format: append only.
+STEP_EVIDENCE = ("hooks", "annotation", "profiler_step", "frame", "device_segment", "runner_scope")
+E_HOOKS, E_ANNOTATION, E_PROFILER_STEP, E_FRAME, E_SEGMENT, E_SCOPE = range(len(STEP_EVIDENCE))
 # Where each step's phase came from (``phase_from``): what the step's record says (hooks,
 # annotation fields), inferred from its input copies or its graph launches, or nothing.
 PHASE_FROM = ("recorded", "copies", "graph_launches", "none")

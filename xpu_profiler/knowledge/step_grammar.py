@@ -16,6 +16,9 @@ vllm_quad       ``execute_context_1(888_788544)_generation_0(0)`` (tokens, then 
 sglang          ``step[DECODE bs=32]``, ``step[EXTEND bs=2 toks=14721 c_sq=..]``    sglang
                 (every forward mode: ``SGLANG_MODES``, roofline suffixes included)
 atom            ``decode[bs=64 tok=64 d=64]``, ``prefill[bs=2 tok=14721 ctx=[..]]``  atom
+trtllm          ``[Executor] _forward_step 12: 2 ctx reqs, 900 ctx tokens, 5 gen reqs``  trtllm
+                (TensorRT-LLM's per-iteration NVTX range; older releases without the
+                ``[Executor]`` prefix, the iteration or the ``ctx tokens`` field)
 capture         ``capture_{num_tokens}_{MODE}`` (vLLM, SGLang graph capture)         capture
 profiler_step   ``ProfilerStep#12`` (no token information)                          profiler
 ==============  ==================================================================  =========
@@ -77,7 +80,7 @@ class StepName(NamedTuple):
 
 MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (and overflow int64 columns)
 
-FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "profiler": 3}
+FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "trtllm": 3, "profiler": 4}
 
 # vLLM and its forks, one grammar for the family: ``execute_[{total}_]context_{n}(B)_generation_{n}(B)``
 # whose bodies B are: tokens (``7``), tokens then their aggregates (``888_788544``), the keyed
@@ -127,6 +130,13 @@ SGLANG_MODES = {
     "IDLE": "",
 }
 _ATOM = re.compile(r"^(prefill|decode)\[(.*)\]$")
+#: TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/py_executor.py`` ``_forward_step``'s range (domain
+#: "TensorRT-LLM"): ``f"[Executor] _forward_step {iter}: {n} ctx reqs, {t} ctx tokens, {m} gen reqs"``;
+#: earlier releases wrote ``_forward_step: {n} ctx reqs, {m} gen reqs``, then added the prefix and
+#: the iteration
+_TRTLLM = re.compile(
+    r"^(?:\[Executor\] )?_forward_step(?: (\d+))?: (\d+) ctx reqs,(?: (\d+) ctx tokens,)? (\d+) gen reqs$"
+)
 _CAPTURE = re.compile(r"^capture_(\d+)_([A-Za-z][A-Za-z0-9_]*)$")
 _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _KV = re.compile(r"(\w+)=(\d+)")
@@ -207,6 +217,17 @@ def _atom(m: re.Match[str]) -> StepName:
     return StepName("atom", "atom", p, tok - dt, d, dt, tok, exact=False)
 
 
+def _trtllm(m: re.Match[str]) -> StepName:
+    """Generation requests decode one token each (more under speculative decoding, which the
+    range does not say: the split is exact only when it gives the context tokens)."""
+    it, ctx, ctx_tok, gen = m.groups()
+    n, g = int(ctx), int(gen)
+    pt = int(ctx_tok) if ctx_tok is not None else 0
+    exact = ctx_tok is not None or n == 0
+    step = int(it) if it is not None else -1
+    return StepName("trtllm", "trtllm", n, pt, g, g, pt + g, exact=exact, step=step)
+
+
 def _capture(m: re.Match[str]) -> StepName:
     n = int(m.group(1))
     return StepName("capture", "capture", total_tokens=n, capture_mode=m.group(2).upper())
@@ -221,6 +242,7 @@ _FORMS = (
     (_VLLM_OLD, _vllm_old),
     (_SGLANG, _sglang),
     (_ATOM, _atom),
+    (_TRTLLM, _trtllm),
     (_CAPTURE, _capture),
     (_PROFILER_STEP, _profiler_step),
 )
@@ -228,7 +250,7 @@ _FORMS = (
 
 def parse_step_name(name: str) -> StepName | None:
     """The counts an annotation name carries, or None when it is no step or capture name."""
-    if not name or name[0] not in "escpdP":  # cheap reject: most annotations are other ranges
+    if not name or name[0] not in "escpdP[_":  # cheap reject: most annotations are other ranges
         return None
     for rx, build in _FORMS:
         m = rx.match(name)

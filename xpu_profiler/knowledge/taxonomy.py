@@ -40,6 +40,7 @@ from .families import ROLES, Family, TokenRule, tables
 from .families.triton import inductor_rule
 from .fused_ops import FUSED_OPS as FUSED_OPS  # re-exported: classify* return indexes into it
 from .kernel_heads import heads
+from .nvtx_ranges import layerwise_class
 
 #: (regex, fused_op) over layer module class names (instance suffix stripped).
 MODULE_PATTERNS: list[tuple[str, str]] = [
@@ -82,10 +83,13 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
 
 def module_class(range_name: str) -> str | None:
-    """`nn.Module: RMSNorm_3` → `RMSNorm`; None when the name is not a module range."""
+    """`nn.Module: RMSNorm_3` → `RMSNorm`; a layer-wise NVTX range → the class its module path
+    stands for (``nvtx_ranges.layerwise_class``); None when the name is not a module range."""
     for prefix in MODULE_RANGE_PREFIXES:
         if range_name.startswith(prefix):
             return _INSTANCE_SUFFIX.sub("", range_name[len(prefix) :].strip())
+    if range_name.startswith("{"):
+        return layerwise_class(range_name)
     return None
 
 

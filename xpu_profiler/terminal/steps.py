@@ -13,6 +13,7 @@ LAYER_WORDS = {
     "profiler_step": "ProfilerStep#N markers",
     "frame": "python frames of the engine's per-step call",
     "device_segment": "bursts of device work (inferred: no step marker in the trace)",
+    "runner_scope": "the model runner's scopes (preprocess, forward, ...)",
 }
 VERDICT_WORDS = {"host": "HOST-BOUND", "device": "device-bound", "communication": "COMMUNICATION-BOUND"}
 

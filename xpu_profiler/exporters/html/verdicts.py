@@ -15,6 +15,7 @@ LAYERS = {
     "profiler_step": "ProfilerStep#N markers",
     "frame": "python frames of the engine's per-step call",
     "device_segment": "bursts of device work (inferred)",
+    "runner_scope": "the model runner's scopes (preprocess, forward, ...)",
 }
 VERDICTS = {"host": "host-bound", "device": "device-bound", "communication": "communication-bound"}
 
