@@ -59,6 +59,12 @@ ROWS: list[Family] = [
     # --- attention ------------------------------------------------------------------------------------
     Family(r"^ck_tile::Fmha\w*", "attention", _CK + "include/ck_tile/ops/fmha/kernel/"),
     Family(
+        r"^(bwd_kernel_(fuse|dk_dv|dq)|bwd_preprocess(_varlen)?)$",
+        "attention",
+        "ROCm/aotriton tritonsrc/ (PyTorch's flash attention on ROCm: attn_fwd, bwd_kernel_dk_dv, bwd_kernel_dq, "
+        "bwd_kernel_fuse, bwd_preprocess)",
+    ),
+    Family(
         r"^aiter::(pa_|paged_attention|mla_|fmha_|gqa_|kn_mla|\w*_mla_)\w*|^paged_attention_ll4mi",
         "attention",
         _AITER + "hsa/gfx942/{pa,mla,fmha_v3_fwd}/*.csv, csrc/kernels/attention*.cu; vllm-project/vllm "

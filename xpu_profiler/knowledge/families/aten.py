@@ -43,10 +43,10 @@ ROWS: list[Family] = [
         + "ActivationSiluKernel.cu, ActivationGeluKernel.cu, UnarySpecialOpsKernel.cu (sigmoid), UnaryGeometricTanhKernel.cu",
     ),
     Family(
-        r"^at::native::\w*(layer_?norm|LayerNorm|GammaBetaBackward|RowwiseMoments|ComputeInternalGradients|"
+        r"^at::native::\w*(layer_?norm|LayerNorm|GammaBetaBackward|GradGammaBeta|RowwiseMoments|ComputeInternalGradients|"
         r"batch_?norm|group_?norm|rms_?norm)\w*",
         "norm",
-        _AT + "layer_norm_kernel.cu, group_norm_kernel.cu, Normalization.cuh",
+        _AT + "layer_norm_kernel.cu (cuComputePartGradGammaBeta on ROCm), group_norm_kernel.cu, Normalization.cuh",
     ),
     Family(r"^at::native::\w*embedding\w*", "embedding", _AT + "Embedding.cu, EmbeddingBag.cu"),
     Family(r"^at::native::\w*(conv|im2col|col2im)\w*", "convolution", _AT + "DepthwiseConv2d.cu, im2col.cuh"),
