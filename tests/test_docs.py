@@ -47,6 +47,18 @@ FOREIGN = {
     "--hide-scrollbars": "chromium",
     "--window-size": "chromium",
     "--screenshot": "chromium",
+    "--cuda-graph-trace": "nsys profile",
+    "--trace-fork-before-exec": "nsys profile",
+    "--export": "nsys profile",
+    "--trace": "nsys profile",
+    "--type": "nsys export",
+    "--kernel-trace": "rocprofv3",
+    "--hip-runtime-trace": "rocprofv3",
+    "--marker-trace": "rocprofv3",
+    "--rccl-trace": "rocprofv3",
+    "--output-format": "rocprofv3",
+    "--enable-layerwise-nvtx-tracing": "vllm serve",
+    "--enable-layerwise-nvtx-marker": "SGLang's launch_server",
 }
 
 

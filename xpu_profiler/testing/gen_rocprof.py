@@ -60,7 +60,7 @@ def _rocm_records(w: Workload) -> tuple[list[Rec], list[Rec], dict]:
             dev = by_corr.get((r.pid, r.corr))
             if dev is not None and dev.name.startswith("ncclDevKernel"):
                 dev.name = RCCL_KERNEL
-                rccl.append(Rec("rccl", "ncclAllReduce", r.start - 1_000, r.end + 1_000, r.pid, r.tid, corr=-1))
+                rccl.append(Rec("rccl", "ncclAllReduce", r.start - 500, r.end + 500, r.pid, r.tid, corr=-1))
             r.name = _hip(r.name)
     return run.records, rccl, {**run.truth, "rccl_calls": len(rccl), "rccl_kernels": len(rccl)}
 

@@ -1,0 +1,114 @@
+"""rocprofv3: the real JSON output (its totals are the records' own sums), synthetic JSON of
+ROCm 7 and 6.2 and the rocpd database of the same run (steps from ROCTx ranges, RCCL calls as
+collectives, GPU agents as ranks), and files that only look like it."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from collections import Counter
+
+import numpy as np
+import pytest
+import real_data
+from cli_run import invoke, one_line_error
+
+from xpu_profiler import analysis
+from xpu_profiler.core.profile import K_KERNEL, PHASES
+from xpu_profiler.knowledge.fused_ops import FUSED_OPS
+from xpu_profiler.readers import load
+from xpu_profiler.summary import load_summary
+from xpu_profiler.testing import gen_rocprof
+from xpu_profiler.testing.vendor_workload import Workload
+
+SAMPLE = "other-formats/rocprofv3-mi355x-8gpu-training.json.gz"
+
+
+def test_the_real_output_read_whole(tmp_path):
+    path = real_data.need(SAMPLE)
+    (tool,) = json.loads(gzip.decompress(path.read_bytes()))["rocprofiler-sdk-tool"]
+    kd = tool["buffer_records"]["kernel_dispatch"]
+    symbols = {k["kernel_id"]: k["formatted_kernel_name"] for k in tool["kernel_symbols"]}
+    gpu_of = {a["id"]["handle"]: a for a in tool["agents"] if a["type"] == 2}
+    agents = {k["dispatch_info"]["agent_id"]["handle"] for k in kd}
+    by_symbol = Counter(symbols[k["dispatch_info"]["kernel_id"]] for k in kd)
+
+    res = invoke("analyze", path, "-o", tmp_path / "o", "--format", "json")
+    assert res.exit_code == 0, res.output
+    s = load_summary(tmp_path / "o" / "summary.json")
+    assert s.totals.op_time_ns == sum(k["end_timestamp"] - k["start_timestamp"] for k in kd)
+    assert s.totals.events == len(kd)
+    (agent,) = agents  # every dispatch ran on one GPU: that GPU's index is the rank
+    src = s.run.sources[0]
+    assert src.format == "rocprofv3" and src.rank == gpu_of[agent]["gpu_index"] == 0
+    assert src.details["devices"] == [gpu_of[agent]["product_name"]] and s.device is not None
+    assert s.device.name == "AMD Instinct MI350X"
+    rows = {r.fused_op: r.count for r in s.fused_ops}
+    # ROCm's blit kernels are its copies and fills
+    assert rows["memcpy"] == by_symbol["__amd_rocclr_copyBuffer"]
+    assert rows["memset"] == by_symbol["__amd_rocclr_fillBufferAligned"]
+    assert rows["communication"] == sum(n for k, n in by_symbol.items() if k.startswith("ncclDevKernel"))
+
+
+@pytest.fixture(scope="module")
+def run_json(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rocprof")
+    truth = gen_rocprof.write_json(d / "json7", Workload())
+    gen_rocprof.write_json(d / "json62", Workload(), release="6.2")
+    gen_rocprof.write_rocpd(d / "run.db", Workload())
+    return d, truth
+
+
+def test_both_releases_read_alike(run_json):
+    """ROCm 6.2 numbers the record kinds otherwise, names its ranges roctxRangePushA and writes
+    no stream or GPU index: the same run reads the same."""
+    d, truth = run_json
+    a, b = load([d / "json7"]), load([d / "json62"])
+    assert len(a.events) == len(b.events) > 0
+    for col in ("kind", "start", "dur", "rank", "device", "corr", "flops"):
+        assert np.array_equal(a.events[col], b.events[col]), col
+    assert a.strings.lookup(a.events["name"]) == b.strings.lookup(b.events["name"])
+
+
+@pytest.mark.parametrize("source", ["json7", "json62", "run.db"])
+def test_steps_collectives_and_ranks(run_json, source):
+    d, truth = run_json
+    profile, s = analysis.analyze([d / source])
+    st = profile.steps
+    order = np.lexsort((st["start"], st["rank"]))
+    got = [(int(st["rank"][i]), int(st["start"][i]) + profile.base_ns, PHASES[st["phase"][i]]) for i in order]
+    want = [(t["rank"], t["start"], t["phase"]) for t in sorted(truth["steps"], key=lambda t: (t["rank"], t["start"]))]
+    assert got == want  # the ROCTx step ranges, on CLOCK_BOOTTIME as rocprofv3 recorded them
+    assert s.totals.device_kernel_ns == truth["kernel_ns"] and sorted(profile.ranks) == [0, 1]
+    # each all-reduce kernel was launched from inside an ncclAllReduce call: it is that collective
+    ev = profile.events
+    coll = ev["comm"] >= 0
+    assert int(coll.sum()) == truth["rccl_kernels"] and (ev["kind"][coll] == K_KERNEL).all()
+    assert set(profile.strings.lookup(profile.comms["coll"])) == {"allreduce"}
+    assert set(ev["fused"][coll].tolist()) == {FUSED_OPS.index("communication")}
+
+
+def test_marks_are_counted(run_json):
+    d, _ = run_json
+    profile = load([d / "json7"])
+    assert [w for w in profile.run["warnings"] if "ROCTx mark" in w] == [
+        f"{f}_results.json: not used by the analysis: 1 ROCTx mark(s) or control call(s) with no span" for f in (1000, 1001)
+    ]
+
+
+def test_what_only_looks_like_it(tmp_path):
+    legacy = tmp_path / "trace.rpd"  # rocmProfileData: rocpd_ tables of another program
+    with sqlite3.connect(legacy) as c:
+        c.execute("CREATE TABLE rocpd_metadata (id, tag, value)")
+        c.execute("CREATE TABLE rocpd_op (id, gpuId, queueId, start, end)")
+        c.execute("CREATE VIEW kernels AS SELECT * FROM rocpd_op")
+        c.execute("CREATE VIEW regions AS SELECT * FROM rocpd_op")
+    assert "neither an Nsight Systems export" in one_line_error(invoke("analyze", legacy, "-o", tmp_path / "o"))
+    bad = tmp_path / "x_results.json"
+    bad.write_text(json.dumps({"rocprofiler-sdk-tool": [{"buffer_records": {"kernel_dispatch": [{"start_timestamp": "soon"}]}}]}))
+    err = one_line_error(invoke("analyze", bad, "-o", tmp_path / "o"))
+    assert "not a valid rocprofv3 output" in err and "start_timestamp" in err
+    empty = tmp_path / "y_results.json"
+    empty.write_text(json.dumps({"rocprofiler-sdk-tool": [{"metadata": {"pid": 3}}]}))
+    assert "nothing to analyse" in one_line_error(invoke("analyze", empty, "-o", tmp_path / "o"))
