@@ -63,11 +63,12 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
     device id) → GPU id where the export maps them (``TARGET_INFO_CUDA_DEVICE``)."""
     out = []
     if KERNEL in sch:
-        name_col = "demangledName" if "demangledName" in sch[KERNEL] else "shortName"
+        have = [c for c in ("demangledName", "shortName") if c in sch[KERNEL]]  # the full name, else the short
+        name_col = f"coalesce({', '.join(have)}, -1)" if have else "-1"
         start, end, dev, stream, corr, gpid, name = columns(
             conn,
             f"SELECT start, end, deviceId, streamId, {_c(sch, KERNEL, 'correlationId')}, "
-            f"{_c(sch, KERNEL, 'globalPid', '0')}, {_c(sch, KERNEL, name_col)} FROM {KERNEL}",
+            f"{_c(sch, KERNEL, 'globalPid', '0')}, {name_col} FROM {KERNEL}",
             7,
         )
         pid = pid_of(gpid)
