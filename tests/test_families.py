@@ -28,6 +28,8 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "add_11 Cmpt Exec": ("elementwise", ""),
     "SenRdmaReceive_82239 [524288B] [sync=AllReduce_all_reduce_4_s3_r0x7_6] DmaI": ("communication", ""),
     # NVIDIA
+    # nvFuser's matmul scheduler (NVIDIA/Fuser csrc/scheduler/matmul.cpp), as its kernels are named
+    "<unnamed>::nvfuser_matmul_f0_c1_r0_g0(<unnamed>::Tensor<__bfloat, (int)2, (int)2>)": ("gemm", ""),
     "void pplx::dispatchKernel<16u, 1u, false>(int*, float*, unsigned long)": ("communication", ""),
     "void nvshmemi_alltoall_threadgroup_kernel<int>(nvshmem_team_t, int*, int const*, unsigned long)": (
         "communication",
