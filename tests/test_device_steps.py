@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpu_profiler.aggregate.idle import KERNEL_WAIT_NS
-from xpu_profiler.aggregate.verdicts import HOST_BOUND_SHARE
+from xpu_profiler.aggregate.steps.idle import KERNEL_WAIT_NS
+from xpu_profiler.aggregate.steps.verdicts import HOST_BOUND_SHARE
 from xpu_profiler.analysis import analyze, export
 from xpu_profiler.exporters.validate import validate_bytes
 

@@ -47,7 +47,7 @@ from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
 
 from xpu_profiler import analysis, findings
 from xpu_profiler.aggregate.model_cost import model_config, model_shape, step_costs
-from xpu_profiler.aggregate.steps import token_steps
+from xpu_profiler.aggregate.steps.find import token_steps
 from xpu_profiler.core.profile import P_PREFILL, Profile
 from xpu_profiler.exporters.validate import validate_file
 from xpu_profiler.findings import load_config

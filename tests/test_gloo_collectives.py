@@ -12,9 +12,9 @@ from cpu_comm import check_against_raw, check_no_overlap, raw
 
 from xpu_profiler import analysis
 from xpu_profiler.aggregate.attribution import basis_mask
-from xpu_profiler.aggregate.backend_work import inside_work
-from xpu_profiler.aggregate.collectives import match
-from xpu_profiler.aggregate.overlap import compute_events
+from xpu_profiler.aggregate.ranks.backend_work import inside_work
+from xpu_profiler.aggregate.ranks.collectives import match
+from xpu_profiler.aggregate.ranks.overlap import compute_events
 
 GLOO = TESTS / "data" / "vllm_cpu_tp2_gloo"
 FILES = sorted(GLOO.glob("rank*.pt.trace.json.gz"))

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import real_data
 
-from xpu_profiler.aggregate.captures import read_captures
-from xpu_profiler.aggregate.graphs import find_replays, match_replays, replay_share
+from xpu_profiler.aggregate.graphs.attribution import find_replays, match_replays, replay_share
+from xpu_profiler.aggregate.graphs.captures import read_captures
 from xpu_profiler.core.profile import DEVICE_KINDS
 from xpu_profiler.core.sources import KEYS, AttributionSource, share_by_source
 from xpu_profiler.knowledge.fused_ops import FUSED_OPS, OTHER

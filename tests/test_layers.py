@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from xpu_profiler import analysis
-from xpu_profiler.aggregate import layer_stream as ls
-from xpu_profiler.aggregate.layer_kinds import config_layers
+from xpu_profiler.aggregate.layers import stream as ls
+from xpu_profiler.aggregate.layers.kinds import config_layers
 from xpu_profiler.readers import load
 
 STEP = "execute_context_0(0)_generation_8(8)"

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 from xpu_profiler import analysis
-from xpu_profiler.aggregate import layout
+from xpu_profiler.aggregate.ranks import layout
 from xpu_profiler.core.profile import DEVICE_KINDS, EVENT_SCHEMA, K_KERNEL, P_DECODE, STEP_SCHEMA, Profile, Table
 from xpu_profiler.knowledge.collective_kinds import KIND_NAMES, kind_of
 from xpu_profiler.knowledge.taxonomy import FUSED_OPS

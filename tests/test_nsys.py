@@ -36,8 +36,10 @@ def test_the_real_export_read_whole(tmp_path):
     """Totals equal the export's own sums; the GPU, the rank and the NVTX ranges as it says."""
     db = real_data.need(SAMPLE)
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    dev = "(SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, end FROM " \
-          "CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+    dev = (
+        "(SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, end FROM "
+        "CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMSET)"
+    )
     ((op_ns, n_dev),) = _sql(db, f"SELECT sum(end - start), count(*) FROM {dev}")
     ((kernel_ns,),) = _sql(db, "SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
     # the processes that ran device work: their runtime calls and NVTX ranges are theirs
@@ -82,9 +84,7 @@ def test_the_export_is_never_written(tmp_path):
 def _steps(profile, epoch: int):
     st = profile.steps
     order = np.lexsort((st["start"], st["rank"]))
-    return [
-        (int(st["rank"][i]), int(st["start"][i]) + profile.base_ns - epoch, PHASES[st["phase"][i]]) for i in order
-    ]
+    return [(int(st["rank"][i]), int(st["start"][i]) + profile.base_ns - epoch, PHASES[st["phase"][i]]) for i in order]
 
 
 @pytest.mark.parametrize("schema", gen_nsys.SCHEMAS)
@@ -156,8 +156,7 @@ def test_a_report_is_exported_with_the_nsys_on_path(tmp_path):
     log = tmp_path / "nsys.args"
     _fake_nsys(
         tmp_path / "bin",
-        f"open({str(log)!r}, 'w').write(' '.join(args))\n"
-        f"shutil.copy({str(db)!r}, args[args.index('--output') + 1])",
+        f"open({str(log)!r}, 'w').write(' '.join(args))\nshutil.copy({str(db)!r}, args[args.index('--output') + 1])",
     )
     env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     res = run("analyze", rep, "-o", tmp_path / "o", "--format", "json", env=env)

@@ -93,7 +93,8 @@ def test_marks_are_counted(run_json):
     d, _ = run_json
     profile = load([d / "json7"])
     assert [w for w in profile.run["warnings"] if "ROCTx mark" in w] == [
-        f"{f}_results.json: not used by the analysis: 1 ROCTx mark(s) or control call(s) with no span" for f in (1000, 1001)
+        f"{f}_results.json: not used by the analysis: 1 ROCTx mark(s) or control call(s) with no span"
+        for f in (1000, 1001)
     ]
 
 
@@ -106,7 +107,9 @@ def test_what_only_looks_like_it(tmp_path):
         c.execute("CREATE VIEW regions AS SELECT * FROM rocpd_op")
     assert "neither an Nsight Systems export" in one_line_error(invoke("analyze", legacy, "-o", tmp_path / "o"))
     bad = tmp_path / "x_results.json"
-    bad.write_text(json.dumps({"rocprofiler-sdk-tool": [{"buffer_records": {"kernel_dispatch": [{"start_timestamp": "soon"}]}}]}))
+    bad.write_text(
+        json.dumps({"rocprofiler-sdk-tool": [{"buffer_records": {"kernel_dispatch": [{"start_timestamp": "soon"}]}}]})
+    )
     err = one_line_error(invoke("analyze", bad, "-o", tmp_path / "o"))
     assert "not a valid rocprofv3 output" in err and "start_timestamp" in err
     empty = tmp_path / "y_results.json"

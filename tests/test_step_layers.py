@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_profiler.aggregate.step_phases import token_counts
+from xpu_profiler.aggregate.steps.phases import token_counts
 from xpu_profiler.analysis import analyze
 from xpu_profiler.knowledge.step_grammar import frame_engine, parse_step_name
 

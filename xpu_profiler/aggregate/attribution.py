@@ -31,11 +31,11 @@ from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
 from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
 from ..knowledge.taxonomy import default as default_taxonomy
-from .device_steps import step_busy
 from .engine_family import detect as detect_engine
-from .replays import attribute_replays, find_replays
-from .step_phases import infer_phases
-from .steps import find_steps
+from .graphs.replays import attribute_replays, find_replays
+from .steps.device import step_busy
+from .steps.find import find_steps
+from .steps.phases import infer_phases
 from .structure import apply_structure
 
 #: fused ops that device work keeps from its own name whatever launched it

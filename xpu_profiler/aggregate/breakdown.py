@@ -8,8 +8,8 @@ from ..core.profile import KINDS, P_DECODE, P_MIXED, P_PREFILL, P_UNKNOWN, PHASE
 from ..core.sources import KEYS as SOURCE_KEYS
 from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import FusedOp, FusedTime, Kernel, Phase
-from .ranks import engine_view, per_token
-from .steps import token_steps
+from .ranks.align import engine_view, per_token
+from .steps.find import token_steps
 
 TOKEN_PHASES = ("prefill", "decode", "mixed")  # phases with a per-token cost
 TOKEN_PHASE_CODES = tuple(PHASES.index(p) for p in TOKEN_PHASES)

@@ -20,7 +20,7 @@ from ..knowledge import devices
 from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import DeviceSpec, Roofline
 from .model_cost import PEAK_KEY, decode_context, model_config, model_shape, step_costs
-from .steps import token_steps
+from .steps.find import token_steps
 
 COMPONENTS = ("gemm", "attention", "moe")
 JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}

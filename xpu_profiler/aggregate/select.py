@@ -15,7 +15,7 @@ import numpy as np
 from ..core.errors import XpuProfilerError
 from ..core.launches import launch_rows
 from ..core.profile import Profile
-from .steps import find_steps
+from .steps.find import find_steps
 
 
 @dataclass

@@ -32,7 +32,7 @@ def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
 
 
 def graphs_section(profile: Profile) -> Graphs:
-    """What ``aggregate.replays`` recorded of the graph replays and their matching."""
+    """What ``aggregate.graphs.replays`` recorded of the graph replays and their matching."""
     info = profile.run.get("graphs")
     if not isinstance(info, dict):
         return Graphs()

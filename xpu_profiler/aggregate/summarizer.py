@@ -17,25 +17,25 @@ from ..knowledge.taxonomy import Taxonomy
 from ..summary import Summary, Totals, device_spec, run_from_metadata
 from .attribution import attribute, basis_mask
 from .breakdown import Breakdown
-from .collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
-from .comm import comm_section
-from .device_steps import device_timeline
-from .idle import per_stream_rows
 from .kernels import HEAD_MODULES, SAMPLER_MODULES, kernel_stats, module_time
-from .layer_summary import layers_section
-from .layout import layout
+from .layers.section import layers_section
 from .memory import memory
-from .overlap import compute_events, overlap, step_spans
-from .parallel import parallel_section
-from .ranks import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
+from .ranks.align import align_steps, alignment_section, engine_steps_table, engine_view, side_by_side
+from .ranks.collectives import CLOCK_TOLERANCE_NS, match, one_host, step_waits
+from .ranks.comm import comm_section
+from .ranks.layout import layout
+from .ranks.overlap import compute_events, overlap, step_spans
+from .ranks.parallel import parallel_section
 from .requests import requests
 from .roofline import roofline, run_spec
 from .sources import attribution_section, graphs_section
-from .step_search import step_search_section
-from .steps import token_steps
+from .steps.device import device_timeline
+from .steps.find import token_steps
+from .steps.idle import per_stream_rows
+from .steps.search import step_search_section
+from .steps.verdicts import add_phase_bounds, device_steps_section
 from .tables import ranks_table, steps_table
 from .throughput import throughput
-from .verdicts import add_phase_bounds, device_steps_section
 
 
 def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:

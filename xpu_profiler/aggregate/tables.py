@@ -8,8 +8,8 @@ from ..core.launches import device_mask
 from ..core.profile import K_KERNEL, PHASE_FROM, PHASES, STEP_EVIDENCE, Profile
 from ..summary import Rank, Steps
 from .attribution import events_busy
-from .device_steps import DeviceTimeline
-from .ranks import step_engine
+from .ranks.align import step_engine
+from .steps.device import DeviceTimeline
 
 
 def steps_table(profile: Profile, span: np.ndarray, wait: np.ndarray, tl: DeviceTimeline | None = None) -> Steps:

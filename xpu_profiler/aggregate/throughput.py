@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core.profile import Profile
 from ..summary import Distribution, Throughput
-from .steps import token_steps
+from .steps.find import token_steps
 
 
 def distribution(values: np.ndarray) -> Distribution:

@@ -271,7 +271,7 @@ class Profile:
     frames: Table = field(default_factory=lambda: Table(FRAME_SCHEMA))
     base_ns: int = 0
     #: derived, per row of ``steps``: the engine step it is one rank's part of (filled by
-    #: ``aggregate.ranks.align_steps``; not saved, the analysis recomputes it)
+    #: ``aggregate.ranks.align.align_steps``; not saved, the analysis recomputes it)
     step_engine: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     #: derived, per event row: for a replayed kernel matched to its captured launch, the
     #: decoder layer (or compiled piece) that launch was captured in, numbered within its

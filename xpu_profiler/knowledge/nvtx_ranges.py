@@ -106,7 +106,9 @@ LOOP_RANGES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^_prepare_inputs$|^gpu_model_runner: preprocess$|^Preprocess$"), "input preparation"),
     (re.compile(r"^_sample_async$|^gpu_model_runner: sample$|^Sample$"), "sampler"),
     (
-        re.compile(r"^_update_requests$|^_handle_responses$|^llm_engine step: process_outputs$|^scheduler\.process_batch_result$"),
+        re.compile(
+            r"^_update_requests$|^_handle_responses$|^llm_engine step: process_outputs$|^scheduler\.process_batch_result$"
+        ),
         "output processing",
     ),
 ]

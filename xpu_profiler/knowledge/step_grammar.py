@@ -39,7 +39,7 @@ which spelling it was.
 
 Without annotations, python-stack frames (``with_stack``) mark steps: ``STEP_FRAME``
 names the engines' per-step worker calls, the sampling call split out of them and the
-dummy runs that are no step (``xpu_profiler.aggregate.step_frames``).
+dummy runs that are no step (``xpu_profiler.aggregate.steps.frames``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ While an engine captures its graphs with the profiler on, it writes one trace pe
 SGLang: beside a ``capture-details.json`` that maps each file to its batch size and mode).
 Those files are not ranks of the run: ``split_capture_files`` sets them apart by where they
 are, ``is_capture_profile`` by what a loaded one holds, and ``load.load_run`` reads the
-run and its captures as two Profiles (the analysis of captures is ``aggregate.captures``).
+run and its captures as two Profiles (the analysis of captures is ``aggregate.graphs.captures``).
 """
 
 from __future__ import annotations

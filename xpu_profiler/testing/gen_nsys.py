@@ -56,7 +56,16 @@ def _columns(schema: str) -> dict[str, list[str]]:
         "StringIds": ["id", "value"],
         "PROCESSES": ["globalPid", "pid", "name"],
         "ThreadNames": ["nameId", "priority", "globalTid"],
-        "TARGET_INFO_GPU": ["vmId", "id", "name", "totalMemory", "smCount", "computeMajor", "computeMinor", "threadsPerWarp"],
+        "TARGET_INFO_GPU": [
+            "vmId",
+            "id",
+            "name",
+            "totalMemory",
+            "smCount",
+            "computeMajor",
+            "computeMinor",
+            "threadsPerWarp",
+        ],
         "TARGET_INFO_SESSION_START_TIME": ["utcEpochNs", "utcTime", "localTime"],
         "TARGET_INFO_CUDA_DEVICE": ["gpuId", "cudaId", "pid"],
         "EXPORT_META_DATA" if schema == "3.0.0" else "META_DATA_EXPORT": ["name", "value"],
@@ -100,36 +109,102 @@ class _Writer:
 
 def _record(w: _Writer, r: Rec, domains: dict) -> None:
     if r.kind == "kernel" and r.graph >= 0:
-        w.add("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", start=r.start, end=r.end, deviceId=r.device, contextId=1,
-              greenContextId=0, streamId=r.stream, correlationId=r.corr, globalPid=gtid(r.pid, 0), graphId=r.graph,
-              graphExecId=r.graph)
+        w.add(
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+            start=r.start,
+            end=r.end,
+            deviceId=r.device,
+            contextId=1,
+            greenContextId=0,
+            streamId=r.stream,
+            correlationId=r.corr,
+            globalPid=gtid(r.pid, 0),
+            graphId=r.graph,
+            graphExecId=r.graph,
+        )
     elif r.kind == "kernel":
         name = w.sid(r.name)
-        w.add("CUPTI_ACTIVITY_KIND_KERNEL", start=r.start, end=r.end, deviceId=r.device, contextId=1, greenContextId=0,
-              streamId=r.stream, correlationId=r.corr, globalPid=gtid(r.pid, 0), demangledName=name,
-              shortName=w.sid(r.name.split("(")[0].split("<")[0].split()[-1]), launchType=1, registersPerThread=32,
-              gridX=1, gridY=1, gridZ=1, blockX=128, blockY=1, blockZ=1, staticSharedMemory=0, dynamicSharedMemory=0,
-              localMemoryPerThread=0, localMemoryTotal=0, gridId=r.corr, graphNodeId=r.graph_node if r.graph_node >= 0 else None)
+        w.add(
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            start=r.start,
+            end=r.end,
+            deviceId=r.device,
+            contextId=1,
+            greenContextId=0,
+            streamId=r.stream,
+            correlationId=r.corr,
+            globalPid=gtid(r.pid, 0),
+            demangledName=name,
+            shortName=w.sid(r.name.split("(")[0].split("<")[0].split()[-1]),
+            launchType=1,
+            registersPerThread=32,
+            gridX=1,
+            gridY=1,
+            gridZ=1,
+            blockX=128,
+            blockY=1,
+            blockZ=1,
+            staticSharedMemory=0,
+            dynamicSharedMemory=0,
+            localMemoryPerThread=0,
+            localMemoryTotal=0,
+            gridId=r.corr,
+            graphNodeId=r.graph_node if r.graph_node >= 0 else None,
+        )
     elif r.kind == "memcpy":
         h2d = r.name == "HtoD"
-        w.add("CUPTI_ACTIVITY_KIND_MEMCPY", start=r.start, end=r.end, deviceId=r.device, contextId=1, greenContextId=0,
-              streamId=r.stream, correlationId=r.corr, globalPid=gtid(r.pid, 0), bytes=r.nbytes,
-              copyKind=COPY_KIND[r.name], srcKind=1 if h2d else 2, dstKind=2 if h2d else 1)
+        w.add(
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            start=r.start,
+            end=r.end,
+            deviceId=r.device,
+            contextId=1,
+            greenContextId=0,
+            streamId=r.stream,
+            correlationId=r.corr,
+            globalPid=gtid(r.pid, 0),
+            bytes=r.nbytes,
+            copyKind=COPY_KIND[r.name],
+            srcKind=1 if h2d else 2,
+            dstKind=2 if h2d else 1,
+        )
     elif r.kind == "runtime":
-        w.add("CUPTI_ACTIVITY_KIND_RUNTIME", start=r.start, end=r.end, eventClass=0, globalTid=gtid(r.pid, r.tid),
-              correlationId=r.corr, nameId=w.sid(r.name + API_SUFFIX.get(r.name, "")), returnValue=0)
+        w.add(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            start=r.start,
+            end=r.end,
+            eventClass=0,
+            globalTid=gtid(r.pid, r.tid),
+            correlationId=r.corr,
+            nameId=w.sid(r.name + API_SUFFIX.get(r.name, "")),
+            returnValue=0,
+        )
     elif r.kind == "range":
         dom = 0
         if r.domain:
             key = (r.pid, r.domain)
             if key not in domains:
                 domains[key] = len([k for k in domains if k[0] == r.pid]) + 1
-                w.add("NVTX_EVENTS", start=r.start - 1_000, eventType=75, text=r.domain, globalTid=gtid(r.pid, r.tid),
-                      domainId=domains[key])
+                w.add(
+                    "NVTX_EVENTS",
+                    start=r.start - 1_000,
+                    eventType=75,
+                    text=r.domain,
+                    globalTid=gtid(r.pid, r.tid),
+                    domainId=domains[key],
+                )
             dom = domains[key]
         text, text_id = (None, w.sid(r.name)) if r.registered else (r.name, None)
-        w.add("NVTX_EVENTS", start=r.start, end=r.end, eventType=59, text=text, textId=text_id,
-              globalTid=gtid(r.pid, r.tid), domainId=dom)
+        w.add(
+            "NVTX_EVENTS",
+            start=r.start,
+            end=r.end,
+            eventType=59,
+            text=text,
+            textId=text_id,
+            globalTid=gtid(r.pid, r.tid),
+            domainId=dom,
+        )
 
 
 def write(path: str | Path, workload: Workload | None = None, schema: str = "3.17.1") -> dict:
@@ -148,17 +223,39 @@ def write(path: str | Path, workload: Workload | None = None, schema: str = "3.1
     for pid in pids:
         name = "nsys-launcher" if pid == LAUNCHER_PID else "python3"
         w.add("PROCESSES", globalPid=gtid(pid, 0), pid=pid, name=name)
-        w.add("ThreadNames", nameId=w.sid(name if pid == LAUNCHER_PID else "VllmWorker"), priority=20, globalTid=gtid(pid, pid))
+        w.add(
+            "ThreadNames",
+            nameId=w.sid(name if pid == LAUNCHER_PID else "VllmWorker"),
+            priority=20,
+            globalTid=gtid(pid, pid),
+        )
     for rank in range(workload.ranks):
         name, mem, sms, major, minor = GPU
-        w.add("TARGET_INFO_GPU", vmId=1 << 48, id=rank, name=name, totalMemory=mem, smCount=sms, computeMajor=major,
-              computeMinor=minor, threadsPerWarp=32)
+        w.add(
+            "TARGET_INFO_GPU",
+            vmId=1 << 48,
+            id=rank,
+            name=name,
+            totalMemory=mem,
+            smCount=sms,
+            computeMajor=major,
+            computeMinor=minor,
+            threadsPerWarp=32,
+        )
         if schema == "3.17.1":
             w.add("TARGET_INFO_CUDA_DEVICE", gpuId=rank, cudaId=rank, pid=1000 + rank)
-    w.add("TARGET_INFO_SESSION_START_TIME", utcEpochNs=EPOCH_NS, utcTime="2025-12-02T00:00:00", localTime="2025-12-02T00:00:00")
+    w.add(
+        "TARGET_INFO_SESSION_START_TIME",
+        utcEpochNs=EPOCH_NS,
+        utcTime="2025-12-02T00:00:00",
+        localTime="2025-12-02T00:00:00",
+    )
     meta = "EXPORT_META_DATA" if schema == "3.0.0" else "META_DATA_EXPORT"
-    for k, v in (("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", PRODUCT[schema]),
-                 ("EXPORT_SCHEMA_VERSION", schema)):
+    for k, v in (
+        ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+        ("EXPORT_PRODUCT_VERSION", PRODUCT[schema]),
+        ("EXPORT_SCHEMA_VERSION", schema),
+    ):
         w.add(meta, name=k, value=v)
     path = Path(path)
     w.write(path)

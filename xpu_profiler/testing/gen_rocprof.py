@@ -25,20 +25,67 @@ from pathlib import Path
 from .vendor_workload import Rec, Workload, build
 
 #: the buffer-tracing kinds in rocprofiler-sdk's order (fwd.h): ROCm 7.x, and 6.2's
-KINDS_7 = ["NONE", "HSA_CORE_API", "HSA_AMD_EXT_API", "HSA_IMAGE_EXT_API", "HSA_FINALIZE_EXT_API",
-           "HIP_RUNTIME_API", "HIP_COMPILER_API", "MARKER_CORE_API", "MARKER_CONTROL_API", "MARKER_NAME_API",
-           "MEMORY_COPY", "KERNEL_DISPATCH", "SCRATCH_MEMORY", "CORRELATION_ID_RETIREMENT", "RCCL_API", "OMPT",
-           "MEMORY_ALLOCATION", "RUNTIME_INITIALIZATION", "ROCDECODE_API", "ROCJPEG_API", "HIP_STREAM",
-           "HIP_RUNTIME_API_EXT", "HIP_COMPILER_API_EXT", "ROCDECODE_API_EXT", "KFD_EVENT_PAGE_MIGRATE",
-           "KFD_EVENT_PAGE_FAULT", "KFD_EVENT_QUEUE", "KFD_EVENT_UNMAP_FROM_GPU", "KFD_EVENT_DROPPED_EVENTS",
-           "KFD_PAGE_MIGRATE", "KFD_PAGE_FAULT", "KFD_QUEUE", "MARKER_CORE_RANGE_API"]
-KINDS_62 = ["NONE", "HSA_CORE_API", "HSA_AMD_EXT_API", "HSA_IMAGE_EXT_API", "HSA_FINALIZE_EXT_API",
-            "HIP_RUNTIME_API", "HIP_COMPILER_API", "MARKER_CORE_API", "MARKER_CONTROL_API", "MARKER_NAME_API",
-            "MEMORY_COPY", "KERNEL_DISPATCH", "PAGE_MIGRATION", "SCRATCH_MEMORY", "CORRELATION_ID_RETIREMENT",
-            "RCCL_API"]
+KINDS_7 = [
+    "NONE",
+    "HSA_CORE_API",
+    "HSA_AMD_EXT_API",
+    "HSA_IMAGE_EXT_API",
+    "HSA_FINALIZE_EXT_API",
+    "HIP_RUNTIME_API",
+    "HIP_COMPILER_API",
+    "MARKER_CORE_API",
+    "MARKER_CONTROL_API",
+    "MARKER_NAME_API",
+    "MEMORY_COPY",
+    "KERNEL_DISPATCH",
+    "SCRATCH_MEMORY",
+    "CORRELATION_ID_RETIREMENT",
+    "RCCL_API",
+    "OMPT",
+    "MEMORY_ALLOCATION",
+    "RUNTIME_INITIALIZATION",
+    "ROCDECODE_API",
+    "ROCJPEG_API",
+    "HIP_STREAM",
+    "HIP_RUNTIME_API_EXT",
+    "HIP_COMPILER_API_EXT",
+    "ROCDECODE_API_EXT",
+    "KFD_EVENT_PAGE_MIGRATE",
+    "KFD_EVENT_PAGE_FAULT",
+    "KFD_EVENT_QUEUE",
+    "KFD_EVENT_UNMAP_FROM_GPU",
+    "KFD_EVENT_DROPPED_EVENTS",
+    "KFD_PAGE_MIGRATE",
+    "KFD_PAGE_FAULT",
+    "KFD_QUEUE",
+    "MARKER_CORE_RANGE_API",
+]
+KINDS_62 = [
+    "NONE",
+    "HSA_CORE_API",
+    "HSA_AMD_EXT_API",
+    "HSA_IMAGE_EXT_API",
+    "HSA_FINALIZE_EXT_API",
+    "HIP_RUNTIME_API",
+    "HIP_COMPILER_API",
+    "MARKER_CORE_API",
+    "MARKER_CONTROL_API",
+    "MARKER_NAME_API",
+    "MEMORY_COPY",
+    "KERNEL_DISPATCH",
+    "PAGE_MIGRATION",
+    "SCRATCH_MEMORY",
+    "CORRELATION_ID_RETIREMENT",
+    "RCCL_API",
+]
 HIP_OPS = ["hipApiName", "hipGraphLaunch", "hipLaunchKernel", "hipMemcpyAsync", "hipStreamSynchronize"]
-COPY_OPS = ["MEMORY_COPY_NONE", "MEMORY_COPY_HOST_TO_HOST", "MEMORY_COPY_HOST_TO_DEVICE",
-            "MEMORY_COPY_DEVICE_TO_HOST", "MEMORY_COPY_DEVICE_TO_DEVICE"]
+COPY_OPS = [
+    "MEMORY_COPY_NONE",
+    "MEMORY_COPY_HOST_TO_HOST",
+    "MEMORY_COPY_HOST_TO_DEVICE",
+    "MEMORY_COPY_DEVICE_TO_HOST",
+    "MEMORY_COPY_DEVICE_TO_DEVICE",
+]
 RCCL_OPS = ["ncclAllGather", "ncclAllReduce", "ncclBroadcast", "ncclCommInitRank"]
 RCCL_KERNEL = "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)"
 GPU_NAME = "AMD Instinct MI300X"
@@ -73,22 +120,43 @@ def write_json(out_dir: str | Path, w: Workload | None = None, release: str = "7
     out.mkdir(parents=True, exist_ok=True)
     kinds = KINDS_7 if release != "6.2" else KINDS_62
     marker_kind = "MARKER_CORE_RANGE_API" if release != "6.2" else "MARKER_CORE_API"
-    marker_ops = ["roctxMarkA", "roctxThreadRangeA", "roctxProcessRangeA"] if release != "6.2" else [
-        "roctxMarkA", "roctxRangePushA", "roctxRangePop", "roctxRangeStartA", "roctxRangeStop"]
+    marker_ops = (
+        ["roctxMarkA", "roctxThreadRangeA", "roctxProcessRangeA"]
+        if release != "6.2"
+        else ["roctxMarkA", "roctxRangePushA", "roctxRangePop", "roctxRangeStartA", "roctxRangeStop"]
+    )
     hip_kind = "HIP_RUNTIME_API_EXT" if release != "6.2" else "HIP_RUNTIME_API"
-    ops = {hip_kind: HIP_OPS, "MEMORY_COPY": COPY_OPS, "KERNEL_DISPATCH": ["NONE", "ENQUEUE", "COMPLETE"],
-           "RCCL_API": RCCL_OPS, marker_kind: marker_ops}
+    ops = {
+        hip_kind: HIP_OPS,
+        "MEMORY_COPY": COPY_OPS,
+        "KERNEL_DISPATCH": ["NONE", "ENQUEUE", "COMPLETE"],
+        "RCCL_API": RCCL_OPS,
+        marker_kind: marker_ops,
+    }
     k = {name: i for i, name in enumerate(kinds)}
     symbols = sorted({r.name for r in records if r.kind == "kernel"})
     for rank in range(w.ranks):
         pid = 1000 + rank
         mine = [r for r in records if r.pid == pid]
         messages, corr = [], 100_000
-        buf: dict[str, list] = {"kernel_dispatch": [], "memory_copy": [], "hip_api": [], "rccl_api": [], "marker_api": []}
+        buf: dict[str, list] = {
+            "kernel_dispatch": [],
+            "memory_copy": [],
+            "hip_api": [],
+            "rccl_api": [],
+            "marker_api": [],
+        }
 
         def base(kind: str, op: int, r: Rec, c: int) -> dict:
-            d = {"size": 96, "kind": k[kind], "operation": op, "thread_id": r.tid,
-                 "correlation_id": {"internal": c, "external": 0}, "start_timestamp": r.start, "end_timestamp": r.end}
+            d = {
+                "size": 96,
+                "kind": k[kind],
+                "operation": op,
+                "thread_id": r.tid,
+                "correlation_id": {"internal": c, "external": 0},
+                "start_timestamp": r.start,
+                "end_timestamp": r.end,
+            }
             if release != "6.2":
                 d["stream_id"] = {"handle": r.stream if r.stream >= 0 else 0}
             return d
@@ -96,13 +164,26 @@ def write_json(out_dir: str | Path, w: Workload | None = None, release: str = "7
         for r in mine:
             if r.kind == "kernel":
                 d = base("KERNEL_DISPATCH", 2, r, r.corr)
-                d["dispatch_info"] = {"agent_id": {"handle": GPU_HANDLE0 + rank}, "queue_id": {"handle": 16},
-                                      "kernel_id": symbols.index(r.name) + 1, "dispatch_id": r.corr}
+                d["dispatch_info"] = {
+                    "agent_id": {"handle": GPU_HANDLE0 + rank},
+                    "queue_id": {"handle": 16},
+                    "kernel_id": symbols.index(r.name) + 1,
+                    "dispatch_id": r.corr,
+                }
                 buf["kernel_dispatch"].append(d)
             elif r.kind == "memcpy":
-                d = base("MEMORY_COPY", COPY_OPS.index("MEMORY_COPY_HOST_TO_DEVICE" if r.name == "HtoD" else "MEMORY_COPY_DEVICE_TO_HOST"), r, r.corr)
+                d = base(
+                    "MEMORY_COPY",
+                    COPY_OPS.index("MEMORY_COPY_HOST_TO_DEVICE" if r.name == "HtoD" else "MEMORY_COPY_DEVICE_TO_HOST"),
+                    r,
+                    r.corr,
+                )
                 gpu, cpu = {"handle": GPU_HANDLE0 + rank}, {"handle": CPU_HANDLE}
-                d.update(src_agent_id=cpu if r.name == "HtoD" else gpu, dst_agent_id=gpu if r.name == "HtoD" else cpu, bytes=r.nbytes)
+                d.update(
+                    src_agent_id=cpu if r.name == "HtoD" else gpu,
+                    dst_agent_id=gpu if r.name == "HtoD" else cpu,
+                    bytes=r.nbytes,
+                )
                 buf["memory_copy"].append(d)
             elif r.kind == "runtime":
                 buf["hip_api"].append(base(hip_kind, HIP_OPS.index(r.name), r, r.corr))
@@ -118,22 +199,58 @@ def write_json(out_dir: str | Path, w: Workload | None = None, release: str = "7
         if buf["marker_api"]:  # one mark, which has no span (the reader counts it)
             first = buf["marker_api"][0]
             buf["marker_api"].append({**first, "operation": 0, "end_timestamp": first["start_timestamp"]})
-        agents = [{"size": 312, "id": {"handle": CPU_HANDLE}, "type": 1, "node_id": 0, "name": "AMD EPYC", "product_name": "AMD EPYC"}]
+        agents = [
+            {
+                "size": 312,
+                "id": {"handle": CPU_HANDLE},
+                "type": 1,
+                "node_id": 0,
+                "name": "AMD EPYC",
+                "product_name": "AMD EPYC",
+            }
+        ]
         for g in range(w.ranks):
-            a = {"size": 312, "id": {"handle": GPU_HANDLE0 + g}, "type": 2, "node_id": g + 2, "name": "gfx942", "product_name": GPU_NAME, "cu_count": 304}
+            a = {
+                "size": 312,
+                "id": {"handle": GPU_HANDLE0 + g},
+                "type": 2,
+                "node_id": g + 2,
+                "name": "gfx942",
+                "product_name": GPU_NAME,
+                "cu_count": 304,
+            }
             if release != "6.2":
                 a.update(logical_node_type_id=g, gpu_index=g)
             agents.append(a)
-        doc = {"rocprofiler-sdk-tool": [{
-            "metadata": {"pid": pid, "init_time": w.t0 - 10**9, "fini_time": w.t0 + 10**10, "node": {"hostname": "mi300x-node"},
-                         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"]},
-            "agents": agents,
-            "strings": {"buffer_records": [{"kind": n, "operations": ops.get(n, [])} for n in kinds], "marker_api": messages},
-            "kernel_symbols": [{"kernel_id": 0, "formatted_kernel_name": "0"}]
-            + [{"kernel_id": i + 1, "kernel_name": f"k{i}.kd", "formatted_kernel_name": n, "demangled_kernel_name": n + " [clone .kd]"}
-               for i, n in enumerate(symbols)],
-            "buffer_records": buf,
-        }]}
+        doc = {
+            "rocprofiler-sdk-tool": [
+                {
+                    "metadata": {
+                        "pid": pid,
+                        "init_time": w.t0 - 10**9,
+                        "fini_time": w.t0 + 10**10,
+                        "node": {"hostname": "mi300x-node"},
+                        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+                    },
+                    "agents": agents,
+                    "strings": {
+                        "buffer_records": [{"kind": n, "operations": ops.get(n, [])} for n in kinds],
+                        "marker_api": messages,
+                    },
+                    "kernel_symbols": [{"kernel_id": 0, "formatted_kernel_name": "0"}]
+                    + [
+                        {
+                            "kernel_id": i + 1,
+                            "kernel_name": f"k{i}.kd",
+                            "formatted_kernel_name": n,
+                            "demangled_kernel_name": n + " [clone .kd]",
+                        }
+                        for i, n in enumerate(symbols)
+                    ],
+                    "buffer_records": buf,
+                }
+            ]
+        }
         (out / f"{pid}_results.json").write_text(json.dumps(doc))
     return truth
 
@@ -148,44 +265,68 @@ def write_rocpd(path: str | Path, w: Workload | None = None) -> dict:
     db = sqlite3.connect(path)
     t = {n: f"rocpd_{n}_{UUID}" for n in ("metadata", "kernel", "region", "copy", "process", "agent")}
     db.executescript(f"""
-        CREATE TABLE {t['metadata']} (id INTEGER PRIMARY KEY, tag TEXT, value TEXT);
-        CREATE TABLE {t['kernel']} (id INTEGER PRIMARY KEY, pid, tid, agent_type_index, stream_id, queue_id, start, end, stack_id, name TEXT);
-        CREATE TABLE {t['region']} (id INTEGER PRIMARY KEY, category TEXT, name TEXT, pid, tid, start, end, stack_id, extdata TEXT);
-        CREATE TABLE {t['copy']} (id INTEGER PRIMARY KEY, name TEXT, pid, tid, start, end, size, src_type TEXT, src_index, dst_type TEXT, dst_index, stream_id, stack_id);
-        CREATE TABLE {t['process']} (pid, command TEXT);
-        CREATE TABLE {t['agent']} (type TEXT, type_index, name TEXT, product_name TEXT);
-        CREATE VIEW rocpd_metadata AS SELECT * FROM {t['metadata']};
-        CREATE VIEW rocpd_info_agent AS SELECT * FROM {t['agent']};
+        CREATE TABLE {t["metadata"]} (id INTEGER PRIMARY KEY, tag TEXT, value TEXT);
+        CREATE TABLE {t["kernel"]} (id INTEGER PRIMARY KEY, pid, tid, agent_type_index, stream_id, queue_id, start, end, stack_id, name TEXT);
+        CREATE TABLE {t["region"]} (id INTEGER PRIMARY KEY, category TEXT, name TEXT, pid, tid, start, end, stack_id, extdata TEXT);
+        CREATE TABLE {t["copy"]} (id INTEGER PRIMARY KEY, name TEXT, pid, tid, start, end, size, src_type TEXT, src_index, dst_type TEXT, dst_index, stream_id, stack_id);
+        CREATE TABLE {t["process"]} (pid, command TEXT);
+        CREATE TABLE {t["agent"]} (type TEXT, type_index, name TEXT, product_name TEXT);
+        CREATE VIEW rocpd_metadata AS SELECT * FROM {t["metadata"]};
+        CREATE VIEW rocpd_info_agent AS SELECT * FROM {t["agent"]};
         CREATE VIEW kernels AS SELECT id, tid, 'KERNEL_DISPATCH' AS category, name, pid, agent_type_index,
-            'GPU' AS agent_type, stream_id, queue_id, start, end, (end - start) AS duration, stack_id FROM {t['kernel']};
+            'GPU' AS agent_type, stream_id, queue_id, start, end, (end - start) AS duration, stack_id FROM {t["kernel"]};
         CREATE VIEW regions AS SELECT id, category, name, pid, tid, start, end, (end - start) AS duration, stack_id,
-            extdata FROM {t['region']};
+            extdata FROM {t["region"]};
         CREATE VIEW memory_copies AS SELECT id, 'MEMORY_COPY' AS category, pid, tid, start, end, (end - start) AS duration,
             name, stream_id, size, dst_type AS dst_agent_type, dst_index AS dst_agent_type_index, src_type AS src_agent_type,
-            src_index AS src_agent_type_index, stack_id FROM {t['copy']};
-        CREATE VIEW processes AS SELECT pid, command FROM {t['process']};
+            src_index AS src_agent_type_index, stack_id FROM {t["copy"]};
+        CREATE VIEW processes AS SELECT pid, command FROM {t["process"]};
     """)
-    db.executemany(f"INSERT INTO {t['metadata']} (tag, value) VALUES (?, ?)", [("schema_version", "3"), ("uuid", "_" + UUID)])
+    db.executemany(
+        f"INSERT INTO {t['metadata']} (tag, value) VALUES (?, ?)", [("schema_version", "3"), ("uuid", "_" + UUID)]
+    )
     stack = 10**6
     for r in records + rccl:
         rank = r.pid - 1000
         if r.kind == "kernel":
-            db.execute(f"INSERT INTO {t['kernel']} (pid, tid, agent_type_index, stream_id, queue_id, start, end, stack_id, name) "
-                       "VALUES (?, ?, ?, ?, 16, ?, ?, ?, ?)", (r.pid, r.tid, r.device, r.stream, r.start, r.end, r.corr, r.name))
+            db.execute(
+                f"INSERT INTO {t['kernel']} (pid, tid, agent_type_index, stream_id, queue_id, start, end, stack_id, name) "
+                "VALUES (?, ?, ?, ?, 16, ?, ?, ?, ?)",
+                (r.pid, r.tid, r.device, r.stream, r.start, r.end, r.corr, r.name),
+            )
         elif r.kind == "memcpy":
             h2d = r.name == "HtoD"
-            db.execute(f"INSERT INTO {t['copy']} (name, pid, tid, start, end, size, src_type, src_index, dst_type, dst_index, "
-                       "stream_id, stack_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       ("MEMORY_COPY_HOST_TO_DEVICE" if h2d else "MEMORY_COPY_DEVICE_TO_HOST", r.pid, r.tid, r.start, r.end,
-                        r.nbytes, "CPU" if h2d else "GPU", 0 if h2d else rank, "GPU" if h2d else "CPU", rank if h2d else 0, r.stream, r.corr))
+            db.execute(
+                f"INSERT INTO {t['copy']} (name, pid, tid, start, end, size, src_type, src_index, dst_type, dst_index, "
+                "stream_id, stack_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    "MEMORY_COPY_HOST_TO_DEVICE" if h2d else "MEMORY_COPY_DEVICE_TO_HOST",
+                    r.pid,
+                    r.tid,
+                    r.start,
+                    r.end,
+                    r.nbytes,
+                    "CPU" if h2d else "GPU",
+                    0 if h2d else rank,
+                    "GPU" if h2d else "CPU",
+                    rank if h2d else 0,
+                    r.stream,
+                    r.corr,
+                ),
+            )
         elif r.kind in ("runtime", "rccl", "range") and rank >= 0:
             stack += 1
             cat = {"runtime": "HIP_RUNTIME_API_EXT", "rccl": "RCCL_API", "range": "MARKER_CORE_RANGE_API"}[r.kind]
             name = "roctxThreadRangeA" if r.kind == "range" else r.name
             ext = json.dumps({"message": r.name}) if r.kind == "range" else "{}"
-            db.execute(f"INSERT INTO {t['region']} (category, name, pid, tid, start, end, stack_id, extdata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (cat, name, r.pid, r.tid, r.start, r.end, r.corr if r.kind == "runtime" else stack, ext))
-    db.executemany(f"INSERT INTO {t['process']} VALUES (?, ?)", [(1000 + i, "python3 -m vllm.entrypoints.openai.api_server") for i in range(w.ranks)])
+            db.execute(
+                f"INSERT INTO {t['region']} (category, name, pid, tid, start, end, stack_id, extdata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (cat, name, r.pid, r.tid, r.start, r.end, r.corr if r.kind == "runtime" else stack, ext),
+            )
+    db.executemany(
+        f"INSERT INTO {t['process']} VALUES (?, ?)",
+        [(1000 + i, "python3 -m vllm.entrypoints.openai.api_server") for i in range(w.ranks)],
+    )
     db.executemany(f"INSERT INTO {t['agent']} VALUES ('GPU', ?, 'gfx942', ?)", [(i, GPU_NAME) for i in range(w.ranks)])
     db.commit()
     db.close()

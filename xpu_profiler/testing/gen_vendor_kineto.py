@@ -20,14 +20,38 @@ COPY_NAMES = {"HtoD": "Memcpy HtoD (Pinned -> Device)", "DtoH": "Memcpy DtoH (De
 def _event(r: Rec, base: int) -> dict | None:
     ts, dur = (r.start - base) / 1000, (r.end - r.start) / 1000
     if r.kind == "kernel" and r.graph < 0:
-        return {"ph": "X", "cat": "kernel", "name": r.name, "pid": r.device, "tid": r.stream, "ts": ts, "dur": dur,
-                "args": {"correlation": r.corr, "device": r.device, "stream": r.stream}}
+        return {
+            "ph": "X",
+            "cat": "kernel",
+            "name": r.name,
+            "pid": r.device,
+            "tid": r.stream,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation": r.corr, "device": r.device, "stream": r.stream},
+        }
     if r.kind == "memcpy":
-        return {"ph": "X", "cat": "gpu_memcpy", "name": COPY_NAMES[r.name], "pid": r.device, "tid": r.stream, "ts": ts,
-                "dur": dur, "args": {"correlation": r.corr, "device": r.device, "stream": r.stream, "bytes": r.nbytes}}
+        return {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": COPY_NAMES[r.name],
+            "pid": r.device,
+            "tid": r.stream,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation": r.corr, "device": r.device, "stream": r.stream, "bytes": r.nbytes},
+        }
     if r.kind == "runtime":
-        return {"ph": "X", "cat": "cuda_runtime", "name": r.name, "pid": r.pid, "tid": r.tid, "ts": ts, "dur": dur,
-                "args": {"correlation": r.corr}}
+        return {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": r.name,
+            "pid": r.pid,
+            "tid": r.tid,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation": r.corr},
+        }
     if r.kind == "range":
         return {"ph": "X", "cat": "user_annotation", "name": r.name, "pid": r.pid, "tid": r.tid, "ts": ts, "dur": dur}
     return None
@@ -44,8 +68,17 @@ def write(out_dir: str | Path, w: Workload | None = None) -> dict:
         events = [e for r in run.records if r.pid == PID0 + rank and (e := _event(r, base)) is not None]
         doc = {
             "schemaVersion": 1,
-            "deviceProperties": [{"id": rank, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984,
-                                  "computeMajor": 9, "computeMinor": 0, "numSms": 132, "warpSize": 32}],
+            "deviceProperties": [
+                {
+                    "id": rank,
+                    "name": "NVIDIA H100 80GB HBM3",
+                    "totalGlobalMem": 85520809984,
+                    "computeMajor": 9,
+                    "computeMinor": 0,
+                    "numSms": 132,
+                    "warpSize": 32,
+                }
+            ],
             "distributedInfo": {"rank": rank, "world_size": w.ranks},
             "baseTimeNanoseconds": 1_764_633_600_000_000_000 + base,
             "traceEvents": events,

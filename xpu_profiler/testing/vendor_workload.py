@@ -156,7 +156,14 @@ def _step(r: _Rank, i: int, step: tuple[int, int, int], t: int, truth: dict) -> 
     for nbytes in (4 * tokens, 8 * tokens, 4 * (reqs + 1), 4 * reqs):  # input_ids, positions, query_start_loc, seq_lens
         t, _ = r.launch(t, "cudaMemcpyAsync", "memcpy", "HtoD", COPY_NS + nbytes // 100, nbytes)
     if scoped:
-        r.host("range", "_prepare_inputs" if trt else "gpu_model_runner: preprocess", t_start, t, domain=dom, registered=True)
+        r.host(
+            "range",
+            "_prepare_inputs" if trt else "gpu_model_runner: preprocess",
+            t_start,
+            t,
+            domain=dom,
+            registered=True,
+        )
     t_fwd = t
     kernels = _kernels(w, tokens)
     if w.graphs != "none" and pr == 0:  # a decode batch replayed from its CUDA graph
@@ -182,13 +189,25 @@ def _step(r: _Rank, i: int, step: tuple[int, int, int], t: int, truth: dict) -> 
     t, _ = r.launch(t, "cudaMemcpyAsync", "memcpy", "DtoH", COPY_NS, 4 * reqs)
     t = max(t, r.dev_free) + 2_000  # the host waits for the sampled tokens
     if scoped:
-        r.host("range", "_sample_async" if trt else "gpu_model_runner: sample", t_sample, t, domain=dom, registered=True)
+        r.host(
+            "range", "_sample_async" if trt else "gpu_model_runner: sample", t_sample, t, domain=dom, registered=True
+        )
     end = t_end_fwd if trt else t  # TensorRT-LLM's _forward_step holds the forward, not the sampling
     if w.marks in ("vllm_step", "trtllm"):
         r.host("range", step_name(pr, pt, dr, w.marks, i), t_start, end, domain=dom, registered=trt)
     truth["steps"].append(
-        {"rank": r.rank, "start": t_start, "end": end, "phase": _phase(pr, dr), "tokens": tokens, "requests": reqs,
-         "prefill_tokens": pt, "decode_tokens": dr, "device_start": first_dev, "device_end": r.dev_free}
+        {
+            "rank": r.rank,
+            "start": t_start,
+            "end": end,
+            "phase": _phase(pr, dr),
+            "tokens": tokens,
+            "requests": reqs,
+            "prefill_tokens": pt,
+            "decode_tokens": dr,
+            "device_start": first_dev,
+            "device_end": r.dev_free,
+        }
     )
     return t
 
@@ -201,7 +220,9 @@ def _replay(r: _Rank, t: int, kernels: list[tuple[str, str, int]]) -> int:
     first = s = max(t + 25_000, r.dev_free)
     for j, (k, _path, dur) in enumerate(kernels):
         if r.w.graphs == "node":
-            r.out.append(Rec("kernel", KERNELS[k], s, s + dur, r.pid, device=r.rank, stream=STREAM, corr=r.corr, graph_node=j))
+            r.out.append(
+                Rec("kernel", KERNELS[k], s, s + dur, r.pid, device=r.rank, stream=STREAM, corr=r.corr, graph_node=j)
+            )
         s += dur + 500
     if r.w.graphs == "graph":
         r.out.append(Rec("kernel", "", first, s, r.pid, device=r.rank, stream=STREAM, corr=r.corr, graph=1))

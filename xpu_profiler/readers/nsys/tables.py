@@ -73,7 +73,9 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
         )
         pid = pid_of(gpid)
         out.append(
-            Block(KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel")
+            Block(
+                KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
+            )
         )
     if MEMCPY in sch:
         start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = columns(
@@ -86,7 +88,20 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
         table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
         pid = pid_of(gpid)
         out.append(
-            Block(MEMCPY, K_MEMCPY, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memcpy")
+            Block(
+                MEMCPY,
+                K_MEMCPY,
+                table,
+                ids,
+                start,
+                end,
+                pid,
+                stream,
+                _gpu(dev, pid, gpu_of),
+                corr,
+                nbytes,
+                "gpu_memcpy",
+            )
         )
     if MEMSET in sch:
         start, end, dev, stream, corr, gpid, nbytes, mem = columns(
@@ -98,7 +113,20 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
         table, ids = _names_of(mem.tolist(), ce.memset_name)
         pid = pid_of(gpid)
         out.append(
-            Block(MEMSET, K_MEMSET, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memset")
+            Block(
+                MEMSET,
+                K_MEMSET,
+                table,
+                ids,
+                start,
+                end,
+                pid,
+                stream,
+                _gpu(dev, pid, gpu_of),
+                corr,
+                nbytes,
+                "gpu_memset",
+            )
         )
     if SYNC in sch:
         start, end, dev, stream, corr, gpid, kind = columns(
@@ -109,9 +137,7 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
         )
         stream = np.where(stream == ce.NONE_32, -1, stream)
         pid = pid_of(gpid)
-        out.append(
-            Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync")
-        )
+        out.append(Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync"))
     if GRAPH_TRACE in sch:  # --cuda-graph-trace=graph: one row per graph run, its kernels not traced
         start, end, dev, stream, corr, gpid, graph = columns(
             conn,
@@ -121,7 +147,11 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
         )
         table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
         pid = pid_of(gpid)
-        out.append(Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"))
+        out.append(
+            Block(
+                GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
+            )
+        )
     return out
 
 
@@ -135,7 +165,9 @@ def runtime_block(conn: sqlite3.Connection, sch: Schema, names: Strings) -> Bloc
         f"FROM {RUNTIME}",
         5,
     )
-    return Block(RUNTIME, K_RUNTIME, names.api(), name, start, end, pid_of(gtid), tid_of(gtid), None, corr, cat="cuda_runtime")
+    return Block(
+        RUNTIME, K_RUNTIME, names.api(), name, start, end, pid_of(gtid), tid_of(gtid), None, corr, cat="cuda_runtime"
+    )
 
 
 def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int]:

@@ -249,4 +249,3 @@ def _markers(tool: Tool, recs: list, names: _Names, pid: int, notes: list[str], 
             cat="user_annotation",
         )
     ]
-

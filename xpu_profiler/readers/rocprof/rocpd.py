@@ -98,7 +98,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
 
 def _kernels(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
     v = "kernels"
-    stream = f"coalesce(stream_id, {_c(sch, v, 'queue_id', '0')})" if "stream_id" in sch[v] else _c(sch, v, "queue_id", "0")
+    stream = (
+        f"coalesce(stream_id, {_c(sch, v, 'queue_id', '0')})" if "stream_id" in sch[v] else _c(sch, v, "queue_id", "0")
+    )
     gpu = _c(sch, v, "agent_type_index")
     (start, end, dev, track, corr, pid), ((ids, names),) = with_text(
         conn,
@@ -125,7 +127,9 @@ def _copies(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
         7,
         1,
     )
-    return Block(v, K_MEMCPY, [common.copy_name(o) for o in ops], ids, start, end, pid, track, device, corr, size, "gpu_memcpy")
+    return Block(
+        v, K_MEMCPY, [common.copy_name(o) for o in ops], ids, start, end, pid, track, device, corr, size, "gpu_memcpy"
+    )
 
 
 def _regions(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> list[Block]:

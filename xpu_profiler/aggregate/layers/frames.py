@@ -17,11 +17,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.intervals import containing, top_level
-from ..core.launches import launch_rows, thread_ids
-from ..core.profile import K_ANNOTATION, Profile
-from ..knowledge import layer_names as ln
-from ..knowledge.taxonomy import module_class
+from ...core.intervals import containing, top_level
+from ...core.launches import launch_rows, thread_ids
+from ...core.profile import K_ANNOTATION, Profile
+from ...knowledge import layer_names as ln
+from ...knowledge.taxonomy import module_class
 
 
 class Frames(NamedTuple):

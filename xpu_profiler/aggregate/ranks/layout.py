@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from ..core.run_info import RunInfo
+from ...core.run_info import RunInfo
 
 DIMS = ("dp", "pp", "pcp", "tp", "dcp", "ep")
 _DIM = re.compile(r"(?<![a-z])(dp|pp|pcp|tp|dcp|ep)[_-]?(\d{1,6})(?![a-z0-9])", re.IGNORECASE)

@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.intervals import containing, distinct_rows, top_level
-from ..core.launches import launch_rows, thread_ids
-from ..core.ordering import lexsort
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
-from ..core.run_info import RunInfo
-from ..knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
-from ..knowledge.taxonomy import FUSED_OPS, collective_kind
-from .attribution import launch_points
+from ...core.intervals import containing, distinct_rows, top_level
+from ...core.launches import launch_rows, thread_ids
+from ...core.ordering import lexsort
+from ...core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, Profile
+from ...core.run_info import RunInfo
+from ...knowledge.collective_kinds import KIND_NAMES, OTHER_KIND, dtype_bytes, kind_of
+from ...knowledge.taxonomy import FUSED_OPS, collective_kind
+from ..attribution import launch_points
+from .align import step_engine
 from .backend_work import work_ends, work_rows
-from .ranks import step_engine
 
 COMM = FUSED_OPS.index("communication")
 CLOCK_TOLERANCE_NS = 100_000

@@ -12,11 +12,11 @@ from collections import Counter
 
 import numpy as np
 
-from ..core.profile import PHASES, Profile
-from ..knowledge.fused_ops import FUSED_OPS
-from ..summary.schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
-from .layer_kinds import layer_kinds
-from .layers import UnitLayers, find_layers
+from ...core.profile import PHASES, Profile
+from ...knowledge.fused_ops import FUSED_OPS
+from ...summary.schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
+from .find import UnitLayers, find_layers
+from .kinds import layer_kinds
 
 #: layer spans kept for the trace's layer track
 MAX_SPANS = 8192

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..knowledge import layer_names as ln
+from ...knowledge import layer_names as ln
 
 #: config keys that say something about attention windows (absent all: full attention)
 WINDOW_KEYS = (

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.intervals import containing, top_level, union_length
-from ..core.launches import thread_ids
-from ..core.profile import PHASES, Profile
+from ...core.intervals import containing, top_level, union_length
+from ...core.launches import thread_ids
+from ...core.profile import PHASES, Profile
 from .backend_work import inside_work
 
 

@@ -33,11 +33,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.intervals import distinct_rows
-from ..core.launches import device_mask
-from ..core.ordering import lexsort
-from ..core.profile import PHASES, Profile
-from ..summary import Idle
+from ...core.intervals import distinct_rows
+from ...core.launches import device_mask
+from ...core.ordering import lexsort
+from ...core.profile import PHASES, Profile
+from ...summary import Idle
 
 #: the longest wait between a launch (or the previous kernel) and the kernel's start
 #: still counted as launch latency; measured launch-to-start latency on an idle device

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.intervals import containing, group_ids, top_level
-from ..core.launches import thread_ids
-from ..core.ordering import lexsort
-from ..core.profile import K_ANNOTATION, Profile
-from ..knowledge.taxonomy import FUSED_OPS
+from ...core.intervals import containing, group_ids, top_level
+from ...core.launches import thread_ids
+from ...core.ordering import lexsort
+from ...core.profile import K_ANNOTATION, Profile
+from ...knowledge.taxonomy import FUSED_OPS
 
 COMM = FUSED_OPS.index("communication")
 

@@ -4,12 +4,12 @@ all-clear)."""
 
 from __future__ import annotations
 
-from ..core.launches import device_mask
-from ..core.profile import E_SEGMENT, Profile
-from ..summary import StepSearch
-from .device_steps import DeviceTimeline
-from .engine_family import vendor
-from .steps import LOOKED_FOR
+from ...core.launches import device_mask
+from ...core.profile import E_SEGMENT, Profile
+from ...summary import StepSearch
+from ..engine_family import vendor
+from .device import DeviceTimeline
+from .find import LOOKED_FOR
 
 
 def no_steps_message(profile: Profile) -> str:

@@ -5,17 +5,17 @@ With ``VLLM_NVTX_SCOPES_FOR_PROFILING=1`` (an Nsight Systems profile) or
 step in a range: preprocess, forward, postprocess, sample, bookkeep... A step opens with its
 ``preprocess`` scope (or with ``forward`` where no ``preprocess`` came since the last one) and
 runs to the end of the last scope before the next step opens on that thread; a step without a
-``forward`` is none. Phase unknown here (``step_phases`` infers it).
+``forward`` is none. Phase unknown here (``steps.phases`` infers it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.launches import thread_ids
-from ..core.ordering import lexsort, number_per_rank
-from ..core.profile import E_SCOPE, F_NONE, K_ANNOTATION, P_UNKNOWN, STEP_SCHEMA, Profile, Table
-from ..knowledge.nvtx_ranges import FORWARD_SCOPE, OPENING_SCOPE, runner_scope
+from ...core.launches import thread_ids
+from ...core.ordering import lexsort, number_per_rank
+from ...core.profile import E_SCOPE, F_NONE, K_ANNOTATION, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from ...knowledge.nvtx_ranges import FORWARD_SCOPE, OPENING_SCOPE, runner_scope
 
 
 def scope_rows(profile: Profile) -> tuple[np.ndarray, list[str]]:

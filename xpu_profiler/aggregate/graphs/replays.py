@@ -1,5 +1,5 @@
 """Graph replays in the attribution: their share of device time, and their fused ops
-through the capture traces of the run (``xpu_profiler.aggregate.graphs``, ``xpu_profiler.aggregate.captures``).
+through the capture traces of the run (``graphs.attribution``, ``graphs.captures``).
 
 A replayed kernel has no launching op of its own. With capture traces each one is
 matched to its captured launch and takes the fused op that launch's op chain or module
@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.launches import device_mask
-from ..core.profile import K_RUNTIME, Profile
-from ..core.sources import AttributionSource as Src
-from ..knowledge.taxonomy import Taxonomy
+from ...core.launches import device_mask
+from ...core.profile import K_RUNTIME, Profile
+from ...core.sources import AttributionSource as Src
+from ...knowledge.taxonomy import Taxonomy
 
 if TYPE_CHECKING:
-    from .graphs import Replays
+    from .attribution import Replays
 
 
 def find_replays(profile: Profile, rows: np.ndarray) -> Replays:
     """``graphs.find_replays``, skipped when the trace can hold no replay: no graph launch
     among its runtime calls, and every correlated device event has its runtime call
     (``rows``: ``launches.launch_rows``)."""
-    from .graphs import GRAPH_LAUNCH, Replays
-    from .graphs import find_replays as find
+    from .attribution import GRAPH_LAUNCH, Replays
+    from .attribution import find_replays as find
 
     ev = profile.events
     rt = np.unique(ev["name"][ev["kind"] == K_RUNTIME])
@@ -49,8 +49,8 @@ def attribute_replays(
 ) -> None:
     """Overwrite ``fused``/``source`` of the replayed events the capture traces decide."""
     # graphs and capture build on aggregate.intervals: imported here, not when aggregate loads
+    from .attribution import match_replays, replay_share
     from .captures import read_captures
-    from .graphs import match_replays, replay_share
 
     info = replay_share(profile, replays)
     info["launches"] = int((replays.launch >= 0).sum())
@@ -75,7 +75,7 @@ def attribute_replays(
 def _capture_layers(profile: Profile, capture: Profile, caps, capture_row: np.ndarray) -> str:
     """Each replayed kernel's layer (or compiled piece) in its graph, from the frame its
     captured launch lies in (``profile.capture_layer``); how they were found, "" none."""
-    from .layer_frames import capture_layer_hints
+    from ..layers.frames import capture_layer_hints
 
     hints, how = capture_layer_hints(capture, caps.rows, caps.offsets)
     if not how:

@@ -3,8 +3,8 @@
 ``find_steps`` takes the first layer that finds steps: the live run's hooks (steps
 recorded already), the engines' step annotations (every family of
 ``knowledge.step_grammar``, ``ProfilerStep#N`` last), python-stack frames of the
-engine's per-step call (``step_frames``), and last, inferred, bursts of device work
-(``step_segments``). Each step row records the layer that found it (``evidence``).
+engine's per-step call (``steps.frames``), and last, inferred, bursts of device work
+(``steps.segments``). Each step row records the layer that found it (``evidence``).
 Steps that launched nothing (an ``execute_model`` with no scheduled request, a
 ``ProfilerStep`` around host work only) are dropped and counted. What was searched
 and found is kept in ``profile.run["step_search"]`` for the summary: a trace where no
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.launches import device_mask, launch_start
-from ..core.ordering import lexsort, number_per_rank
-from ..core.profile import (
+from ...core.launches import device_mask, launch_start
+from ...core.ordering import lexsort, number_per_rank
+from ...core.profile import (
     E_ANNOTATION,
     E_PROFILER_STEP,
     F_NONE,
@@ -43,11 +43,11 @@ from ..core.profile import (
     Profile,
     Table,
 )
-from ..knowledge.step_grammar import parse_step_names, step_family
-from .ranks import engine_rows
-from .step_frames import extend_with_sampling, frame_names, steps_from_frames
-from .step_scopes import steps_from_scopes
-from .step_segments import steps_from_segments
+from ...knowledge.step_grammar import parse_step_names, step_family
+from ..ranks.align import engine_rows
+from .frames import extend_with_sampling, frame_names, steps_from_frames
+from .scopes import steps_from_scopes
+from .segments import steps_from_segments
 
 #: what ``run["step_source"]`` says for each family of step annotations
 STEP_SOURCES = {

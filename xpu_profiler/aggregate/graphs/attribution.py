@@ -26,16 +26,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.intervals import containing
-from ..core.ordering import lexsort
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_RUNTIME, Profile
-from ..core.sources import DTYPE as SOURCE_DTYPE
-from ..core.sources import AttributionSource
-from ..knowledge.kernel_names import kernel_key
-from ..knowledge.runtime_api import GRAPH_LAUNCH
-from ..knowledge.step_grammar import FAMILY_PRIORITY, parse_step_name
-from ..knowledge.taxonomy import FUSED_OPS, Taxonomy
-from ..knowledge.taxonomy import default as default_taxonomy
+from ...core.intervals import containing
+from ...core.ordering import lexsort
+from ...core.profile import DEVICE_KINDS, K_ANNOTATION, K_RUNTIME, Profile
+from ...core.sources import DTYPE as SOURCE_DTYPE
+from ...core.sources import AttributionSource
+from ...knowledge.kernel_names import kernel_key
+from ...knowledge.runtime_api import GRAPH_LAUNCH
+from ...knowledge.step_grammar import FAMILY_PRIORITY, parse_step_name
+from ...knowledge.taxonomy import FUSED_OPS, Taxonomy
+from ...knowledge.taxonomy import default as default_taxonomy
 from .captures import Captures, name_mask
 
 

@@ -7,12 +7,12 @@ from collections import Counter
 
 import numpy as np
 
-from ..core.profile import Profile
-from ..summary import Parallel, ParallelGroup, PipelineStage
+from ...core.profile import Profile
+from ...summary import Parallel, ParallelGroup, PipelineStage
+from .align import EngineView, step_engine
 from .collectives import Collectives
 from .layout import Layout, groups
 from .overlap import overlap
-from .ranks import EngineView, step_engine
 
 
 def parallel_section(

@@ -37,10 +37,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.intervals import covered_in_windows, merged_intervals, union_length
-from ..core.launches import device_mask, launch_start
-from ..core.profile import K_COMM, Profile
-from ..knowledge.fused_ops import FUSED_OPS
+from ...core.intervals import covered_in_windows, merged_intervals, union_length
+from ...core.launches import device_mask, launch_start
+from ...core.profile import K_COMM, Profile
+from ...knowledge.fused_ops import FUSED_OPS
 from .idle import Gaps, device_rows, find_gaps
 from .twins import twin_diff
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.intervals import containing, top_level
-from ..core.launches import thread_ids
-from ..core.profile import P_UNKNOWN, Profile
-from ..knowledge.fused_ops import FUSED_OPS
-from .layer_frames import Frames, frame_of, module_rows
+from ...core.intervals import containing, top_level
+from ...core.launches import thread_ids
+from ...core.profile import P_UNKNOWN, Profile
+from ...knowledge.fused_ops import FUSED_OPS
+from .frames import Frames, frame_of, module_rows
 
 #: steps looked at per phase (evenly spread): layers repeat, a sample of steps tells them
 MAX_UNITS_PER_PHASE = 32

@@ -7,9 +7,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..core.profile import PHASES, Profile
-from ..knowledge.collective_kinds import BUS_FACTOR, KIND_NAMES
-from ..summary import Collective, Comm, RankComm
+from ...core.profile import PHASES, Profile
+from ...knowledge.collective_kinds import BUS_FACTOR, KIND_NAMES
+from ...summary import Collective, Comm, RankComm
 from .collectives import Collectives
 from .overlap import Overlap
 

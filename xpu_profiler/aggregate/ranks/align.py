@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.intervals import distinct_rows
-from ..core.ordering import lexsort
-from ..core.profile import PHASES, Profile, Table
-from ..knowledge.taxonomy import FUSED_OPS
-from ..summary import EngineSteps, Rank, RankAlignment
+from ...core.intervals import distinct_rows
+from ...core.ordering import lexsort
+from ...core.profile import PHASES, Profile, Table
+from ...knowledge.taxonomy import FUSED_OPS
+from ...summary import EngineSteps, Rank, RankAlignment
 from .layout import Layout
 
 #: step sources whose ids count the same engine step on every rank

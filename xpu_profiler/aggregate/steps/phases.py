@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from ..core.profile import (
+from ...core.profile import (
     E_ANNOTATION,
     E_HOOKS,
     F_COPIES,
@@ -39,8 +39,8 @@ from ..core.profile import (
     PHASES,
     Profile,
 )
-from ..knowledge.runtime_api import GRAPH_LAUNCH
-from .engine_family import detect
+from ...knowledge.runtime_api import GRAPH_LAUNCH
+from ..engine_family import detect
 
 #: host-to-device copies, as Kineto (CUDA, ROCm) and the runtimes name them
 H2D = re.compile(r"HtoD|Pinned -> Device|Pageable -> Device|Host -> Device|H2D", re.IGNORECASE)
@@ -86,7 +86,7 @@ def infer_phases(profile: Profile) -> None:
         cp = np.flatnonzero((ev["kind"] == K_MEMCPY) & in_step & (ev["flops"] >= 0))
         h2d_ids = [i for i in np.unique(ev["name"][cp]).tolist() if H2D.search(names[i])]
         cp = cp[np.isin(ev["name"][cp], h2d_ids)] if h2d_ids else cp[:0]
-        from ..core.launches import launch_start
+        from ...core.launches import launch_start
 
         la = launch_start(profile)[cp]
         order = np.lexsort((ev["start"][cp], np.where(la >= 0, la, ev["start"][cp]), st[cp]))

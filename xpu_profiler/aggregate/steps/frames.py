@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.intervals import containing, top_level
-from ..core.launches import thread_ids
-from ..core.ordering import lexsort, number_per_rank
-from ..core.profile import E_FRAME, F_NONE, K_ANNOTATION, P_UNKNOWN, STEP_SCHEMA, Profile, Table
-from ..knowledge.step_grammar import STEP_FRAME
+from ...core.intervals import containing, top_level
+from ...core.launches import thread_ids
+from ...core.ordering import lexsort, number_per_rank
+from ...core.profile import E_FRAME, F_NONE, K_ANNOTATION, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from ...knowledge.step_grammar import STEP_FRAME
 
 #: the frames' function names: a step, the sampling split out of it, no step
 STEP_CALLS = ("execute_model", "forward_batch_generation")
@@ -55,7 +55,7 @@ def frame_names(profile: Profile) -> list[str]:
 
 def steps_from_frames(profile: Profile) -> Table:
     """One step per outermost ``STEP_CALLS`` frame of a thread, outside ``_dummy_run``;
-    phase unknown here (``step_phases`` infers it), step ids numbered per rank."""
+    phase unknown here (``steps.phases`` infers it), step ids numbered per rank."""
     ev = profile.events
     rows = frame_rows(profile)
     step = rows["step"]

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.fmt import TERMINAL, clip, ns, plain
-from ..core.launches import launch_rows
-from ..core.profile import PHASES, Profile
-from ..summary import DeviceSteps, DeviceTime, VerdictGap
-from .device_steps import DeviceTimeline
+from ...core.fmt import TERMINAL, clip, ns, plain
+from ...core.launches import launch_rows
+from ...core.profile import PHASES, Profile
+from ...summary import DeviceSteps, DeviceTime, VerdictGap
+from .device import DeviceTimeline
 from .idle import KERNEL_WAIT_NS
 from .twins import TWIN_TOLERANCE_NS
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.intervals import group_ids, innermost
-from ..core.launches import thread_ids
-from ..core.ordering import lexsort
-from ..core.profile import K_ANNOTATION, Profile
-from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES
+from ...core.intervals import group_ids, innermost
+from ...core.launches import thread_ids
+from ...core.ordering import lexsort
+from ...core.profile import K_ANNOTATION, Profile
+from ...knowledge.taxonomy import MODULE_RANGE_PREFIXES
 
 #: a twin agrees with the span found through correlation ids when both ends are within
 #: this (Kineto writes µs with three decimals; rounding is < 1 ns)

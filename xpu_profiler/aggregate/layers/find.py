@@ -3,16 +3,16 @@
 Per step (per model forward frame, or per rank's whole trace, when there are no steps),
 the first evidence that speaks decides:
 
-1. ``module``: decoder-layer module frames (``layer_frames.decoder_frames``): each piece
+1. ``module``: decoder-layer module frames (``frames.decoder_frames``): each piece
    of device work belongs to the frame its launch lies in;
 2. ``capture``: a graph replay's kernels matched to their captured launches, which lie in
    the capture trace's decoder-layer frames (``profile.capture_layer``);
 3. ``pieces``: a piecewise-compiled vLLM model runs each layer's attention eagerly in a
    ``GraphModule`` frame nested in the split model's (in the trace, or in the capture trace
    of a FULL graph; without nesting, top-level pieces = layers + 1): when the main
-   stream's attention runs number as many, they are the layers (boundaries: ``layer_stream``);
+   stream's attention runs number as many, they are the layers (boundaries: ``stream``);
 4. ``config``: the model config's ``num_hidden_layers``, matched by the attention runs;
-5. ``period``: the attention runs alone, when their distances repeat (``layer_stream``):
+5. ``period``: the attention runs alone, when their distances repeat (``stream``):
    the count is **inferred**, with a confidence; a step whose runs do not repeat, or whose
    runs contradict a piece count, gets no layers, and the reason is counted.
 
@@ -30,15 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from ..core.profile import DEVICE_KINDS, Profile
-from ..knowledge import layer_names as ln
-from ..knowledge.fused_ops import FUSED_OPS
-from ..knowledge.kernel_names import kernel_key, short_name
-from . import layer_stream as ls
-from . import layer_units
-from .layer_frames import Frames, decoder_frames, frame_of, piece_frames
-from .layer_kinds import ConfigLayers, LayerEvidence, config_layers
-from .model_cost import model_config
+from ...core.profile import DEVICE_KINDS, Profile
+from ...knowledge import layer_names as ln
+from ...knowledge.fused_ops import FUSED_OPS
+from ...knowledge.kernel_names import kernel_key, short_name
+from ..model_cost import model_config
+from . import stream as ls
+from . import units as layer_units
+from .frames import Frames, decoder_frames, frame_of, piece_frames
+from .kinds import ConfigLayers, LayerEvidence, config_layers
 
 NF = len(FUSED_OPS)
 _F = {name: i for i, name in enumerate(FUSED_OPS)}

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.launches import device_mask, launch_start
-from ..core.ordering import lexsort, number_per_rank
-from ..core.profile import E_SEGMENT, F_NONE, P_UNKNOWN, STEP_SCHEMA, Profile, Table
+from ...core.launches import device_mask, launch_start
+from ...core.ordering import lexsort, number_per_rank
+from ...core.profile import E_SEGMENT, F_NONE, P_UNKNOWN, STEP_SCHEMA, Profile, Table
 
 #: an idle gap at least this long (and ``SEGMENT_GAP_RATIO`` x the median gap) ends a burst
 SEGMENT_GAP_NS = 200_000

@@ -22,16 +22,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.intervals import containing, top_level
-from ..core.ordering import lexsort
-from ..core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, Profile
-from ..core.sources import DTYPE as SOURCE_DTYPE
-from ..core.sources import AttributionSource
-from ..knowledge.kernel_names import kernel_key
-from ..knowledge.runtime_api import CAPTURE_BEGIN, CAPTURE_END, LAUNCH_API
-from ..knowledge.step_grammar import parse_step_name
-from ..knowledge.taxonomy import Taxonomy
-from ..knowledge.taxonomy import default as default_taxonomy
+from ...core.intervals import containing, top_level
+from ...core.ordering import lexsort
+from ...core.profile import DEVICE_KINDS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, Profile
+from ...core.sources import DTYPE as SOURCE_DTYPE
+from ...core.sources import AttributionSource
+from ...knowledge.kernel_names import kernel_key
+from ...knowledge.runtime_api import CAPTURE_BEGIN, CAPTURE_END, LAUNCH_API
+from ...knowledge.step_grammar import parse_step_name
+from ...knowledge.taxonomy import Taxonomy
+from ...knowledge.taxonomy import default as default_taxonomy
 
 
 class Captures(NamedTuple):
