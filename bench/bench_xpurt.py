@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from xpu_profiler.readers import ReadOptions, xpurt_log
+from xpu_profiler.readers import ReadOptions
+from xpu_profiler.readers.kunlun import xpurt_log
 
 KERNELS = ("fc_fusion", "moe_fc", "rms_layer_norm", "paged_attention", "silu_and_mul", "kl3_all_reduce")
 

@@ -16,15 +16,23 @@ from xpu_profiler.cli.main import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args, cwd: Path = ROOT, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m xpu_profiler ARGS`` in a child process."""
+def run(
+    *args, cwd: Path = ROOT, env: dict | None = None, extra_env: dict | None = None, timeout: float | None = None, **kw
+) -> subprocess.CompletedProcess:
+    """``python -m xpu_profiler ARGS`` in a child process: this checkout's package whatever the
+    ``cwd``; ``env``: the whole environment (this process's by default), ``extra_env`` set over it."""
+    environ = dict(os.environ if env is None else env)
+    environ.update(extra_env or {})
+    if Path(cwd).resolve() != ROOT:
+        environ["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [sys.executable, "-m", "xpu_profiler", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=environ,
         timeout=timeout,
+        **kw,
     )
 
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run as run_cli
 
 GOOD_EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.0}
 
@@ -56,13 +54,6 @@ CASES = {
 
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's package, whatever the cwd
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

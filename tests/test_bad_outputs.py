@@ -25,10 +25,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_run import invoke as cli
 from hold import driver, run_module, wait_for_hold
 
-from xpu_profiler.cli.main import main
 from xpu_profiler.core import atomic_write
 from xpu_profiler.testing.gen_trace import generate
 
@@ -41,14 +40,6 @@ LONG = "n" * 300  # longer than any file system's name limit (255)
 # ---------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------
-
-
-def cli(*args) -> CliRunner.Result:
-    """The real CLI in this process; a Python exception that escaped it (a traceback) fails."""
-    res = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        raise AssertionError(f"traceback: {res.exception!r}\n{res.stdout}\n{res.stderr}") from res.exception
-    return res
 
 
 def child(

@@ -4,14 +4,12 @@ ids, instants and flows counted, a trace with nothing to analyse said so."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run as run_cli
 from real_data import REAL
 
 from xpu_profiler.analysis import analyze
@@ -22,13 +20,6 @@ from xpu_profiler.readers.kineto import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 AIU = REAL / "other-formats" / "aiu-allreduce-tp4-begin-end.json"
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 def test_the_aiu_trace_gives_its_28_slices() -> None:

@@ -221,6 +221,5 @@ def test_a_device_spec_file_names_a_part_the_table_does_not_know(tmp_path: Path)
     spec.write_text('[ARTEMIS]\nname = "ARTEMIS"\npeak_flops = { bf16 = 1.0e14 }\nmem_bw_bytes_s = 1.0e12\n')
     _, s = analyze([REAL / rel], engine="serial")
     assert s.device is None
-    with devices.spec_overrides(spec):
-        _, s = analyze([REAL / rel], engine="serial")
+    _, s = analyze([REAL / rel], engine="serial", specs=devices.load_spec_overrides(spec))
     assert s.device is not None and s.device.peak_flops == {"bf16": 1e14} and "spec.toml" in s.device.source

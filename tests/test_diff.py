@@ -4,20 +4,12 @@ kept inert, one-line errors for bad inputs. (Live runs: tests/test_findings_live
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from cli_run import run as cli
 from report_helpers import HOSTILE_NAMES, Browser, chromium_missing, write_kineto_trace
 
 from xpu_profiler.testing import gen_trace
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True, text=True
-    )
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from cli_run import run as cli
 from raw_steps import build_steps, copies_tokens, events, step_p50
 from real_data import REAL
 
@@ -46,12 +44,6 @@ def h100_decode_steps():
     )
     steps = [s for s in build_steps(H100, [(f.start, f.end) for f in frames]) if s.has_work]
     return [s for s in steps if (lambda tr: tr[0] == tr[1])(copies_tokens(s.h2d_sizes()))]
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True, text=True
-    )
 
 
 def metric(report, name, phase):

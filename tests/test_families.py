@@ -132,7 +132,7 @@ def test_rows_are_well_formed() -> None:
         for r in rows:
             assert isinstance(r, Family) and r.source.strip(), (vendor, r.regex)
             assert r.fused_op in FUSED_OPS and r.role in ROLES and r.on in ("head", "name"), (vendor, r)
-            assert not r.kind or (r.fused_op == "communication" and r.kind in KIND_NAMES), (vendor, r)
+            assert not r.collective or (r.fused_op == "communication" and r.collective in KIND_NAMES), (vendor, r)
             assert not r.role or r.fused_op == "moe", (vendor, r)
             re.compile(r.regex)
             re.compile(r.args)

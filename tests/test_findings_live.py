@@ -43,7 +43,8 @@ from pathlib import Path
 
 import pytest
 import real_data
-from conftest import HAVE_VLLM, ROOT, TESTS, vllm_env
+from cli_run import run as cli
+from conftest import HAVE_VLLM, TESTS, vllm_env
 
 from xpu_profiler import analysis, findings
 from xpu_profiler.aggregate.model_cost import model_config, model_shape, step_costs
@@ -122,12 +123,6 @@ RUNS = {
     "demo": ["--model", "tiny-llama", "--device", "cpu"],
 }
 MOE_CONFIG = "[graphs_off_decode]\nenabled = false\n"
-
-
-def cli(*args, env=None, **kw):
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *map(str, args)], cwd=ROOT, capture_output=True, text=True, env=env, **kw
-    )
 
 
 class Runs:

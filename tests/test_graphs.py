@@ -18,6 +18,7 @@ from xpu_profiler.knowledge.kernel_names import kernel_key
 from xpu_profiler.knowledge.runtime_api import GRAPH_LAUNCH, LAUNCH_API
 from xpu_profiler.knowledge.taxonomy import Taxonomy
 from xpu_profiler.readers import load
+from xpu_profiler.summary.labels import ATTRIBUTION_SOURCES
 
 DECODE = real_data.path("tracelens/sglang-qwen3-8b-decode.json.gz")
 CAPTURE = real_data.path("tracelens/sglang-qwen3-8b-decode.capture-bs32.json.gz")
@@ -267,7 +268,7 @@ def test_names_and_keys() -> None:
     for n in ("cudaGraphLaunch", "hipStreamGetCaptureInfo", "cudaStreamBeginCapture", "hipGetDevicePropertiesR0600"):
         assert not LAUNCH_API.search(n), n
     assert KEYS == ("none", "op_chain", "module", "capture", "name", "structure")
-    assert AttributionSource.CAPTURE.label == "capture trace"
+    assert set(ATTRIBUTION_SOURCES) == set(KEYS)  # every source has its words, in the one table of them
 
 
 def test_capture_files_are_told_apart(tmp_path: Path) -> None:

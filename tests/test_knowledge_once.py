@@ -10,7 +10,7 @@ from xpu_profiler.knowledge.fused_ops import FUSED_OPS
 from xpu_profiler.knowledge.runtime_api import CAPTURE_BEGIN, CAPTURE_END, GRAPH_LAUNCH, KUNLUN_API, LAUNCH_API
 from xpu_profiler.knowledge.taxonomy import OUR_MODULE_PREFIX, Taxonomy
 from xpu_profiler.knowledge.vllm_names import LAYER_CLASSES, LAYER_SUFFIXES, layer_label
-from xpu_profiler.readers import xprofiler_fields
+from xpu_profiler.readers.kunlun import xprofiler_fields
 
 
 def test_collective_words_are_the_communication_words() -> None:

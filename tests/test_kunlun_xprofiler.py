@@ -19,7 +19,8 @@ import pytest
 
 from xpu_profiler.core.errors import TraceError
 from xpu_profiler.core.profile import K_KERNEL, K_MEMCPY, K_RUNTIME, K_UNKNOWN
-from xpu_profiler.readers import ReadOptions, expand, find_reader, load, xprofiler
+from xpu_profiler.readers import ReadOptions, expand, find_reader, load
+from xpu_profiler.readers.kunlun import xprofiler
 
 FC = "_ZN10xblas_xpu313fc_cdnn_inferI7float16S1_S1_S1_ffffLi1EEEvPKT_PKT0_PT2_i"
 SETTINGS = {

@@ -22,7 +22,8 @@ import pytest
 from xpu_profiler.core.errors import TraceError
 from xpu_profiler.core.profile import K_KERNEL, NO_TIME
 from xpu_profiler.knowledge import kernel_names
-from xpu_profiler.readers import ReadOptions, expand, load, xpurt_log
+from xpu_profiler.readers import ReadOptions, expand, load
+from xpu_profiler.readers.kunlun import xpurt_log
 
 ROOT = Path(__file__).resolve().parents[1]
 

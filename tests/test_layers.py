@@ -228,12 +228,12 @@ def test_the_terminal_shows_kinds_and_slowest_layers_with_names_escaped(tmp_path
 
     s = summarize(eager_trace(tmp_path / "t.json", "Evil\x1b[2JUnit", 5))
     text = render(s)
-    assert "Layers [decode]: 5 per step, from module frames; 1 step(s)" in text
+    assert "Layers [decode]: 5 per step, from decoder-layer module frames; 1 step(s)" in text
     assert "Evil\\x1b[2JUnit x5" in text and "\x1b" not in text
     assert re.search(r"attention/dense +5 +40\.00 us", text) and "every layer within 2% of the mean" in text
     kernels = HEAD + [k for _ in range(12) for k in layer(DENSE_MLP)] + TAIL
     text = render(summarize(replay_trace(tmp_path / "r.json", kernels)))
-    assert "from the kernel period (inferred), confidence 1.00" in text
+    assert "from the kernel stream's repeating period (inferred), confidence 1.00" in text
 
 
 def test_the_report_lays_out_layers_and_kinds(tmp_path: Path) -> None:

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import ROOT, vllm_env
+from cli_run import run
+from conftest import vllm_env
 
 
 def _cli(args, env, **kw):
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *args], env=env, cwd=ROOT, capture_output=True, text=True, **kw
-    )
+    return run(*args, env=env, **kw)
 
 
 @pytest.mark.parametrize(

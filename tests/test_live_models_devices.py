@@ -137,10 +137,7 @@ def test_spec_table_and_overrides(tmp_path):
         devices.load_spec_overrides(bad)
     with pytest.raises(XpuProfilerError, match="cannot read"):
         devices.load_spec_overrides(tmp_path / "none.json")
-    # the table itself is never changed: overrides hold inside their block only
-    assert devices.specs()["cpu"].peak_flops == {}
-    with devices.spec_overrides(f) as table:
-        assert table["cpu"].peak_flops == {"bf16": 3e12} and devices.specs()["my_card"].name == "My card"
+    # the table itself is never changed: the overrides are a table of their own
     assert devices.specs()["cpu"].peak_flops == {} and "my_card" not in devices.specs()
     with pytest.raises(TypeError):
         devices.SPECS["cpu"] = specs["cpu"]  # read-only

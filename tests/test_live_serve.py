@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HAVE_VLLM, ROOT, vllm_env
+from cli_run import run
+from conftest import HAVE_VLLM, vllm_env
 from live_checks import ops_inside_worker_steps
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
@@ -34,6 +35,10 @@ pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM i
 #: records every second, an idle one's at once): a deadline, not a wait
 FLUSH_DEADLINE_S = 120
 ENV_WINDOW = (2, 4)  # XPU_PROFILER_STEPS: torch.profiler over the workers' steps 2..5
+
+
+def _cli(*args, timeout=300):
+    return run(*args, env=vllm_env(), timeout=timeout)
 
 
 def _free_port() -> int:
@@ -55,17 +60,6 @@ def _wait(what: str, done, timeout: float) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"{what}: not within {timeout} s")
         time.sleep(0.2)
-
-
-def _cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "xpu_profiler", *map(str, args)],
-        env=vllm_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 class Server:

@@ -201,7 +201,7 @@ def test_the_cli_prints_the_rank_tables(slow_run, tmp_path):
     for title in (
         "Per rank",
         "Time by fused op per rank",
-        "Collectives (matched across ranks by sequence number",
+        "Collectives (matched across ranks by the process group's sequence number",
         "Parallel groups",
     ):
         assert title in r.stdout

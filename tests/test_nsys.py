@@ -158,8 +158,8 @@ def test_a_report_is_exported_with_the_nsys_on_path(tmp_path):
         tmp_path / "bin",
         f"open({str(log)!r}, 'w').write(' '.join(args))\nshutil.copy({str(db)!r}, args[args.index('--output') + 1])",
     )
-    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    res = run("analyze", rep, "-o", tmp_path / "o", "--format", "json", env=env)
+    path = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    res = run("analyze", rep, "-o", tmp_path / "o", "--format", "json", extra_env=path)
     assert res.returncode == 0, res.stderr
     s = load_summary(tmp_path / "o" / "summary.json")
     assert s.totals.device_kernel_ns == truth["kernel_ns"] and s.run.sources[0].path == str(rep)
@@ -175,10 +175,10 @@ def test_a_report_without_nsys_or_with_an_older_one(tmp_path):
     rep.write_bytes(real_data.need(REPORT).read_bytes())
     empty = tmp_path / "nothing"
     empty.mkdir()
-    err = one_line_error(run("analyze", rep, "-o", tmp_path / "o", env={"PATH": str(empty)}))
+    err = one_line_error(run("analyze", rep, "-o", tmp_path / "o", extra_env={"PATH": str(empty)}))
     assert f"nsys export --type sqlite --output run.sqlite {rep}" in err
     _fake_nsys(tmp_path / "bin", "print('Report was created in a newer version'); sys.exit(1)")
-    err = one_line_error(run("analyze", rep, "-o", tmp_path / "o", env={"PATH": str(tmp_path / "bin")}))
+    err = one_line_error(run("analyze", rep, "-o", tmp_path / "o", extra_env={"PATH": str(tmp_path / "bin")}))
     assert "nsys export failed: Report was created in a newer version" in err
     assert not (tmp_path / "o").exists()
 

@@ -189,17 +189,17 @@ def test_trace_made_ahead_is_the_same(generated, tmp_path: Path) -> None:
     """The trace's part that needs neither attribution nor summary, made in a thread while
     the profile is attributed, is used and gives the bytes of a trace made after it."""
     path, _ = generated
-    profile, summary = analysis.analyze([path], formats=("perfetto",))
-    assert isinstance(profile.__dict__.get(chrome_trace._AHEAD), chrome_trace._Bulk)
-    ahead = chrome_trace.write(profile, summary, tmp_path / "ahead.json").read_bytes()
-    assert chrome_trace._AHEAD not in profile.__dict__  # taken, not kept
+    done = analysis.run([path], analysis.AnalyzeOptions(formats=("perfetto",)))
+    made = done.ahead.get("perfetto") if done.ahead is not None else None
+    assert made is not None and chrome_trace.usable(made, done.profile) is made
+    ahead = chrome_trace.write(done.profile, done.summary, tmp_path / "ahead.json", ahead=made).read_bytes()
     profile2, summary2 = analysis.analyze([path])
-    assert chrome_trace._AHEAD not in profile2.__dict__
     assert chrome_trace.write(profile2, summary2, tmp_path / "after.json").read_bytes() == ahead
     # a profile changed after the work was done is not exported from the stale part
-    chrome_trace.ahead(profile2)
+    made2 = chrome_trace.ahead(profile2)
+    assert chrome_trace.usable(made2, profile2) is made2
     profile2.events["start"] = profile2.events["start"] + 1000
-    assert chrome_trace._take_ahead(profile2) is None
+    assert chrome_trace.usable(made2, profile2) is None
 
 
 def test_lexsort_is_numpys() -> None:

@@ -7,8 +7,10 @@ call these and need nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from .core.errors import XpuProfilerError
 from .core.fmt import plain
 from .core.profile import DEVICE_KINDS, FRAME_SCHEMA, K_CPU_OP, Profile, Table
 from .findings import FindingsConfig
+from .knowledge.devices import DeviceSpec
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
 from .readers.loader import load_run
@@ -36,53 +39,88 @@ FILE_NAMES = {
 }
 
 
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """Every setting of an analysis, in one value from the command line (or the Python API)
+    down: how the inputs are read, what the analysis is told, what the findings judge."""
+
+    taxonomy: Taxonomy | None = None  # extra fused-op patterns (``--taxonomy``)
+    read: ReadOptions | None = None  # what the readers are told (``--rank``, ``--xpu-gen``, progress)
+    top: int = 50  # rows of the top-kernels section
+    engine: str | None = "auto"  # how files are read (``readers.executors``: auto, serial, process, ray)
+    jobs: int | None = None
+    capture: tuple[str | Path, ...] = ()  # graph-capture traces of the run (files or directories)
+    findings_config: FindingsConfig | None = None
+    reference: Summary | None = None  # a basic-level run of the same workload
+    selection: Selection | None = None  # only some steps or the first events
+    formats: tuple[str, ...] = ()  # the outputs ``export`` will write (their early work runs beside)
+    model_config: dict | None = None  # the model's config.json (``--model``)
+    python_frames: bool = True  # keep the traces' Python stack frames
+    specs: Mapping[str, DeviceSpec] | None = None  # the device spec table (``--device-spec``); None: built-in
+
+
+@dataclass
+class Analyzed:
+    """An analysis, with the exporters' work done ahead for ``export`` (``ahead``)."""
+
+    profile: Profile
+    summary: Summary
+    ahead: exporters.Ahead | None = None
+
+
 def analyze(
-    paths: Iterable[str | Path],
-    *,
-    taxonomy: Taxonomy | None = None,
-    options: ReadOptions | None = None,
-    top: int = 50,
-    engine: str | None = "auto",
-    jobs: int | None = None,
-    capture: Iterable[str | Path] = (),
-    findings_config: FindingsConfig | None = None,
-    reference: Summary | None = None,
-    selection: Selection | None = None,
-    formats: Sequence[str] = (),
-    model_config: dict | None = None,
-    python_frames: bool = True,
+    paths: Iterable[str | Path], options: AnalyzeOptions | None = None, **settings: Any
 ) -> tuple[Profile, Summary]:
     """Read and analyse existing traces/logs; returns the attributed Profile and its Summary
-    (with its findings; ``reference``: a basic-level run of the same workload).
+    (with its findings). ``options`` (or the same settings as keywords: ``top=20``...):
+    ``AnalyzeOptions``.
 
-    ``engine``/``jobs``: how the files are read (``readers.engines``: a local process pool
-    for several files by default, ``serial``, ``ray`` or ``ray://HOST:PORT``).
-    ``capture``: graph-capture traces (files or directories) of the run; those inside an
-    input directory (vLLM's ``capture_traces/``) are picked up without it.
-    ``selection``: keep only some steps or the first events (``select``).
-    ``formats``: the outputs ``export`` will write; what of them needs neither attribution
-    nor summary is made while the profile is attributed (``exporters.start_ahead``), where
-    memory allows. ``model_config``: the model's config.json (``analyze --model``): its
-    layer count and types for the layer view. ``python_frames=False`` leaves the traces'
-    Python stack frames out of the profile (and so of the Perfetto trace and the bundle:
-    smaller files; the analysis never reads them)."""
-    profile, capture_profile = load_run(list(paths), list(capture), options, engine=engine, jobs=jobs)
+    ``engine``/``jobs``: how the files are read (a local process pool for several files by
+    default, ``serial``, ``ray`` or ``ray://HOST:PORT``). ``capture``: graph-capture traces
+    (files or directories) of the run; those inside an input directory (vLLM's
+    ``capture_traces/``) are picked up without it. ``selection``: keep only some steps or the
+    first events (``select``). ``formats``: the outputs ``export`` will write; what of them
+    needs neither attribution nor summary is made while the profile is attributed
+    (``exporters.start_ahead``), where memory allows. ``model_config``: the model's
+    config.json (``analyze --model``): its layer count and types for the layer view.
+    ``python_frames=False`` leaves the traces' Python stack frames out of the profile (and
+    so of the Perfetto trace and the bundle: smaller files; the analysis never reads them)."""
+    o = options if options is not None else AnalyzeOptions(**_settings(settings))
+    done = run(paths, o)
+    return done.profile, done.summary
+
+
+def run(paths: Iterable[str | Path], o: AnalyzeOptions) -> Analyzed:
+    """``analyze``, keeping what the exporters of ``o.formats`` made ahead for ``export``."""
+    profile, capture_profile = load_run(list(paths), list(o.capture), o.read, engine=o.engine, jobs=o.jobs)
     _check_analysable(profile)
-    if model_config is not None:
-        profile.run["model_config"] = model_config
-    if not python_frames:
+    if o.model_config is not None:
+        profile.run["model_config"] = o.model_config
+    if not o.python_frames:
         profile.frames = Table(FRAME_SCHEMA)
-    kept = select.apply(profile, selection) if selection else None
+    kept = select.apply(profile, o.selection) if o.selection else None
     heap.trim()
-    early = exporters.start_ahead(profile, formats, heap.can_spare)
-    aggregate.attribute(profile, taxonomy, capture=capture_profile)  # on an error or Ctrl-C the
+    early = exporters.start_ahead(profile, o.formats, heap.can_spare)
+    aggregate.attribute(profile, o.taxonomy, capture=capture_profile)  # on an error or Ctrl-C the
     if early is not None:  # daemon thread is not waited for
         early.join()
     heap.trim()
-    summary = aggregate.summarize(profile, top=top)
+    summary = aggregate.summarize(profile, top=o.top, specs=o.specs)
     if kept is not None:
         summary.selection = schema.Selection(**kept)
-    return profile, findings.attach(summary, findings_config, reference)
+    return Analyzed(profile, findings.attach(summary, o.findings_config, o.reference), early)
+
+
+def _settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Keyword settings as ``AnalyzeOptions`` fields (``options=`` a ``ReadOptions``, as the
+    keyword was called before)."""
+    out = dict(settings)
+    if "options" in out:
+        out["read"] = out.pop("options")
+    for key in ("capture", "formats"):
+        if key in out:
+            out[key] = tuple(out[key] or ())
+    return out
 
 
 def _check_analysable(profile: Profile) -> None:
@@ -108,12 +146,13 @@ def summarize(
     taxonomy: Taxonomy | None = None,
     findings_config: FindingsConfig | None = None,
     reference: Summary | None = None,
+    specs: Mapping[str, DeviceSpec] | None = None,
 ) -> Summary:
     """The Summary of a profile, with its findings; attributes it first when it was not
     yet, or when a taxonomy is given."""
-    if taxonomy is not None or not profile.run.get("attributed"):
+    if taxonomy is not None or not profile.derived.attributed:
         aggregate.attribute(profile, taxonomy)
-    return findings.attach(aggregate.summarize(profile, top=top), findings_config, reference)
+    return findings.attach(aggregate.summarize(profile, top=top, specs=specs), findings_config, reference)
 
 
 #: the suffix that names the bundle (the exporters name theirs)
@@ -184,16 +223,23 @@ def export(
     output: str | Path,
     formats: Sequence[str] = DEFAULT_FORMATS,
     inputs: Iterable[str | Path | None] = (),
+    ahead: exporters.Ahead | None = None,
+    paths: dict[str, Path] | None = None,
 ) -> dict[str, Path]:
     """Write every requested format, each whole (a temporary file renamed into place);
     returns {format: path}. An output that cannot be written raises ``OutputError``
-    (its ``written``: the outputs already in place, which stay); none replaces an input."""
+    (its ``written``: the outputs already in place, which stay); none replaces an input.
+    ``paths``: what ``check_outputs`` gave before the work (else it is checked here);
+    ``ahead``: the exporters' work done ahead (``Analyzed.ahead``)."""
     known = exporters.registry()
     written: dict[str, Path] = {}
-    for fmt, path in check_outputs(output, formats, inputs).items():
+    for fmt, path in (paths if paths is not None else check_outputs(output, formats, inputs)).items():
         try:
+            made = ahead.get(fmt) if ahead is not None else None
             if fmt == "bundle":
                 written[fmt] = profile.save(path)
+            elif made is not None:
+                written[fmt] = known[fmt].write(profile, summary, path, ahead=made)
             else:
                 written[fmt] = known[fmt].write(profile, summary, path)
         except atomic_write.OutputError as e:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.derived import Derived
 from ..core.intervals import containing, covered_in_windows, top_level
 from ..core.launches import device_mask, launch_rows, thread_ids
 from ..core.nesting import crossing_warning, host_nesting
-from ..core.profile import K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
+from ..core.profile import E_HOOKS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN, Profile
 from ..core.sources import DTYPE as SOURCE_DTYPE
 from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
@@ -42,13 +43,13 @@ from .structure import apply_structure
 OWN_NAME_WINS = ("memcpy", "memset", "communication")
 
 
-def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profile | None = None) -> Profile:
+def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profile | None = None) -> Derived:
     """Fill events' depth, step, phase, fused and source columns (and steps' busy);
-    ``capture``: the graph-capture traces of the run, loaded as one Profile. Returns profile."""
+    ``capture``: the graph-capture traces of the run, loaded as one Profile. Returns what it
+    derived beside the columns (``profile.derived``)."""
     taxonomy = taxonomy or default_taxonomy()
     ev = profile.events
-    if not len(profile.steps):
-        profile.steps = find_steps(profile)
+    _steps(profile)
     timed = ev["start"] >= 0
     host_op = np.flatnonzero((ev["kind"] == K_CPU_OP) & timed)
     _warn_crossings(profile)
@@ -64,12 +65,24 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     if len(profile.steps):
         infer_phases(profile)  # steps found without fields: phase from their evidence
     attribute_replays(profile, replays, capture, taxonomy, fused, source)
-    profile.run["structure"] = apply_structure(profile, taxonomy, fused, source)
+    profile.derived.structure = apply_structure(profile, taxonomy, fused, source)
     ev["fused"], ev["source"] = fused, source
     if len(profile.steps):
         profile.steps["busy"] = step_busy(profile, basis_mask(profile))
-    profile.run["attributed"] = True
-    return profile
+    profile.derived.attributed = True
+    return profile.derived
+
+
+def _steps(profile: Profile) -> None:
+    """The steps: those the input recorded (the live hooks) and those a selection kept stay;
+    others are found from evidence. Steps an earlier analysis found and saved with the events
+    (a bundle) are found again, so that the summary knows what found them."""
+    d, st = profile.derived, profile.steps
+    again = not d.attributed and not d.step_search and len(st) and not (st["evidence"] == E_HOOKS).all()
+    if not len(st) or again:
+        profile.steps = find_steps(profile)
+    elif d.step_source is None:
+        d.step_source = profile.run.get("step_source")
 
 
 def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
@@ -84,8 +97,8 @@ def _depth(profile: Profile, host_op: np.ndarray) -> np.ndarray:
 def _warn_crossings(profile: Profile) -> None:
     """Host ranges that overlap without nesting, counted once per profile."""
     text = crossing_warning(profile, host_nesting(profile))
-    if text and text not in profile.run.get("warnings", ()):
-        profile.warn(text)
+    if text:
+        profile.derived.warn(text)
 
 
 def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -112,29 +125,72 @@ def _fused_ops(
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
-    kind, start, end = ev["kind"], ev["start"], host_nesting(profile).end
-    timed = start >= 0
-    launch_t, launch_end, launch_thread, launched = launch
-    thread = thread_ids(profile)
-    names = profile.strings.strings
-    used = np.unique(ev["name"]).tolist()
-    is_custom_name = np.zeros(len(names) + 1, bool)
-    mod_fused_name = np.full(len(names) + 1, -1, np.int16)
-    name_fused = np.full(len(names) + 1, -1, np.int16)
-    for nid in used:
-        s = names[nid]
-        name_fused[nid] = taxonomy.classify(s)
-        if taxonomy.is_custom_op(s):
-            is_custom_name[nid] = True
-        elif s.startswith(MODULE_RANGE_PREFIXES):
-            mod_fused_name[nid] = taxonomy.classify_module(s)
-
+    kind = ev["kind"]
+    launched = launch[3]
+    names = _NameTables(profile, taxonomy)
     # the events whose launch point is looked up in the op chain
-    q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & timed & ~replayed)
+    q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & (ev["start"] >= 0) & ~replayed)
+    custom_of, module_of, root_of = _holders(profile, q, host_op, launch, names)
+
+    fused = np.full(len(ev), -1, np.int16)
+    source = np.full(len(ev), Src.NONE, SOURCE_DTYPE)
+    own = names.fused[ev["name"]]
+
+    def put(rows: np.ndarray, values: np.ndarray, src: Src) -> None:
+        fused[rows] = values
+        source[rows] = src
+
+    # root-op fallback first, then stronger evidence overwrites it
+    r_ok = root_of >= 0
+    put(q[r_ok], names.fused[ev["name"][root_of[r_ok]]], Src.OP_CHAIN)
+    put(np.flatnonzero(own >= 0), own[own >= 0], Src.NAME)
+    m_ok = module_of >= 0
+    put(q[m_ok], names.module[ev["name"][module_of[m_ok]]], Src.MODULE)
+    c_ok = custom_of >= 0
+    c_fused = names.fused[ev["name"][custom_of[c_ok]]]
+    good = c_fused >= 0
+    put(q[c_ok][good], c_fused[good], Src.OP_CHAIN)
+    strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & device_mask(kind))
+    put(strong, own[strong], Src.NAME)
+    # ... except a copy launched by a collective op: its staging copy (vllm::all_reduce > copy_)
+    comm = FUSED_OPS.index("communication")
+    rows_c = q[c_ok][good & (c_fused == comm)]
+    staged = rows_c[(own[rows_c] == FUSED_OPS.index("memcpy")) & device_mask(kind[rows_c])]
+    put(staged, np.full(len(staged), comm, np.int16), Src.OP_CHAIN)
+    unknown = fused < 0
+    fused[unknown] = OTHER
+    source[unknown] = Src.NONE
+    return fused, source
+
+
+class _NameTables:
+    """Per string id: its fused op by name, whether it is a custom op, and a module range's
+    fused op (computed once per distinct name the events use)."""
+
+    def __init__(self, profile: Profile, taxonomy: Taxonomy):
+        names = profile.strings.strings
+        self.custom = np.zeros(len(names) + 1, bool)
+        self.module = np.full(len(names) + 1, -1, np.int16)
+        self.fused = np.full(len(names) + 1, -1, np.int16)
+        for nid in np.unique(profile.events["name"]).tolist():
+            s = names[nid]
+            self.fused[nid] = taxonomy.classify(s)
+            if taxonomy.is_custom_op(s):
+                self.custom[nid] = True
+            elif s.startswith(MODULE_RANGE_PREFIXES):
+                self.module[nid] = taxonomy.classify_module(s)
+
+
+def _holders(profile: Profile, q: np.ndarray, host_op: np.ndarray, launch, names: _NameTables) -> tuple:
+    """For each queried event's launch point, the event holding it (-1 none): the outermost
+    custom op, the innermost layer module (nested modules first), the top-level op."""
+    ev = profile.events
+    start, end = ev["start"], host_nesting(profile).end
+    launch_t, launch_end, launch_thread, _ = launch
+    thread = thread_ids(profile)
     q_thread, q_start, q_end = launch_thread[q], launch_t[q], launch_end[q]
 
     def holder(cands: np.ndarray) -> np.ndarray:
-        """Index (into events) of the candidate holding each query's launch, -1."""
         res = np.full(len(q), -1, np.int64)
         if len(cands) == 0 or len(q) == 0:
             return res
@@ -146,51 +202,19 @@ def _fused_ops(
     def outermost(cands: np.ndarray) -> np.ndarray:
         return top_level(thread[cands], start[cands], end[cands])
 
-    custom = host_op[is_custom_name[ev["name"][host_op]]] if len(host_op) else host_op
+    custom = host_op[names.custom[ev["name"][host_op]]] if len(host_op) else host_op
     custom_of = holder(custom[outermost(custom)] if len(custom) else custom)
-    mods = np.flatnonzero((kind == K_ANNOTATION) & timed & (mod_fused_name[ev["name"]] >= 0))
+    mods = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (start >= 0) & (names.module[ev["name"]] >= 0))
     module_of = np.full(len(q), -1, np.int64)
     if len(mods):
         outer = outermost(mods)
-        # nested modules first (the inner layer decides), then the outermost ones
         if (~outer).any():
             module_of = holder(mods[~outer])
         miss = module_of < 0
         if miss.any():
             module_of[miss] = holder(mods[outer])[miss]
     root_of = holder(host_op[ev["depth"][host_op] == 0]) if len(host_op) else np.full(len(q), -1, np.int64)
-
-    fused = np.full(len(ev), -1, np.int16)
-    source = np.full(len(ev), Src.NONE, SOURCE_DTYPE)
-    own = name_fused[ev["name"]]
-
-    def put(rows: np.ndarray, values: np.ndarray, src: Src) -> None:
-        fused[rows] = values
-        source[rows] = src
-
-    # root-op fallback first, then stronger evidence overwrites it
-    if len(q):
-        r_ok = root_of >= 0
-        put(q[r_ok], name_fused[ev["name"][root_of[r_ok]]], Src.OP_CHAIN)
-    put(np.flatnonzero(own >= 0), own[own >= 0], Src.NAME)
-    if len(q):
-        m_ok = module_of >= 0
-        put(q[m_ok], mod_fused_name[ev["name"][module_of[m_ok]]], Src.MODULE)
-        c_ok = custom_of >= 0
-        c_fused = name_fused[ev["name"][custom_of[c_ok]]]
-        good = c_fused >= 0
-        put(q[c_ok][good], c_fused[good], Src.OP_CHAIN)
-    strong = np.flatnonzero(np.isin(own, [FUSED_OPS.index(x) for x in OWN_NAME_WINS]) & device_mask(kind))
-    put(strong, own[strong], Src.NAME)
-    if len(q):  # ... except a copy launched by a collective op: its staging copy (vllm::all_reduce > copy_)
-        comm = FUSED_OPS.index("communication")
-        rows_c = q[c_ok][good & (c_fused == comm)]
-        staged = rows_c[(own[rows_c] == FUSED_OPS.index("memcpy")) & device_mask(kind[rows_c])]
-        put(staged, np.full(len(staged), comm, np.int16), Src.OP_CHAIN)
-    unknown = fused < 0
-    fused[unknown] = OTHER
-    source[unknown] = Src.NONE
-    return fused, source
+    return custom_of, module_of, root_of
 
 
 def _steps_and_phases(profile: Profile, launch_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -81,7 +81,7 @@ class Breakdown:
         steps = profile.steps
         view = engine_view(profile, step_time)
         e_phase = steps["phase"][view.rows] if len(view.rows) else np.zeros(0, np.int8)
-        inferred = profile.run.get("phase_inferred") or {}
+        inferred = profile.derived.phase_inferred
         rows = []
         for p in (P_PREFILL, P_DECODE, P_MIXED, P_UNKNOWN):
             name = PHASES[p]

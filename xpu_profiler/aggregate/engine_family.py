@@ -24,12 +24,12 @@ _OP_ENGINE = {"sgl_kernel::": "sglang", "sglang::": "sglang"}
 
 
 def detect(profile: Profile) -> tuple[str, str]:
-    """(engine, the evidence in a few words); recorded in ``profile.run`` too."""
-    got = profile.run.get("engine_family")
-    if isinstance(got, str) and got in ENGINES:
-        return got, str(profile.run.get("engine_evidence", ""))
+    """(engine, the evidence in a few words); recorded in ``profile.derived`` too."""
+    d = profile.derived
+    if d.engine in ENGINES:
+        return d.engine, d.engine_evidence
     engine, why = _detect(profile)
-    profile.run["engine_family"], profile.run["engine_evidence"] = engine, why
+    d.engine, d.engine_evidence = engine, why
     return engine, why
 
 

@@ -11,6 +11,8 @@ spec does not have stays None ("unknown peak"), never a made-up figure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,7 @@ COMPONENTS = ("gemm", "attention", "moe")
 JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
 
 
-def run_spec(profile: Profile) -> dict[str, Any] | None:
+def run_spec(profile: Profile, specs: Mapping[str, devices.DeviceSpec] | None = None) -> dict[str, Any] | None:
     """The spec of the run's device, as a dict: from the device table by the key the run
     recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
     saved, else the device a trace describes (Kineto ``deviceProperties``: its name, or its
@@ -34,7 +36,7 @@ def run_spec(profile: Profile) -> dict[str, Any] | None:
     run = profile.run
     info = run.get("device_info")
     info = info if isinstance(info, dict) else {}
-    table = devices.specs()
+    table = specs if specs is not None else devices.specs()
     key = info.get("spec_key") or run.get("device")
     if isinstance(key, str) and key in table:
         return table[key].to_json()
@@ -74,19 +76,50 @@ def _peaks(spec: DeviceSpec | None, dtype: str | None) -> tuple[float | None, fl
     return flops, spec.mem_bw_bytes_s, "; ".join(notes)
 
 
+@dataclass
+class _Context:
+    """What every row of a profile's roofline shares: the traced FLOPs, the analytic costs per
+    token step, the device's peaks and the notes on them."""
+
+    traced: np.ndarray  # events whose FLOPs the trace records
+    costs: dict | None  # component → (FLOPs, bytes) per token step, from the model config
+    n_ranks: int
+    peak_f: float | None
+    peak_b: float | None
+    peak_note: str
+    ctx_note: str  # decode KV-cache reads that could not be counted
+
+
 def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: DeviceSpec | None) -> list[Roofline]:
     """Rows for prefill, decode and mixed; ``time`` is the (fused op × phase) op-time matrix,
     ``wall`` each phase's summed step wall time (over ranks)."""
-    ev, steps, run = profile.events, profile.steps, profile.run
+    ev, steps = profile.events, profile.steps
     if not len(steps):
         return []
+    rows = token_steps(profile)
+    ctx = _context(profile, rows, spec)
+    out = []
+    for p in (P_PREFILL, P_DECODE, P_MIXED):
+        in_phase = steps["phase"][rows] == p
+        if not in_phase.any():
+            continue
+        comp_rows, untimed = _components(ev, time, p, in_phase, ctx)
+        w = int(wall.get(p, 0))
+        if comp_rows or (untimed and w > 0):
+            parts = [(r.source, r.flops, r.bytes) for r in comp_rows] + untimed
+            out.append(_phase_row(p, w, parts, ctx))
+            out.extend(comp_rows)
+    return out
+
+
+def _context(profile: Profile, rows: np.ndarray, spec: DeviceSpec | None) -> _Context:
+    ev, steps, run = profile.events, profile.steps, profile.run
     engine = run.get("engine")
     engine = engine if isinstance(engine, dict) else {}
     dtype = engine.get("dtype")
     n_ranks = max(1, len(profile.ranks))
     cfg = model_config(run)
     shape = model_shape(cfg, dtype, int(engine.get("tensor_parallel_size") or n_ranks)) if cfg else None
-    rows = token_steps(profile)
     costs, ctx_note = None, ""
     if shape is not None and len(rows):
         ctx = decode_context(profile, rows)
@@ -96,73 +129,67 @@ def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: Dev
             shape, steps["prefill_tokens"][rows], steps["decode_tokens"][rows], steps["prefill_reqs"][rows], ctx
         )
     traced = (ev["flops"] >= 0) & (ev["kind"] == K_CPU_OP)
-    peak_f, peak_b, peak_note = _peaks(spec, dtype)
-    out = []
-    for p in (P_PREFILL, P_DECODE, P_MIXED):
-        in_phase = steps["phase"][rows] == p
-        if not in_phase.any():
+    return _Context(traced, costs, n_ranks, *_peaks(spec, dtype), ctx_note)
+
+
+def _work(ev, p: int, comp: str, in_phase: np.ndarray, ctx: _Context) -> tuple[str, float | None, float | None]:
+    """(source, FLOPs, bytes) of one component in one phase: traced FLOPs first, else the
+    analytic ones; bytes only from the analytic estimate."""
+    flops = bytes_ = None
+    source = ""
+    t_flops = ctx.traced & (ev["phase"] == p)
+    if t_flops.any():
+        m = t_flops & (ev["fused"] == FUSED_OPS.index(comp))
+        if m.any():
+            flops, source = float(ev["flops"][m].sum()), "trace"
+    if ctx.costs is not None:
+        f, b = ctx.costs[comp]
+        if flops is None and f[in_phase].sum() > 0:
+            flops, source = float(f[in_phase].sum()) * ctx.n_ranks, "analytic"
+        if b[in_phase].sum() > 0:
+            bytes_ = float(b[in_phase].sum()) * ctx.n_ranks
+            source = source if source == "trace" else "analytic"
+    return source, flops, bytes_
+
+
+def _components(ev, time: np.ndarray, p: int, in_phase: np.ndarray, ctx: _Context) -> tuple[list[Roofline], list]:
+    """The component rows of a phase, and the components with work but no op time (basic
+    level): their work still counts for the whole phase."""
+    comp_rows, untimed = [], []
+    for comp in COMPONENTS:
+        t = int(time[FUSED_OPS.index(comp), p])
+        source, flops, bytes_ = _work(ev, p, comp, in_phase, ctx)
+        if flops is None and bytes_ is None:
             continue
-        t_flops = traced & (ev["phase"] == p)
-        comp_rows = []
-        untimed = []  # components with FLOPs or bytes but no op time recorded (basic level)
-        for comp in COMPONENTS:
-            t = int(time[FUSED_OPS.index(comp), p])
-            flops = bytes_ = None
-            source = ""
-            if t_flops.any():
-                m = t_flops & (ev["fused"] == FUSED_OPS.index(comp))
-                if m.any():
-                    flops, source = float(ev["flops"][m].sum()), "trace"
-            if costs is not None:
-                f, b = costs[comp]
-                if flops is None and f[in_phase].sum() > 0:
-                    flops, source = float(f[in_phase].sum()) * n_ranks, "analytic"
-                if b[in_phase].sum() > 0:
-                    bytes_ = float(b[in_phase].sum()) * n_ranks
-                    source = source if source == "trace" else "analytic"
-            if flops is None and bytes_ is None:
-                continue
-            if t <= 0:  # no op time to divide by: the work still counts for the whole phase
-                untimed.append((source, flops, bytes_))
-                continue
-            comp_rows.append(
-                _row(
-                    PHASES[p],
-                    comp,
-                    source,
-                    t,
-                    flops,
-                    bytes_,
-                    peak_f,
-                    peak_b,
-                    JUDGED[p],
-                    peak_note,
-                    ctx_note if comp == "attention" and p != P_PREFILL else "",
-                )
-            )
-        w = int(wall.get(p, 0))
-        parts = [(r.source, r.flops, r.bytes) for r in comp_rows] + untimed
-        if comp_rows or (untimed and w > 0):
-            flops = sum(f for _, f, _ in parts if f is not None) or None
-            bytes_ = sum(b for _, _, b in parts if b is not None) or None
-            sources = sorted({src for src, _, _ in parts})
-            out.append(
-                _row(
-                    PHASES[p],
-                    "step",
-                    "+".join(sources),
-                    w,
-                    flops,
-                    bytes_,
-                    peak_f,
-                    peak_b,
-                    JUDGED[p],
-                    peak_note,
-                    ctx_note if p != P_PREFILL else "",
-                )
-            )
-            out.extend(comp_rows)
-    return out
+        if t <= 0:
+            untimed.append((source, flops, bytes_))
+            continue
+        ctx_note = ctx.ctx_note if comp == "attention" and p != P_PREFILL else ""
+        comp_rows.append(
+            _row(PHASES[p], comp, source, t, flops, bytes_, ctx.peak_f, ctx.peak_b, JUDGED[p], ctx.peak_note, ctx_note)
+        )
+    return comp_rows, untimed
+
+
+def _phase_row(p: int, wall: int, parts: list, ctx: _Context) -> Roofline:
+    """The whole phase over its steps' wall time: MFU proper."""
+    flops = sum(f for _, f, _ in parts if f is not None) or None
+    bytes_ = sum(b for _, _, b in parts if b is not None) or None
+    sources = sorted({src for src, _, _ in parts})
+    ctx_note = ctx.ctx_note if p != P_PREFILL else ""
+    return _row(
+        PHASES[p],
+        "step",
+        "+".join(sources),
+        wall,
+        flops,
+        bytes_,
+        ctx.peak_f,
+        ctx.peak_b,
+        JUDGED[p],
+        ctx.peak_note,
+        ctx_note,
+    )
 
 
 def _row(

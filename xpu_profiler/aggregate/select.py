@@ -125,6 +125,6 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         )
         if x
     )
-    profile.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * skipped:.1f} % skipped")
-    profile.run["selection"] = info
+    profile.derived.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * skipped:.1f} % skipped")
+    profile.derived.selection = info
     return info

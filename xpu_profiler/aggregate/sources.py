@@ -27,13 +27,13 @@ def attribution_section(profile: Profile, b_idx: np.ndarray) -> Attribution:
         share_by_source=share,
         name_share=share.get(KEYS[AttributionSource.NAME], 0.0),
         unattributed_share=share.get(KEYS[AttributionSource.NONE], 0.0),
-        structure={k: int(v) for k, v in (profile.run.get("structure") or {}).items() if isinstance(v, int) and v},
+        structure={k: int(v) for k, v in profile.derived.structure.items() if v},
     )
 
 
 def graphs_section(profile: Profile) -> Graphs:
     """What ``aggregate.graphs.replays`` recorded of the graph replays and their matching."""
-    info = profile.run.get("graphs")
+    info = profile.derived.graphs
     if not isinstance(info, dict):
         return Graphs()
     try:

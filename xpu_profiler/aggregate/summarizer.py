@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
@@ -12,6 +11,7 @@ import numpy as np
 from ..core import heap
 from ..core.launches import device_mask, launch_rows
 from ..core.profile import K_CPU_OP, K_KERNEL, Profile
+from ..knowledge.devices import DeviceSpec
 from ..knowledge.fused_ops import OTHER
 from ..knowledge.taxonomy import Taxonomy
 from ..summary import Summary, Totals, device_spec, run_from_metadata
@@ -38,9 +38,12 @@ from .tables import ranks_table, steps_table
 from .throughput import throughput
 
 
-def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None) -> Summary:
-    """The typed Summary every exporter reads (attributing the profile first if needed)."""
-    if not profile.run.get("attributed"):
+def summarize(
+    profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None, specs: Mapping[str, DeviceSpec] | None = None
+) -> Summary:
+    """The typed Summary every exporter reads (attributing the profile first if needed);
+    ``specs``: the device spec table to judge against (``knowledge.devices.specs()`` by default)."""
+    if not profile.derived.attributed:
         attribute(profile, taxonomy)
     basis = basis_mask(profile)
     launch = launch_rows(profile)
@@ -52,15 +55,15 @@ def summarize(profile: Profile, top: int = 50, taxonomy: Taxonomy | None = None)
             _Later(device_timeline, profile, launch),
             _Later(kernel_stats, profile, basis),
             _Later(memory, profile),
+            specs,
         )
     with ThreadPoolExecutor(1, thread_name_prefix="xpu_profiler-summary") as beside:
         # sections that only read the attributed profile, computed beside the others (numpy
         # releases the GIL for much of their work)
-        # (each in a copy of this context: a command's settings hold there too)
-        timeline = beside.submit(contextvars.copy_context().run, device_timeline, profile, launch)
-        by_phase = beside.submit(contextvars.copy_context().run, kernel_stats, profile, basis)
-        mem = beside.submit(contextvars.copy_context().run, memory, profile)
-        return _summary(profile, top, basis, timeline, by_phase, mem)
+        timeline = beside.submit(device_timeline, profile, launch)
+        by_phase = beside.submit(kernel_stats, profile, basis)
+        mem = beside.submit(memory, profile)
+        return _summary(profile, top, basis, timeline, by_phase, mem, specs)
 
 
 T = TypeVar("T")
@@ -92,9 +95,9 @@ def _summary(
     timeline: Future | _Later,
     by_phase: Future | _Later,
     mem: Future | _Later,
+    specs: Mapping[str, DeviceSpec] | None,
 ) -> Summary:
-    ev, steps = profile.events, profile.steps
-    kind, dur = ev["kind"], ev["dur"]
+    steps = profile.steps
     # engine steps once, ranks as rows under them
     lay = layout(profile.run, profile.ranks)
     align = align_steps(profile, lay)
@@ -105,47 +108,20 @@ def _summary(
     wait = step_waits(profile, coll)
     view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
-    op_time = br.op_time
     tl = timeline.result()
-    step_time = tl.step_time if tl is not None else None
-    phases = br.phases(profile, step_time, "critical_path" if tl is not None else "host")
-    add_phase_bounds(phases, profile, tl)
+    phases = _phases(profile, br, tl, basis, by_phase.result())
     ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
     compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host", work=coll.work)
     ov = overlap(profile, coll.idx, coll.work_end, compute, profile.ranks)
-    timed = ev["start"] >= 0
-    ts = token_steps(profile)
     clock_known = coll.clock in ("shared", "collective_ends")
-    for ph, stats in by_phase.result().items():
-        _phase(phases, ph).kernels = stats
-    for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():
-        _phase(phases, ph).output_head_ns = ns
-    for ph, ns in (module_time(profile, basis, SAMPLER_MODULES) or {}).items():
-        _phase(phases, ph).sampler_ns = ns
-    spec = device_spec(run_spec(profile))
+    spec = device_spec(run_spec(profile, specs))
     wall = {p: int(steps["dur"][steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
     return Summary(
-        run=run_from_metadata(profile.run),
+        run=run_from_metadata(profile.run, profile.derived.step_source),
         has_timeline=profile.has_timeline,
-        basis="device" if device_mask(kind).any() else "host",
-        totals=Totals(
-            op_time_ns=op_time,
-            device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
-            device_busy_ns=int(dev_busy.sum()),
-            host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
-            wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
-            events=int(len(ev)),
-            steps=int(len(view.rows)),
-            step_rows=int(len(steps)),
-            engines=int(len(np.unique(align.engines))) if len(align.engines) else 0,
-            ranks=len(profile.ranks),
-            other_share=(int(br.time[OTHER].sum()) / op_time) if op_time else 0.0,
-            unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
-            prefill_tokens=int(steps["prefill_tokens"][ts].sum()),
-            decode_tokens=int(steps["decode_tokens"][ts].sum()),
-            kernel_names=br.kernel_names(profile),
-        ),
+        basis="device" if device_mask(profile.events["kind"]).any() else "host",
+        totals=_totals(profile, br, b_idx, dev_busy, len(view.rows), align),
         fused_ops=br.fused_ops(),
         phases=phases,
         top_kernels=br.top_kernels(profile, top),
@@ -168,6 +144,46 @@ def _summary(
         warnings=warnings(profile) + align.warnings + coll.warnings,
         dropped_inputs=dropped_inputs(profile),
         layers=layers_section(profile, basis),
+    )
+
+
+def _phases(profile: Profile, br: Breakdown, tl, basis: np.ndarray, by_phase: dict) -> list:
+    """Each phase: its op time, steps on the critical path, verdict, kernels, and the time
+    of its output head and sampler modules."""
+    step_time = tl.step_time if tl is not None else None
+    phases = br.phases(profile, step_time, "critical_path" if tl is not None else "host")
+    add_phase_bounds(phases, profile, tl)
+    for ph, stats in by_phase.items():
+        _phase(phases, ph).kernels = stats
+    for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():
+        _phase(phases, ph).output_head_ns = ns
+    for ph, ns in (module_time(profile, basis, SAMPLER_MODULES) or {}).items():
+        _phase(phases, ph).sampler_ns = ns
+    return phases
+
+
+def _totals(profile: Profile, br: Breakdown, b_idx: np.ndarray, dev_busy: np.ndarray, steps: int, align) -> Totals:
+    ev = profile.events
+    kind, dur = ev["kind"], ev["dur"]
+    timed = ev["start"] >= 0
+    op_time = br.op_time
+    ts = token_steps(profile)
+    return Totals(
+        op_time_ns=op_time,
+        device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
+        device_busy_ns=int(dev_busy.sum()),
+        host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
+        wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
+        events=int(len(ev)),
+        steps=steps,
+        step_rows=int(len(profile.steps)),
+        engines=int(len(np.unique(align.engines))) if len(align.engines) else 0,
+        ranks=len(profile.ranks),
+        other_share=(int(br.time[OTHER].sum()) / op_time) if op_time else 0.0,
+        unstepped_share=(int(br.b_dur[ev["step"][b_idx] < 0].sum()) / op_time) if op_time else 0.0,
+        prefill_tokens=int(profile.steps["prefill_tokens"][ts].sum()),
+        decode_tokens=int(profile.steps["decode_tokens"][ts].sum()),
+        kernel_names=br.kernel_names(profile),
     )
 
 
@@ -200,8 +216,8 @@ def dropped_inputs(profile: Profile) -> list:
 
 
 def warnings(profile: Profile) -> list[str]:
-    """What the readers and the session warned about, and what the timeline lacks."""
-    out = list(profile.run.get("warnings", []))
+    """What the readers, the session and the analysis warned about, and what the timeline lacks."""
+    out = list(profile.run.get("warnings", [])) + profile.derived.warnings
     untimed = int(np.count_nonzero(profile.events["start"] < 0))
     if not profile.has_timeline:
         out.append("the input has no timestamps: totals per kernel only, no timeline")

@@ -126,64 +126,19 @@ def analyze(
     quiet,
 ) -> None:
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
-    directories, [XPURT_PROF] logs, XProfiler traces, saved profiles)."""
+    directories, Nsight Systems exports and reports, rocprofv3 outputs, [XPURT_PROF] logs,
+    XProfiler traces, saved profiles)."""
     from .. import analysis
-    from ..core import fmt
-    from ..knowledge.taxonomy import Taxonomy
-    from ..readers import ReadOptions
-    from ..terminal import summary as terminal
-    from ..terminal.screen import can_redraw, screen_for
 
     try:
-        from .. import findings
-        from ..core import heap
-        from ..diff import load_input
-        from ..knowledge import devices
-
-        fcfg = findings.load_config(findings_config) if findings_config else None
-        ref = load_input(baseline) if baseline else None
-        if device_spec:  # for this command only
-            click.get_current_context().with_resource(devices.spec_overrides(device_spec))
-        tax = Taxonomy.from_file(taxonomy) if taxonomy else None
-        from .model_config import local_model_config
-
-        model_cfg = local_model_config(model) if model else None
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
-        analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
-        total = sum(_size(p) for p in paths)
-        heap.bound_for_large_input(sum(_size(p, content=True) for p in paths))  # this process is ours
-        opts = ReadOptions(
-            rank=rank,
-            xpu_gen=int(xpu_gen) if xpu_gen else None,
-            extra={"lifetime": lifetime} if lifetime is not None else {},
-        )
-        from ..aggregate.select import Selection, parse_steps
-
-        sel = Selection(parse_steps(step_range) if step_range else None, max_events)
-        how = {
-            "taxonomy": tax,
-            "options": opts,
-            "top": max(top, 50),
-            "engine": engine,
-            "jobs": jobs,
-            "capture": captures,
-            "findings_config": fcfg,
-            "reference": ref,
-            "selection": sel or None,
-            "formats": fmts,
-            "model_config": model_cfg,
-            "python_frames": not no_python_frames,
-        }
-        if total >= PROGRESS_MIN_BYTES and can_redraw(sys.stderr):
-            from ..terminal.progress import byte_bar
-
-            with byte_bar(sys.stderr, total, "reading") as advance:
-                opts.progress = advance
-                profile, summary = analysis.analyze(paths, **how)
-        else:
-            profile, summary = analysis.analyze(paths, **how)
-        written = analysis.export(profile, summary, output, fmts, inputs)
+        out = analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
+        opts = _options(fmts, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime, findings_config)
+        opts = _more_options(opts, baseline, device_spec, step_range, max_events, model, no_python_frames)
+        done = _analyze(paths, opts)
+        summary = done.summary
+        written = analysis.export(done.profile, summary, output, fmts, inputs, ahead=done.ahead, paths=out)
     except XpuProfilerError as e:
         _fail(e)
     except OSError as e:
@@ -192,6 +147,79 @@ def analyze(
         _fail(XpuProfilerError("out of memory while reading the input"))
     except KeyboardInterrupt:
         _interrupted()
+    _report(summary, top, quiet)
+    _wrote(written)
+    sys.stdout.flush()
+
+
+def _options(fmts, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetime, findings_config):
+    """The command line's reading and analysis settings as one ``AnalyzeOptions``."""
+    from .. import analysis, findings
+    from ..knowledge.taxonomy import Taxonomy
+    from ..readers import ReadOptions
+
+    read = ReadOptions(
+        rank=rank,
+        xpu_gen=int(xpu_gen) if xpu_gen else None,
+        extra={"lifetime": lifetime} if lifetime is not None else {},
+    )
+    return analysis.AnalyzeOptions(
+        taxonomy=Taxonomy.from_file(taxonomy) if taxonomy else None,
+        read=read,
+        top=max(top, 50),
+        engine=engine,
+        jobs=jobs,
+        capture=tuple(captures),
+        findings_config=findings.load_config(findings_config) if findings_config else None,
+        formats=tuple(fmts),
+    )
+
+
+def _more_options(opts, baseline, device_spec, step_range, max_events, model, no_python_frames):
+    """The settings that read a file of their own: the baseline run, the device specs, the
+    model's config; and the part of the trace kept."""
+    import dataclasses
+
+    from ..aggregate.select import Selection, parse_steps
+    from ..diff import load_input
+    from ..knowledge import devices
+    from .model_config import local_model_config
+
+    sel = Selection(parse_steps(step_range) if step_range else None, max_events)
+    return dataclasses.replace(
+        opts,
+        reference=load_input(baseline) if baseline else None,
+        specs=devices.load_spec_overrides(device_spec) if device_spec else None,
+        selection=sel or None,
+        model_config=local_model_config(model) if model else None,
+        python_frames=not no_python_frames,
+    )
+
+
+def _analyze(paths, opts):
+    """``analysis.run``, with a progress bar on a terminal for large inputs."""
+    from .. import analysis
+    from ..core import heap
+    from ..terminal.screen import can_redraw
+
+    total = sum(_size(p) for p in paths)
+    heap.bound_for_large_input(sum(_size(p, content=True) for p in paths))  # this process is ours
+    if total >= PROGRESS_MIN_BYTES and can_redraw(sys.stderr):
+        from ..terminal.progress import byte_bar
+
+        with byte_bar(sys.stderr, total, "reading") as advance:
+            assert opts.read is not None
+            opts.read.progress = advance
+            return analysis.run(paths, opts)
+    return analysis.run(paths, opts)
+
+
+def _report(summary, top: int, quiet: bool) -> None:
+    """The terminal's summary and the warnings (quiet: only the inputs left out)."""
+    from ..core import fmt
+    from ..terminal import summary as terminal
+    from ..terminal.screen import screen_for
+
     if not quiet:
         click.echo(terminal.render(summary, top=top, screen=screen_for(sys.stdout)))
         for w in summary.warnings:
@@ -201,5 +229,3 @@ def analyze(
         for w in summary.warnings:
             if any(w.startswith(f"{d.path}: dropped") for d in summary.dropped_inputs):
                 click.echo(f"warning: {fmt.plain(w)}", err=True)
-    _wrote(written)
-    sys.stdout.flush()

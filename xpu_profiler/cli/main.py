@@ -93,13 +93,18 @@ def main(ctx: click.Context, **options) -> None:
         click.echo(ctx.get_help())
         ctx.exit(0)
     try:
+        import dataclasses
+
         from .. import findings
         from ..knowledge import devices
-        from ..live.run import run_from_cli
+        from ..live.run import RunOptions, run_from_cli
 
-        cfg = findings.load_config(options["findings_config"]) if options.get("findings_config") else findings.current()
-        with findings.using(cfg), devices.spec_overrides(options.get("device_spec")):
-            code = run_from_cli(**{k: v for k, v in options.items() if k != "findings_config"})
+        opts = dataclasses.replace(
+            RunOptions.from_cli(options),
+            findings=findings.load_config(options["findings_config"]) if options.get("findings_config") else None,
+            specs=devices.load_spec_overrides(options["device_spec"]) if options.get("device_spec") else None,
+        )
+        code = run_from_cli(opts)
     except XpuProfilerError as e:
         _fail(e)
     except OSError as e:

@@ -66,21 +66,23 @@ def record(url, steps, seconds, record_dir, output, formats, detail_level, timeo
     """Trace a window of steps of a running `vllm serve` (started with XPU_PROFILER_DIR set,
     or with vLLM's --profiler-config) with torch.profiler, without restarting it, and
     write the report."""
-    from ..live.record import record_from_cli
+    from ..live.record import RecordOptions, record_from_cli
 
     try:
         code = record_from_cli(
-            url,
-            steps=steps,
-            seconds=seconds,
-            record_dir=record_dir,
-            output=output,
-            detail_level=detail_level,
-            timeout=timeout,
-            formats=_csv(formats),
-            quiet=quiet,
-            via=via,
-            trace_dir=trace_dir,
+            RecordOptions(
+                url,
+                steps=steps,
+                seconds=seconds,
+                record_dir=record_dir,
+                output=output,
+                detail_level=detail_level,
+                timeout=timeout,
+                formats=_csv(formats),
+                quiet=quiet,
+                via=via,
+                trace_dir=trace_dir,
+            )
         )
     except XpuProfilerError as e:
         _fail(e)

@@ -1,10 +1,10 @@
 """``Profile.run``: what is known about a run, one typed key each.
 
-Readers and the live path fill it; the analysis adds what it found (``step_search``, ``graphs``,
-``structure``...); ``summary.metadata`` turns it into the Summary's typed ``Run`` (the keys that
-are not ``Run`` fields go to ``Run.extra`` unless ``summary.metadata.NOT_RUN_METADATA`` says they
-have a section of their own). A key not declared here is a type error: add it here, with a word
-on what it holds.
+Readers and the live path fill it with what the inputs said about the run; what the analysis
+derives is ``Profile.derived``, never a key here. ``summary.metadata`` turns it into the Summary's
+typed ``Run``: the keys that are ``Run`` fields are typed, the other keys declared here go to
+``Run.extra`` unless they have a section of their own. A key not declared here is a type error
+(and is not carried into the summary): add it here, with a word on what it holds.
 """
 
 from __future__ import annotations
@@ -66,18 +66,7 @@ class RunInfo(TypedDict, total=False):
     xprofiler_settings: dict[str, Any]
     xprofiler_trace_fields: dict[str, Any]
     xprofiler_processes: dict[str, Any]
-    # -- what the analysis found -----------------------------------------------------------
-    attributed: bool
-    step_source: str
-    step_search: dict[str, Any]
-    empty_steps: int
-    inexact_steps: int
-    phase_inferred: dict[str, Any]
-    engine_family: str
-    engine_evidence: str  # in a few words, what told the engine family
-    graphs: dict[str, Any]
-    structure: dict[str, Any]
-    selection: dict[str, Any]
+    step_source: str  # steps the input itself recorded: "xpu_profiler_hooks" (the live run's hooks)
 
 
 def as_dict(run: RunInfo) -> dict[str, Any]:

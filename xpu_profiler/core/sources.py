@@ -43,19 +43,7 @@ class AttributionSource(IntEnum):
     NAME = 4
     STRUCTURE = 5
 
-    @property
-    def label(self) -> str:
-        return LABELS[self]
 
-
-LABELS = {
-    AttributionSource.NONE: "none",
-    AttributionSource.OP_CHAIN: "launching op",
-    AttributionSource.MODULE: "layer module",
-    AttributionSource.CAPTURE: "capture trace",
-    AttributionSource.NAME: "kernel name",
-    AttributionSource.STRUCTURE: "kernel sequence",
-}
 #: strongest first (the codes are a saved format and only grow: they are not the order)
 PRECEDENCE = (
     AttributionSource.OP_CHAIN,

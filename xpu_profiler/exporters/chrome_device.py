@@ -18,7 +18,7 @@ import numpy as np
 from ..core.intervals import lanes
 from ..core.launches import launch_rows
 from ..core.profile import DEVICE_KINDS, Profile
-from ..summary import Summary
+from ..summary import DeviceSteps, Summary
 
 DEVICE_STEP_TID = 2  # tids 2.. (one per lane) of each rank: the steps' device spans
 MAX_STEP_LANES = 90  # below HOST_TID0
@@ -74,70 +74,60 @@ def device_step_tracks(
             if lane[k] >= MAX_STEP_LANES:
                 continue
             s0, s1 = int(start[i]), int(end[i])
-            us = lambda key: getattr(d, key)[i] / 1000.0  # noqa: E731
-            args = {
-                "step_id": d.step_id[i],
-                "phase": d.phase[i],
-                "bound": d.bound[i] or "",
-                "busy_us": us("device_busy_ns"),
-                "idle_us": us("device_idle_ns"),
-                "starved_us": us("starved_ns"),
-                "host_wait_us": us("host_wait_ns"),
-                "kernel_wait_us": us("kernel_wait_ns"),
-                "other_us": us("other_ns"),
-            }
-            name = f"{d.phase[i]} step {d.step_id[i]} on device" + (f" ({d.bound[i]}-bound)" if d.bound[i] else "")
-            texts.append(
-                encode(
-                    {
-                        "ph": "X",
-                        "name": name,
-                        "pid": pid,
-                        "tid": DEVICE_STEP_TID + int(lane[k]),
-                        "ts": s0 / 1000.0,
-                        "dur": (s1 - s0) / 1000.0,
-                        "args": args,
-                    }
-                ).decode()
-            )
+            texts.append(encode(_step_slice(d, i, pid, DEVICE_STEP_TID + int(lane[k]), s0, s1)).decode())
             ts_l.append(s0)
             dur_l.append(s1 - s0)
-            texts.append(
-                encode(
-                    {
-                        "ph": "C",
-                        "name": "step device idle (us)",
-                        "pid": pid,
-                        "tid": pid,
-                        "ts": s0 / 1000.0,
-                        "args": {
-                            "host_wait": us("host_wait_ns"),
-                            "kernel_wait": us("kernel_wait_ns"),
-                            "other": us("other_ns"),
-                        },
-                    }
-                ).decode()
-            )
+            idle = (d.host_wait_ns[i] / 1000.0, d.kernel_wait_ns[i] / 1000.0, d.other_ns[i] / 1000.0)
+            texts.append(encode(_idle_counter(pid, s0, *idle)).decode())
             ts_l.append(s0)
             dur_l.append(0)
         last = int(end[m].max())
-        texts.append(
-            encode(
-                {
-                    "ph": "C",
-                    "name": "step device idle (us)",
-                    "pid": pid,
-                    "tid": pid,
-                    "ts": last / 1000.0,
-                    "args": {"host_wait": 0, "kernel_wait": 0, "other": 0},
-                }
-            ).decode()
-        )
+        texts.append(encode(_idle_counter(pid, last, 0, 0, 0)).decode())  # back to zero after the last step
         ts_l.append(last)
         dur_l.append(0)
-        for lane_no in range(min(int(lane.max()) + 1, MAX_STEP_LANES)):
-            t = DEVICE_STEP_TID + lane_no
-            label = "engine steps on device" + (f" (lane {lane_no + 1})" if lane_no else "")
-            meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_name", "args": {"name": label}})
-            meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+        meta += _lane_meta(pid, min(int(lane.max()) + 1, MAX_STEP_LANES))
     return meta, texts, np.array(ts_l, np.int64), np.array(dur_l, np.int64)
+
+
+def _step_slice(d: DeviceSteps, i: int, pid: int, tid: int, s0: int, s1: int) -> dict[str, Any]:
+    """Step ``i``'s device span as a slice, its busy time and idle by cause (µs) in args."""
+
+    def us(key: str) -> float:
+        return getattr(d, key)[i] / 1000.0
+
+    args = {
+        "step_id": d.step_id[i],
+        "phase": d.phase[i],
+        "bound": d.bound[i] or "",
+        "busy_us": us("device_busy_ns"),
+        "idle_us": us("device_idle_ns"),
+        "starved_us": us("starved_ns"),
+        "host_wait_us": us("host_wait_ns"),
+        "kernel_wait_us": us("kernel_wait_ns"),
+        "other_us": us("other_ns"),
+    }
+    name = f"{d.phase[i]} step {d.step_id[i]} on device" + (f" ({d.bound[i]}-bound)" if d.bound[i] else "")
+    return {"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": s0 / 1000.0, "dur": (s1 - s0) / 1000.0, "args": args}
+
+
+def _idle_counter(pid: int, ts_ns: int, host_wait: float, kernel_wait: float, other: float) -> dict[str, Any]:
+    """A sample of the "step device idle (us)" counter: a step's idle by cause, from ``ts_ns`` on."""
+    return {
+        "ph": "C",
+        "name": "step device idle (us)",
+        "pid": pid,
+        "tid": pid,
+        "ts": ts_ns / 1000.0,
+        "args": {"host_wait": host_wait, "kernel_wait": kernel_wait, "other": other},
+    }
+
+
+def _lane_meta(pid: int, n_lanes: int) -> list[dict[str, Any]]:
+    """The names and sort indexes of a rank's device-step tracks, one per lane."""
+    meta: list[dict[str, Any]] = []
+    for lane_no in range(n_lanes):
+        t = DEVICE_STEP_TID + lane_no
+        label = "engine steps on device" + (f" (lane {lane_no + 1})" if lane_no else "")
+        meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_name", "args": {"name": label}})
+        meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+    return meta

@@ -1,7 +1,7 @@
 """Chrome / Perfetto trace JSON (`.json`, `.json.gz`) that imports with zero errors.
 
 Layout: one process per rank; in it one track for engine steps (slices named by
-phase, tokens in args), one for the steps' device spans, one per host thread, one
+phase, tokens in args: ``chrome_steps``), one for the steps' device spans, one per host thread, one
 per device stream (with extra "lane" tracks where kernels on a stream overlap),
 counter tracks for memory, KV-cache usage, throughput and each step's device idle
 by cause, the Python stack frames beside their thread (``chrome_frames``), and flow
@@ -13,7 +13,6 @@ partially overlapping slices on a track, no NaN.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from . import trace_stream
 from .chrome_device import device_step_tracks, flow_pairs
 from .chrome_frames import add_frames
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_FRAME, S_SLICE, S_TEXT, Rows
+from .chrome_steps import engine_steps
 from .trace_findings import markers
 from .trace_layers import layer_slices
 from .validate import JS_SAFE
@@ -40,17 +40,11 @@ from .validate import JS_SAFE
 NAME = "perfetto"
 SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
 
-STEP_TID = 1
 HOST_TID0 = 100
 DEVICE_TID0 = 10_000
 MAX_DEPTH = 500  # Perfetto drops slices deeper than 512
 
 _encoder = msgspec.json.Encoder()
-
-
-def _us(ns: int) -> float:
-    """Integer ns → µs with at most 3 decimals (exact: relative times stay small)."""
-    return ns / 1000.0
 
 
 def _changes(c: Table, ok: np.ndarray) -> np.ndarray:
@@ -85,7 +79,6 @@ class _Bulk:
     columns: tuple  # the profile's columns it was made from (``take_ahead``)
 
 
-_AHEAD = "_perfetto_ahead"
 AHEAD_BYTES_PER_EVENT = 96  # the transient peak of ``bulk`` per kept event (measured: 91, 2.97M events)
 #: the event columns ``bulk`` reads (attribution adds others and never replaces these)
 _BULK_COLUMNS = ("name", "kind", "start", "dur", "rank", "device", "track", "corr")
@@ -99,17 +92,16 @@ def _columns(profile: Profile) -> tuple:
     )
 
 
-def ahead(profile: Profile) -> None:
+def ahead(profile: Profile) -> _Bulk:
     """The attribution- and summary-free part of the export, done ahead (while the profile
-    is attributed, in another thread: it is numpy's work, mostly without the GIL) and kept
-    on the profile for the next ``prepare``, which uses it while the columns it read are
-    the same."""
-    profile.__dict__[_AHEAD] = bulk(profile)
+    is attributed, in another thread: it is numpy's work, mostly without the GIL); ``write``
+    takes it back (``ahead=``) and uses it while the columns it read are the same."""
+    return bulk(profile)
 
 
-def _take_ahead(profile: Profile) -> _Bulk | None:
-    b = profile.__dict__.pop(_AHEAD, None)
-    if b is not None and all(x is y for x, y in zip(b.columns, _columns(profile), strict=True)):
+def usable(b: Any, profile: Profile) -> _Bulk | None:
+    """The work done ahead, if it was made from the profile's columns as they are now."""
+    if isinstance(b, _Bulk) and all(x is y for x, y in zip(b.columns, _columns(profile), strict=True)):
         return b
     return None
 
@@ -118,7 +110,6 @@ def bulk(profile: Profile) -> _Bulk:
     """Tracks (with lanes where slices overlap), launch → device flows, counters: all that
     needs no attribution."""
     ev, strings = profile.events, profile.strings
-    thread_names = profile.run.get("thread_names", {})
     meta: list[dict[str, Any]] = []
     ranks = profile.ranks or [0]
     pid_of = {r: i + 1 for i, r in enumerate(ranks)}
@@ -126,8 +117,36 @@ def bulk(profile: Profile) -> _Bulk:
     host_ann = (ev["kind"] == K_ANNOTATION) & (ev["device"] < 0)
     idx = np.flatnonzero(timed & ((ev["kind"] != K_ANNOTATION) | host_ann))  # no gpu_user_annotation twins
     rank = ev["rank"][idx]
-    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
+    tid, label_of = _tracks(profile, idx, rank, pid_of, meta)
+    enc = _encoder.encode
+    rows = Rows()
+    name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
+    pid_col = (
+        np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)]
+        if len(idx)
+        else np.zeros(0, np.int32)
+    )
+    del rank
+    # per block of rows: kind, ts and dur (None: the slices' own columns; zeros)
+    blocks: tuple[list, list, list] = ([np.full(len(idx), S_SLICE, np.int8)], [None], [None])
+    _add_flows(profile, idx, tid, pid_col, rows, blocks)  # launch → device work arrows
+    _add_counters(profile, ranks, pid_of, rows, blocks)
+    add_frames(profile, pid_of, label_of, rows, MAX_DEPTH, meta, blocks)  # beside their threads
+    kinds_all, ts_all, dur_all = blocks
+    return _Bulk(
+        pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json, _columns(profile)
+    )
 
+
+def _tracks(
+    profile: Profile, idx: np.ndarray, rank: np.ndarray, pid_of: dict[int, int], meta: list[dict[str, Any]]
+) -> tuple[np.ndarray, dict[tuple[int, int], tuple[str, int]]]:
+    """Each exported event's track: one per (rank, host thread) and (rank, device stream),
+    with lanes where its slices overlap; their names added to ``meta``. (tids, host thread →
+    (its name, its last lane))."""
+    ev = profile.events
+    thread_names = profile.run.get("thread_names", {})
+    is_dev = (np.isin(ev["kind"][idx], DEVICE_KINDS) | (ev["device"][idx] >= 0)).astype(np.int8)
     # tracks: (rank, host/device, device, thread or stream) → tid, with lanes where slices overlap
     uniq, inv = distinct_rows(rank, is_dev, ev["device"][idx], ev["track"][idx])
     del is_dev
@@ -154,65 +173,69 @@ def bulk(profile: Profile) -> _Bulk:
             label = next((v for k, v in tname.items() if k.endswith(f":{tr}")), None) or f"thread {tr}"
             label_of[(r, tr)] = (label, base + n_lanes - 1)
         tid[m] = base + lane_of
-        for lane in range(n_lanes):
-            t = base + lane
-            meta.append(
-                {
-                    "ph": "M",
-                    "pid": pid_of[r],
-                    "tid": t,
-                    "name": "thread_name",
-                    "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"},
-                }
-            )
-            meta.append({"ph": "M", "pid": pid_of[r], "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+        meta += _lane_meta(pid_of[r], base, n_lanes, label)
+    return tid, label_of
 
-    del by_track
-    enc = _encoder.encode
-    rows = Rows()
-    name_json = {int(i): enc(strings[int(i)] or "[no name]") for i in np.unique(ev["name"][idx])}
-    pid_col = (
-        np.array([pid_of[r] for r in ranks], np.int32)[np.searchsorted(np.array(ranks), rank)]
-        if len(idx)
-        else np.zeros(0, np.int32)
-    )
-    del rank
-    # per block of rows: kind, ts and dur (None: the slices' own columns; zeros)
-    kinds_all = [np.full(len(idx), S_SLICE, np.int8)]
-    ts_all: list[np.ndarray | None] = [None]
-    dur_all: list[np.ndarray | None] = [None]
-    flow = flow_pairs(profile, idx, tid, pid_col)  # launch → device work arrows
+
+def _lane_meta(pid: int, base: int, n_lanes: int, label: str) -> list[dict[str, Any]]:
+    """The names and sort indexes of a track's lanes (tids ``base``, ``base`` + 1, ...)."""
+    meta: list[dict[str, Any]] = []
+    for lane in range(n_lanes):
+        t = base + lane
+        meta.append(
+            {
+                "ph": "M",
+                "pid": pid,
+                "tid": t,
+                "name": "thread_name",
+                "args": {"name": label if lane == 0 else f"{label} (lane {lane + 1})"},
+            }
+        )
+        meta.append({"ph": "M", "pid": pid, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+    return meta
+
+
+def _add_flows(
+    profile: Profile,
+    idx: np.ndarray,
+    tid: np.ndarray,
+    pid_col: np.ndarray,
+    rows: Rows,
+    blocks: tuple[list, list, list],
+) -> None:
+    """The launch → device work flows set on ``rows``, their block of rows (kinds, ts, dur)
+    added to ``blocks``: an ``s`` and an ``f`` row per pair."""
+    flow = flow_pairs(profile, idx, tid, pid_col)
     rows.set_flows(*flow)
     flow_ts = np.empty(2 * len(flow[0]), np.int64)
     flow_ts[0::2], flow_ts[1::2] = flow[0], flow[3]
-    kinds_all.append(np.full(len(flow_ts), S_FLOW, np.int8))
-    ts_all.append(flow_ts)
-    dur_all.append(None)
+    for block, part in zip(blocks, (np.full(len(flow_ts), S_FLOW, np.int8), flow_ts, None)):
+        block.append(part)
 
-    # counters (one series per event: the set of keys is fixed by the first event), each
-    # sample where its series changes
+
+def _add_counters(
+    profile: Profile, ranks: list[int], pid_of: dict[int, int], rows: Rows, blocks: tuple[list, list, list]
+) -> None:
+    """The counters set on ``rows`` (one series per event: the set of keys is fixed by the
+    first event), each sample where its series changes; their block of rows added to
+    ``blocks``. Nothing when there are none."""
     c = profile.counters
-    if len(c):
-        ok = _changes(c, np.isin(c["rank"], ranks) & (c["t"] >= 0) & np.isfinite(c["value"]))
-        cname = {int(i): enc(strings[int(i)]) for i in np.unique(c["name"][ok])}
-        c_pid = np.array([pid_of.get(int(r_), 0) for r_ in range(int(c["rank"].max()) + 1)] if len(c) else [], np.int64)
-        c_rank = c["rank"][ok].astype(np.int64)
-        rows.set_counters(
-            cname,
-            c["name"][ok],
-            c_pid[c_rank] if len(c_rank) else c_rank,
-            c["t"][ok].astype(np.int64),
-            c["value"][ok].astype(np.float64),
-        )
-        kinds_all.append(np.full(int(ok.sum()), S_COUNTER, np.int8))
-        ts_all.append(c["t"][ok])
-        dur_all.append(None)
-
-    add_frames(profile, pid_of, label_of, rows, MAX_DEPTH, meta, (kinds_all, ts_all, dur_all))  # beside their threads
-
-    return _Bulk(
-        pid_of, meta, rows, kinds_all, ts_all, dur_all, idx.astype(np.int32), tid, pid_col, name_json, _columns(profile)
+    if not len(c):
+        return
+    enc, strings = _encoder.encode, profile.strings
+    ok = _changes(c, np.isin(c["rank"], ranks) & (c["t"] >= 0) & np.isfinite(c["value"]))
+    cname = {int(i): enc(strings[int(i)]) for i in np.unique(c["name"][ok])}
+    c_pid = np.array([pid_of.get(int(r_), 0) for r_ in range(int(c["rank"].max()) + 1)] if len(c) else [], np.int64)
+    c_rank = c["rank"][ok].astype(np.int64)
+    rows.set_counters(
+        cname,
+        c["name"][ok],
+        c_pid[c_rank] if len(c_rank) else c_rank,
+        c["t"][ok].astype(np.int64),
+        c["value"][ok].astype(np.float64),
     )
+    for block, part in zip(blocks, (np.full(int(ok.sum()), S_COUNTER, np.int8), c["t"][ok], None)):
+        block.append(part)
 
 
 def _set_slices(profile: Profile, b: _Bulk) -> None:
@@ -220,70 +243,6 @@ def _set_slices(profile: Profile, b: _Bulk) -> None:
     b.rows.set_slices(
         profile.events, b.idx, b.tid, b.pid, b.name_json, list(KINDS), list(FUSED_OPS), list(PHASES), JS_SAFE
     )
-
-
-def _engine_steps(profile: Profile, pid_of: dict[int, int]) -> tuple[list[dict], list[str], np.ndarray, np.ndarray]:
-    """The engine steps' track: (metadata, texts, ts, dur)."""
-    steps, enc = profile.steps, _encoder.encode
-    meta: list[dict[str, Any]] = []
-    texts: list[str] = []
-    append = texts.append
-    s_ts, s_dur = [], []
-    engine_of = profile.step_engine if len(profile.step_engine) == len(steps) else None
-    if len(steps):
-        for i in range(len(steps)):
-            r = int(steps["rank"][i])
-            if r not in pid_of:
-                continue
-            ph = PHASES[int(steps["phase"][i])]
-            pt, dt = int(steps["prefill_tokens"][i]), int(steps["decode_tokens"][i])
-            args = {
-                "step_id": int(steps["step_id"][i]),
-                "phase": ph,
-                "prefill_tokens": pt,
-                "decode_tokens": dt,
-                "prefill_reqs": int(steps["prefill_reqs"][i]),
-                "decode_reqs": int(steps["decode_reqs"][i]),
-                "busy_us": _us(int(steps["busy"][i])),
-            }
-            if engine_of is not None and engine_of[i] >= 0:
-                args["engine_step"] = int(engine_of[i])
-            for c in ("running", "waiting"):
-                if steps[c][i] >= 0:
-                    args[c] = int(steps[c][i])
-            kv = float(steps["kv_usage"][i])
-            if math.isfinite(kv):
-                args["kv_usage"] = kv
-            s, d = int(steps["start"][i]), int(steps["dur"][i])
-            append(
-                enc(
-                    {
-                        "ph": "X",
-                        "name": f"{ph} step {int(steps['step_id'][i])} ({pt + dt} tok)",
-                        "pid": pid_of[r],
-                        "tid": STEP_TID,
-                        "ts": _us(s),
-                        "dur": _us(d),
-                        "args": args,
-                    }
-                ).decode()
-            )
-            s_ts.append(s)
-            s_dur.append(d)
-        for r in pid_of:
-            meta.append(
-                {"ph": "M", "pid": pid_of[r], "tid": STEP_TID, "name": "thread_name", "args": {"name": "engine steps"}}
-            )
-            meta.append(
-                {
-                    "ph": "M",
-                    "pid": pid_of[r],
-                    "tid": STEP_TID,
-                    "name": "thread_sort_index",
-                    "args": {"sort_index": STEP_TID},
-                }
-            )
-    return meta, texts, np.array(s_ts, np.int64), np.array(s_dur, np.int64)
 
 
 def _text_block(ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -309,14 +268,14 @@ def _times(profile: Profile, rows: Rows, kinds: list, ts: list, dur: list) -> tu
     return ts_cat, neg_dur
 
 
-def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict[str, Any]], Rows]:
+def prepare(profile: Profile, summary: Summary | None = None, ahead: Any = None) -> tuple[list[dict[str, Any]], Rows]:
     """Metadata events (dicts) and every other event as ``Rows`` in the order written.
     With the summary, each rank's process says its place in the parallel layout.
 
     Slices, flows and counters stay columns (``chrome_rows``): formatted a chunk at a
     time when written, so million-event profiles export in about a second.
     """
-    b = _take_ahead(profile) or bulk(profile)
+    b = usable(ahead, profile) or bulk(profile)
     _set_slices(profile, b)
     pid_of, rows = b.pid_of, b.rows
     meta: list[dict[str, Any]] = []
@@ -329,7 +288,7 @@ def prepare(profile: Profile, summary: Summary | None = None) -> tuple[list[dict
         meta.append({"ph": "M", "pid": pid, "tid": pid, "name": "process_sort_index", "args": {"sort_index": r}})
     meta += b.meta
     d_meta, d_texts, d_ts, d_dur = device_step_tracks(summary, pid_of, _encoder.encode)  # on the device's clock
-    s_meta, s_texts, s_ts, s_dur = _engine_steps(profile, pid_of)
+    s_meta, s_texts, s_ts, s_dur = engine_steps(profile, pid_of, _encoder.encode)
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
     l_meta, l_texts, l_ts, l_dur = layer_slices(summary, pid_of)  # each step's decoder layers
     meta += d_meta + s_meta + f_meta + l_meta
@@ -387,10 +346,10 @@ def _head_tail(profile: Profile, meta: list[dict[str, Any]], has_rows: bool) -> 
     return first, b"\n]," + _encoder.encode(head)[1:]  # drop the "{"
 
 
-def encode_parts(profile: Profile, summary: Summary | None, gzip: bool) -> Iterator[bytes]:
+def encode_parts(profile: Profile, summary: Summary | None, gzip: bool, ahead: Any = None) -> Iterator[bytes]:
     """The trace file's bytes, in parts (gzip-compressed when ``gzip``): rows are
     formatted and compressed a piece at a time, by worker processes for large traces."""
-    meta, rows = prepare(profile, summary)
+    meta, rows = prepare(profile, summary, ahead)
     head, tail = _head_tail(profile, meta, len(rows) > 0)
 
     def fmt(lo: int, hi: int) -> bytes:
@@ -411,7 +370,8 @@ def _write_parts(path: Path, parts: Iterable[bytes]) -> None:
             f.write(part)
 
 
-def write(profile: Profile, summary: Summary | None, path: str | Path) -> Path:
+def write(profile: Profile, summary: Summary | None, path: str | Path, ahead: Any = None) -> Path:
+    """The trace; ``ahead``: what ``ahead(profile)`` made beforehand (used while still valid)."""
     path = Path(path)
-    _write_parts(path, encode_parts(profile, summary, gzip=path.name.endswith(".gz")))
+    _write_parts(path, encode_parts(profile, summary, gzip=path.name.endswith(".gz"), ahead=ahead))
     return path

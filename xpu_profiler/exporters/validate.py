@@ -14,6 +14,8 @@ import math
 import re
 import zlib
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,27 @@ def _reject_constant(name: str) -> Any:
 
 
 def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
+    """The problems of a trace file's bytes (gzip-compressed or not); empty means clean."""
     problems: list[str] = []
+    data = _check_bytes(data, problems)
+    try:
+        doc = json.loads(data, parse_constant=_reject_constant)
+    except ValueError as err:
+        return problems + [f"not valid JSON: {err}"]
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return problems + ["traceEvents is not an array"]
+    _check_document(doc, problems)
+    seen = _Seen()
+    for i, e in enumerate(doc["traceEvents"]):
+        _check_event(i, e, seen, problems)
+    _check_names(seen, problems)
+    problems += _check_flows(seen.flows, seen.slices)
+    _check_nesting(seen.slices, problems)
+    return problems
+
+
+def _check_bytes(data: bytes, problems: list[str]) -> bytes:
+    """What the raw bytes show (BOM, first key, decimals, surrogates); the bytes to parse."""
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     if data.startswith(b"\xef\xbb\xbf"):
@@ -69,12 +91,11 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
     if _SURROGATE.search(data):
         problems.append("a surrogate escape (\\uD800-\\uDFFF): Perfetto rejects them; write UTF-8")
-    try:
-        doc = json.loads(data, parse_constant=_reject_constant)
-    except ValueError as err:
-        return problems + [f"not valid JSON: {err}"]
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        return problems + ["traceEvents is not an array"]
+    return data
+
+
+def _check_document(doc: dict[str, Any], problems: list[str]) -> None:
+    """The document's top-level keys, time unit, integers and events array."""
     for key in ("meta", "libs"):
         if key in doc:
             problems.append(f"top-level key {key!r} makes another importer claim the file")
@@ -83,140 +104,193 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     big = _first_big_int(doc)
     if big is not None:
         problems.append(f"integer {big} is beyond 2^53: JavaScript viewers lose its precision")
-    events = doc["traceEvents"]
-    if not events:
+    if not doc["traceEvents"]:
         problems.append("traceEvents is empty")
-    named_pids: set = set()
-    named_threads: set = set()
-    used_pids: set = set()
-    used_threads: set = set()
 
-    names: dict[tuple, list[object]] = defaultdict(list)  # the names given (one allowed)
-    slices: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
-    counter_keys: dict[tuple, set] = {}
-    flows: dict[tuple, list[tuple]] = defaultdict(list)
+
+@dataclass
+class _Seen:
+    """What the events seen so far named and used, for the checks across events."""
+
+    named_pids: set = field(default_factory=set)
+    named_threads: set = field(default_factory=set)
+    used_pids: set = field(default_factory=set)
+    used_threads: set = field(default_factory=set)
+    names: dict[tuple, list[object]] = field(default_factory=lambda: defaultdict(list))  # the names given (one allowed)
+    slices: dict[tuple, list[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(list))
+    counter_keys: dict[tuple, set] = field(default_factory=dict)
+    flows: dict[tuple, list[tuple]] = field(default_factory=lambda: defaultdict(list))
     last_x: tuple[float, float] | None = None
-    for i, e in enumerate(events):
-        if not isinstance(e, dict) or not e:
-            problems.append(f"event #{i}: empty or not an object")
-            continue
-        ph = e.get("ph")
-        if not isinstance(ph, str) or not ph:
-            problems.append(f"event #{i}: missing ph")
-            continue
-        if ph not in _PHASES:
-            problems.append(f"event #{i}: phase {ph!r} is not one Perfetto and Catapult both read")
-            continue
-        if ph != "M":
-            used_pids.add(e.get("pid"))
-        for key in ("pid", "tid"):
-            v = e.get(key)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > UINT32_MAX):
-                problems.append(f"event #{i}: {key} {v!r} is not an integer in 0..2^32-1")
-        if ph != "M":
-            ts = e.get("ts")
-            if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
-                problems.append(f"event #{i} ({e.get('name')!r}): ts missing or not a number")
-                continue
-            if ts < 0:
-                problems.append(f"event #{i} ({e.get('name')!r}): negative ts is dropped")
-            elif ts >= MAX_TS_US:
-                problems.append(
-                    f"event #{i} ({e.get('name')!r}): ts {ts} is not relative to a base "
-                    "(3 decimals would not stay exact)"
-                )
-        if ph == "X":
-            dur = e.get("dur")
-            if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
-                problems.append(f"event #{i} ({e.get('name')!r}): X event without a numeric dur")
-                continue
-            if dur < 0:
-                problems.append(f"event #{i} ({e.get('name')!r}): negative dur")
-            if not isinstance(e.get("name"), str) or not e.get("name"):
-                problems.append(f"event #{i}: X event without a name")
-            if "pid" not in e or "tid" not in e:
-                problems.append(f"event #{i}: X event without pid/tid")
-                continue
-            order = (e["ts"], -dur)
-            if last_x is not None and order < last_x:
-                problems.append(f"event #{i} ({e.get('name')!r}): X events not sorted by (ts, -dur)")
-            last_x = order
-            tid = e["tid"] or e["pid"]
-            used_threads.add((e["pid"], tid))
-            ts_ns = round(e["ts"] * 1000)  # Perfetto converts ts and dur to ns separately
-            slices[(e["pid"], tid)].append((ts_ns, ts_ns + round(dur * 1000), i))
-        elif ph == "M":
-            n = e.get("name")
-            if n not in KNOWN_METADATA:
-                problems.append(f"event #{i}: metadata {n!r} is ignored by Perfetto")
-                continue
-            args = e.get("args")
-            if not isinstance(args, dict):
-                problems.append(f"event #{i}: metadata without args")
-                continue
-            if n in ("process_name", "thread_name"):
-                if not isinstance(args.get("name"), str) or not args["name"]:
-                    problems.append(f"event #{i}: {n} needs a non-empty string args.name")
-                scope = (n, e.get("pid")) if n == "process_name" else (n, e.get("pid"), e.get("tid"))
-                names[scope].append(args.get("name"))
-                if n == "process_name":
-                    named_pids.add(e.get("pid"))
-                else:
-                    named_threads.add((e.get("pid"), e.get("tid") or e.get("pid")))
-            elif not isinstance(args.get("sort_index"), int) or isinstance(args.get("sort_index"), bool):
-                problems.append(f"event #{i}: {n} needs an integer args.sort_index")
-            if e.get("ts", 0) != 0:
-                problems.append(f"event #{i}: metadata with a ts: a later one would win, not this one")
-        elif ph == "C":
-            args = e.get("args")
-            if not isinstance(args, dict) or not args:
-                problems.append(f"event #{i} ({e.get('name')!r}): counter without args")
-                continue
-            for k, v in args.items():
-                if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                    problems.append(f"event #{i} ({e.get('name')!r}): counter value {k}={v!r} is not a number")
-            ck = (e.get("pid"), e.get("name"), e.get("id"))
-            keys = set(args)
-            if ck in counter_keys and counter_keys[ck] != keys:
-                problems.append(f"event #{i} ({e.get('name')!r}): counter series set differs from the first event's")
-            counter_keys.setdefault(ck, keys)
-        elif ph in ("i", "I"):
-            s = e.get("s", "t")
-            if s == "t" and "tid" not in e:
-                problems.append(f"event #{i}: thread-scoped instant without tid")
-        elif ph in ("b", "e", "n"):
-            if "id" not in e and "id2" not in e:
-                problems.append(f"event #{i}: async event without id/id2")
-            if not e.get("cat"):
-                problems.append(f"event #{i}: async event without cat")
-        elif ph in ("s", "t", "f"):
-            if "id" not in e or not e.get("cat") or not e.get("name"):
-                problems.append(f"event #{i}: flow event needs id, cat and name")
-                continue
-            fid = e["id"]
-            if not isinstance(fid, int) or isinstance(fid, bool) or not 0 <= fid < JS_SAFE:
-                problems.append(f"event #{i}: flow id {fid!r} is not an integer in 0..2^53 (a string is read as hex)")
-                continue
-            if ph == "f" and e.get("bp") != "e":
-                problems.append(f'event #{i}: flow end without "bp": "e" binds to the next slice, not its own')
-            if "tid" not in e or "pid" not in e:
-                problems.append(f"event #{i}: flow event without pid/tid")
-                continue
-            flows[(e["cat"], e["name"], fid)].append((ph, round(e["ts"] * 1000), e["pid"], e["tid"] or e["pid"], i))
-        elif ph in ("B", "E"):
-            problems.append(f"event #{i}: B/E pairs are fragile; emit X events")
-        elif ph == "T":
-            problems.append(f"event #{i}: 'T' means different things to Perfetto and Catapult")
 
-    for pid in sorted(used_pids - named_pids, key=str):
+
+def _check_event(i: int, e: Any, seen: _Seen, problems: list[str]) -> None:
+    """One event: what every event needs (a known phase, pid/tid, ts), then its phase's rules."""
+    if not isinstance(e, dict) or not e:
+        problems.append(f"event #{i}: empty or not an object")
+        return
+    ph = e.get("ph")
+    if not isinstance(ph, str) or not ph:
+        problems.append(f"event #{i}: missing ph")
+        return
+    if ph not in _PHASES:
+        problems.append(f"event #{i}: phase {ph!r} is not one Perfetto and Catapult both read")
+        return
+    if ph != "M":
+        seen.used_pids.add(e.get("pid"))
+    for key in ("pid", "tid"):
+        v = e.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > UINT32_MAX):
+            problems.append(f"event #{i}: {key} {v!r} is not an integer in 0..2^32-1")
+    if ph != "M" and not _check_ts(i, e, problems):
+        return
+    check = _BY_PHASE.get(ph)
+    if check is not None:
+        check(i, e, seen, problems)
+
+
+def _check_ts(i: int, e: dict[str, Any], problems: list[str]) -> bool:
+    """A timed event's ts: False when it has none to check the event further with."""
+    ts = e.get("ts")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
+        problems.append(f"event #{i} ({e.get('name')!r}): ts missing or not a number")
+        return False
+    if ts < 0:
+        problems.append(f"event #{i} ({e.get('name')!r}): negative ts is dropped")
+    elif ts >= MAX_TS_US:
+        problems.append(
+            f"event #{i} ({e.get('name')!r}): ts {ts} is not relative to a base (3 decimals would not stay exact)"
+        )
+    return True
+
+
+def _check_slice(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """A complete (X) event: its dur, name and track, its place in the (ts, -dur) order."""
+    dur = e.get("dur")
+    if not isinstance(dur, (int, float)) or isinstance(dur, bool) or not math.isfinite(dur):
+        problems.append(f"event #{i} ({e.get('name')!r}): X event without a numeric dur")
+        return
+    if dur < 0:
+        problems.append(f"event #{i} ({e.get('name')!r}): negative dur")
+    if not isinstance(e.get("name"), str) or not e.get("name"):
+        problems.append(f"event #{i}: X event without a name")
+    if "pid" not in e or "tid" not in e:
+        problems.append(f"event #{i}: X event without pid/tid")
+        return
+    order = (e["ts"], -dur)
+    if seen.last_x is not None and order < seen.last_x:
+        problems.append(f"event #{i} ({e.get('name')!r}): X events not sorted by (ts, -dur)")
+    seen.last_x = order
+    tid = e["tid"] or e["pid"]
+    seen.used_threads.add((e["pid"], tid))
+    ts_ns = round(e["ts"] * 1000)  # Perfetto converts ts and dur to ns separately
+    seen.slices[(e["pid"], tid)].append((ts_ns, ts_ns + round(dur * 1000), i))
+
+
+def _check_metadata(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """A metadata (M) event: one Perfetto reads, with the args it needs and no ts."""
+    n = e.get("name")
+    if n not in KNOWN_METADATA:
+        problems.append(f"event #{i}: metadata {n!r} is ignored by Perfetto")
+        return
+    args = e.get("args")
+    if not isinstance(args, dict):
+        problems.append(f"event #{i}: metadata without args")
+        return
+    if n in ("process_name", "thread_name"):
+        if not isinstance(args.get("name"), str) or not args["name"]:
+            problems.append(f"event #{i}: {n} needs a non-empty string args.name")
+        scope = (n, e.get("pid")) if n == "process_name" else (n, e.get("pid"), e.get("tid"))
+        seen.names[scope].append(args.get("name"))
+        if n == "process_name":
+            seen.named_pids.add(e.get("pid"))
+        else:
+            seen.named_threads.add((e.get("pid"), e.get("tid") or e.get("pid")))
+    elif not isinstance(args.get("sort_index"), int) or isinstance(args.get("sort_index"), bool):
+        problems.append(f"event #{i}: {n} needs an integer args.sort_index")
+    if e.get("ts", 0) != 0:
+        problems.append(f"event #{i}: metadata with a ts: a later one would win, not this one")
+
+
+def _check_counter(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """A counter (C) event: numeric values, the same series as its first event's."""
+    args = e.get("args")
+    if not isinstance(args, dict) or not args:
+        problems.append(f"event #{i} ({e.get('name')!r}): counter without args")
+        return
+    for k, v in args.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            problems.append(f"event #{i} ({e.get('name')!r}): counter value {k}={v!r} is not a number")
+    ck = (e.get("pid"), e.get("name"), e.get("id"))
+    keys = set(args)
+    if ck in seen.counter_keys and seen.counter_keys[ck] != keys:
+        problems.append(f"event #{i} ({e.get('name')!r}): counter series set differs from the first event's")
+    seen.counter_keys.setdefault(ck, keys)
+
+
+def _check_instant(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """An instant (i, I) event: a thread-scoped one needs its thread."""
+    if e.get("s", "t") == "t" and "tid" not in e:
+        problems.append(f"event #{i}: thread-scoped instant without tid")
+
+
+def _check_async(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """An async (b, e, n) event: an id and a category."""
+    if "id" not in e and "id2" not in e:
+        problems.append(f"event #{i}: async event without id/id2")
+    if not e.get("cat"):
+        problems.append(f"event #{i}: async event without cat")
+
+
+def _check_flow(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """A v1 flow (s, t, f) event: an integer id, cat, name and track; an end bound to its own slice."""
+    if "id" not in e or not e.get("cat") or not e.get("name"):
+        problems.append(f"event #{i}: flow event needs id, cat and name")
+        return
+    fid = e["id"]
+    if not isinstance(fid, int) or isinstance(fid, bool) or not 0 <= fid < JS_SAFE:
+        problems.append(f"event #{i}: flow id {fid!r} is not an integer in 0..2^53 (a string is read as hex)")
+        return
+    if e["ph"] == "f" and e.get("bp") != "e":
+        problems.append(f'event #{i}: flow end without "bp": "e" binds to the next slice, not its own')
+    if "tid" not in e or "pid" not in e:
+        problems.append(f"event #{i}: flow event without pid/tid")
+        return
+    seen.flows[(e["cat"], e["name"], fid)].append((e["ph"], round(e["ts"] * 1000), e["pid"], e["tid"] or e["pid"], i))
+
+
+def _check_fragile(i: int, e: dict[str, Any], seen: _Seen, problems: list[str]) -> None:
+    """Phases read, but better not written: B/E pairs and T."""
+    if e["ph"] in ("B", "E"):
+        problems.append(f"event #{i}: B/E pairs are fragile; emit X events")
+    else:
+        problems.append(f"event #{i}: 'T' means different things to Perfetto and Catapult")
+
+
+#: the checks of each phase beyond what every event needs
+_BY_PHASE: dict[str, Callable[[int, dict[str, Any], _Seen, list[str]], None]] = {
+    "X": _check_slice,
+    "M": _check_metadata,
+    "C": _check_counter,
+    **dict.fromkeys("iI", _check_instant),
+    **dict.fromkeys("ben", _check_async),
+    **dict.fromkeys("stf", _check_flow),
+    **dict.fromkeys("BET", _check_fragile),
+}
+
+
+def _check_names(seen: _Seen, problems: list[str]) -> None:
+    """Every process and every thread with slices named, and each exactly once."""
+    for pid in sorted(seen.used_pids - seen.named_pids, key=str):
         problems.append(f"pid {pid} has no process_name")
-    for pid, tid in sorted(used_threads - named_threads, key=str):
+    for pid, tid in sorted(seen.used_threads - seen.named_threads, key=str):
         problems.append(f"pid {pid} tid {tid} carries slices but has no thread_name")
-    for scope, vals in names.items():
+    for scope, vals in seen.names.items():
         if len(vals) > 1:
             problems.append(f"{scope[0]} given {len(vals)} times for {scope[1:]}: exactly one allowed")
 
-    problems += _check_flows(flows, slices)
+
+def _check_nesting(slices: dict[tuple, list[tuple[int, int, int]]], problems: list[str]) -> None:
+    """On each track: no slice partially overlapping its parent, nesting no deeper than Perfetto keeps."""
     for (pid, tid), sl in slices.items():
         sl.sort(key=lambda x: (x[0], -x[1]))
         stack: list[int] = []
@@ -232,7 +306,6 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
             stack.append(e_)
             if len(stack) > MAX_DEPTH:
                 problems.append(f"event #{i}: nesting deeper than {MAX_DEPTH} on pid {pid} tid {tid}")
-    return problems
 
 
 def _check_flows(flows: dict[tuple, list[tuple]], slices: dict[tuple, list[tuple[int, int, int]]]) -> list[str]:

@@ -5,8 +5,8 @@ runs it on a Summary (stateless) and returns ``summary.Finding`` rows; ``config`
 reads threshold overrides from a TOML file. Every output shows the findings first.
 """
 
-from .config import DEFAULT, FindingsConfig, current, load_config, using
-from .engine import attach, evaluate
+from .config import DEFAULT, FindingsConfig, load_config
+from .evaluation import attach, evaluate
 from .rules import RULE_IDS, RULES, Rule
 
 __all__ = [
@@ -16,8 +16,6 @@ __all__ = [
     "RULE_IDS",
     "Rule",
     "attach",
-    "current",
     "evaluate",
     "load_config",
-    "using",
 ]

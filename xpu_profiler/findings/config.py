@@ -14,9 +14,7 @@ Unknown rule ids, threshold names or non-numeric values end with one line (exit 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +38,6 @@ class FindingsConfig:
 
 
 DEFAULT = FindingsConfig()
-#: the configuration in force in this context (a thread or task of its own sees its own)
-_CURRENT: contextvars.ContextVar[FindingsConfig] = contextvars.ContextVar("findings_config", default=DEFAULT)
 
 
 def load_config(path: str | Path) -> FindingsConfig:
@@ -85,20 +81,3 @@ def _number(p: Path, key: str, v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise XpuProfilerError(f"{p}: {key} must be a number, not {v!r}")
     return float(v)
-
-
-def current() -> FindingsConfig:
-    """The configuration in force (the default unless ``using`` set another)."""
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def using(config: FindingsConfig) -> Iterator[FindingsConfig]:
-    """Evaluate findings with ``config`` inside the block (the live command sets its
-    ``--findings-config`` this way around the run). It holds in this context only: another
-    thread's or API caller's findings keep their own."""
-    token = _CURRENT.set(config)
-    try:
-        yield config
-    finally:
-        _CURRENT.reset(token)

@@ -194,7 +194,7 @@ class Taxonomy:
         if k != OTHER_KIND:
             return k
         row = self.explain(name)
-        return KIND_NAMES.index(row.kind) if isinstance(row, Family) and row.kind else OTHER_KIND
+        return KIND_NAMES.index(row.collective) if isinstance(row, Family) and row.collective else OTHER_KIND
 
     def explain(self, name: str) -> Family | TokenRule | None:
         """The row that decides a name (a ``Family``, or Inductor's ``TokenRule``), or None."""

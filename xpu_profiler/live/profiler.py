@@ -19,7 +19,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +33,8 @@ from .memory import HostSampler
 from .vllm import compat, compat_llm
 
 if TYPE_CHECKING:
+    from ..findings import FindingsConfig
+    from ..knowledge.devices import DeviceSpec
     from ..summary import Summary
 
 
@@ -47,6 +49,8 @@ class Profiler:
         trace_dir: str | Path | None = None,
         keep_traces: bool = False,
         run_info: RunInfo | None = None,
+        findings_config: FindingsConfig | None = None,
+        specs: Mapping[str, DeviceSpec] | None = None,
     ):
         self.llm = llm
         self.metrics = options.parse_metrics(metrics)
@@ -57,6 +61,7 @@ class Profiler:
         self.trace_dir = Path(trace_dir) if trace_dir else Path(tempfile.mkdtemp(prefix="xpu_profiler."))
         self.keep_traces = keep_traces
         self.run_info: RunInfo = RunInfo(**run_info) if run_info else {}  # a copy
+        self.findings_config, self.specs = findings_config, specs  # what the summary judges with
         self.profile: Profile | None = None
         self._summary: Summary | None = None
         self.incomplete: str | None = None
@@ -208,7 +213,7 @@ class Profiler:
         if self._summary is None:
             from .. import analysis
 
-            self._summary = analysis.summarize(self.profile)
+            self._summary = analysis.summarize(self.profile, findings_config=self.findings_config, specs=self.specs)
         return self._summary
 
     def export(self, path: str | Path, formats: Sequence[str] | None = None) -> dict[str, Path]:

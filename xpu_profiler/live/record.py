@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,69 +138,115 @@ class Window:
 VIAS = ("auto", "plugin", "vllm")
 
 
-def record_from_cli(
-    url: str,
-    steps: int | None = None,
-    seconds: float | None = None,
-    record_dir: str | None = None,
-    output: str | Path = "xpu_profiler_out",
-    detail_level: str = "standard",
-    timeout: float = 300.0,
-    formats: Sequence[str] | None = None,
-    quiet: bool = False,
-    via: str = "auto",
-    trace_dir: str | None = None,
-) -> int:
-    """The record command; returns the exit code (0: the report is written).
+@dataclass(frozen=True)
+class RecordOptions:
+    """The record command's options, as the command line gives them (see ``cli/record_cmd.py``).
 
     ``via``: "plugin" (the plugin's control files in the server's XPU_PROFILER_DIR),
     "vllm" (the server's own /start_profile, see ``record_vllm``), "auto": the plugin
     when the server records with it, else vLLM's profiler when the server has one."""
+
+    url: str
+    steps: int | None = None
+    seconds: float | None = None
+    record_dir: str | None = None
+    output: str | Path = "xpu_profiler_out"
+    detail_level: str = "standard"
+    timeout: float = 300.0
+    formats: Sequence[str] | None = None
+    quiet: bool = False
+    via: str = "auto"
+    trace_dir: str | None = None
+
+
+def record_from_cli(opts: RecordOptions) -> int:
+    """The record command; returns the exit code (0: the report is written). Through the
+    plugin or vLLM's own profiler, as ``opts.via`` says (``RecordOptions``)."""
     from .. import analysis
 
+    _check_options(opts)
+    fmts = list(opts.formats or analysis.DEFAULT_FORMATS)
+    # bad formats or outputs before any waiting
+    analysis.check_outputs(opts.output, fmts, [opts.record_dir, opts.trace_dir])
+    srv = locate.find_server(opts.url, opts.record_dir)
+    model = check_server(srv.url)
+    con = Console(quiet=opts.quiet)
+    profiler_dir = Path(opts.trace_dir) if opts.trace_dir else srv.profiler_dir
+    if opts.via == "vllm" or (opts.via == "auto" and srv.record_dir is None and profiler_dir is not None):
+        return _record_via_vllm(opts, srv, model, profiler_dir, fmts, con)
+    if srv.record_dir is None:
+        raise locate.no_way_to_record(srv)
+    return _record_via_plugin(opts, srv, model, fmts, con)
+
+
+def _check_options(opts: RecordOptions) -> None:
+    steps, seconds = opts.steps, opts.seconds
     if (steps is None) == (seconds is None):
         raise XpuProfilerError("give the window as --steps N or --seconds S (one of them)")
     if steps is not None and steps < 1:
         raise XpuProfilerError("--steps must be at least 1")
     if seconds is not None and not seconds > 0:
         raise XpuProfilerError("--seconds must be more than 0")
-    if via not in VIAS:
-        raise XpuProfilerError(f"--via {via!r}: choose from {', '.join(VIAS)}")
-    fmts = list(formats or analysis.DEFAULT_FORMATS)
-    analysis.check_outputs(output, fmts, [record_dir, trace_dir])  # bad formats or outputs before any waiting
-    srv = locate.find_server(url, record_dir)
-    model = check_server(srv.url)
-    con = Console(quiet=quiet)
-    profiler_dir = Path(trace_dir) if trace_dir else srv.profiler_dir
-    if via == "vllm" or (via == "auto" and srv.record_dir is None and profiler_dir is not None):
-        if profiler_dir is None:
-            raise XpuProfilerError(
-                f"cannot tell where the server at {srv.url} writes its profiler's traces: "
-                f"pass --trace-dir (its --profiler-config torch_profiler_dir)"
-            )
-        from .record_vllm import server_profiler_window
+    if opts.via not in VIAS:
+        raise XpuProfilerError(f"--via {opts.via!r}: choose from {', '.join(VIAS)}")
 
-        con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {profiler_dir}")
-        files = server_profiler_window(srv, profiler_dir, steps, seconds, timeout, con)
-        with con.stage("export"):
-            prof, summary = analysis.analyze(files)
-            prof.run["server"] = srv.url
-            if model is not None:  # the server named it
-                prof.run["model"] = model
-            if steps and summary.totals.steps != steps:
-                summary.warnings.append(
-                    f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
-                    f"of the {steps} iterations asked for (it counts empty ones too)"
-                )
-            written = analysis.export(prof, summary, output, fmts, [profiler_dir, *files])
-        con.results(summary, written)
-        return 0
-    if srv.record_dir is None:
-        raise locate.no_way_to_record(srv)
-    win = Window(srv, steps, seconds, detail_level, timeout)
-    what = f"the next {steps} steps" if steps else f"{seconds:g} s of steps"
+
+def _record_via_vllm(
+    opts: RecordOptions, srv: locate.Server, model: str | None, profiler_dir: Path | None, fmts: list[str], con: Console
+) -> int:
+    """A window of vLLM's own profiler (``record_vllm``), analysed as the traces it wrote."""
+    from .. import analysis
+
+    steps = opts.steps
+    if profiler_dir is None:
+        raise XpuProfilerError(
+            f"cannot tell where the server at {srv.url} writes its profiler's traces: "
+            f"pass --trace-dir (its --profiler-config torch_profiler_dir)"
+        )
+    from .record_vllm import server_profiler_window
+
+    con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", vLLM's traces in {profiler_dir}")
+    files = server_profiler_window(srv, profiler_dir, steps, opts.seconds, opts.timeout, con)
+    with con.stage("export"):
+        prof, summary = analysis.analyze(files)
+        prof.run["server"] = srv.url
+        if model is not None:  # the server named it
+            prof.run["model"] = model
+        if steps and summary.totals.steps != steps:
+            summary.warnings.append(
+                f"vLLM's profiler traced {summary.totals.steps} steps that schedule tokens "
+                f"of the {steps} iterations asked for (it counts empty ones too)"
+            )
+        written = analysis.export(prof, summary, opts.output, fmts, [profiler_dir, *files])
+    con.results(summary, written)
+    return 0
+
+
+def _record_via_plugin(
+    opts: RecordOptions, srv: locate.Server, model: str | None, fmts: list[str], con: Console
+) -> int:
+    """A window of the plugin: requested in the server's control directory, waited for, then read
+    from the record files and the traces the workers wrote."""
+    from .. import analysis
+
+    win = Window(srv, opts.steps, opts.seconds, opts.detail_level, opts.timeout)
+    what = f"the next {opts.steps} steps" if opts.steps else f"{opts.seconds:g} s of steps"
     con.say(f"server {srv.url}" + (f" (pid {srv.pid})" if srv.pid else "") + f", records in {srv.record_dir}")
     win.request()
+    _wait(win, con, what, opts.timeout)
+    with con.stage("export"):
+        prof = window_profile(win, model)
+        summary = analysis.summarize(prof)
+        written = analysis.export(prof, summary, opts.output, fmts, [win.dir])
+    control_files.remove_window(win.dir, win.id)
+    con.results(summary, written)
+    return 0
+
+
+def _wait(win: Window, con: Console, what: str, timeout: float) -> None:
+    """Waits until every process has answered the window; cancels it on any failure, Ctrl-C or
+    the timeout."""
+    srv = win.srv
     try:
         with con.stage(f"tracing {what}", status=win.status):
             while True:
@@ -224,13 +271,6 @@ def record_from_cli(
             f"the window did not complete within {timeout:g} s ({win.status()}); it was "
             f"cancelled (are requests still flowing?)"
         ) from None
-    with con.stage("export"):
-        prof = window_profile(win, model)
-        summary = analysis.summarize(prof)
-        written = analysis.export(prof, summary, output, fmts, [win.dir])
-    control_files.remove_window(win.dir, win.id)
-    con.results(summary, written)
-    return 0
 
 
 def window_profile(win: Window, model: str | None) -> Profile:

@@ -1,11 +1,12 @@
-"""What every reader shares: the read options, a file's rank, and what a Chrome trace JSON looks
-like from its first bytes (Kineto and XProfiler)."""
+"""What every reader shares: the read options, a file's rank, an input left out, and what a
+Chrome trace JSON looks like from its first bytes (Kineto and XProfiler)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .content import ProgressFn
 
@@ -26,6 +27,22 @@ def rank_from_name(path: Path) -> int | None:
     """`rank_3.log`, `rank-3/…`, `…_rank3.pt.trace.json` → 3: the file's name says its rank."""
     m = _RANK_IN_NAME.search(path.name) or _RANK_IN_NAME.search(path.parent.name)
     return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class DroppedInput:
+    """An input file that could not be read, and why.
+
+    It comes back in place of the file's Profile from wherever the file was read (it pickles
+    across processes); one of a directory is left out of the analysis, and ``to_run`` is its
+    entry in ``run["dropped_inputs"]``."""
+
+    path: str
+    reason: str
+
+    def to_run(self) -> dict[str, Any]:
+        """The JSON-ready entry of ``run["dropped_inputs"]``, with the rank its name says (or None)."""
+        return {"path": self.path, "reason": self.reason, "rank": rank_from_name(Path(self.path))}
 
 
 def resolve_rank(path: Path, options: ReadOptions, declared: int | None = None) -> int | None:

@@ -10,12 +10,21 @@ from types import ModuleType
 
 from ..core.errors import TraceError
 from . import own_outputs, sqlite_db
-from .base import rank_from_name
+from .base import DroppedInput, rank_from_name
 from .content import is_gzip, read_bytes, read_head
 
 #: the readers, in the order a file is offered to them (more specific formats first:
 #: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
-READERS = ("vllm_records", "bundle", "nsys", "rocprof.rocpd", "xprofiler", "rocprof", "kineto", "xpurt_log")
+READERS = (
+    "vllm_records",
+    "bundle",
+    "nsys",
+    "rocprof.rocpd",
+    "kunlun.xprofiler",
+    "rocprof",
+    "kineto",
+    "kunlun.xpurt_log",
+)
 
 
 def registry() -> list[ModuleType]:
@@ -52,7 +61,7 @@ def _claims(directory: Path) -> tuple[list[tuple[Path, ModuleType]], set[Path]]:
 
 def expand(
     paths: Iterable[str | Path],
-    dropped: list[tuple[Path, str]] | None = None,
+    dropped: list[DroppedInput] | None = None,
     in_dirs: set[Path] | None = None,
     skipped: list[tuple[Path, str]] | None = None,
 ) -> list[tuple[Path, ModuleType]]:
@@ -65,8 +74,8 @@ def expand(
 
     ``dropped``: when a list, the files of a directory that look like its traces (a rank
     in the name, or the same kind of name as a trace found beside them) but are no
-    readable trace (empty, garbage, corrupt gzip) go there with the reason, instead of
-    vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
+    readable trace (empty, garbage, corrupt gzip) go there with the reason (``DroppedInput``)
+    instead of vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
     A trace we wrote there ourselves (``own_outputs``) is left out when the directory
     holds other traces; ``skipped``: when a list, those go there with the reason.
     """
@@ -93,7 +102,7 @@ def expand(
                     skipped.extend((f, own_outputs.REASON) for f, _ in found if f in ours)
                 found = [x for x in found if x[0] not in ours]
             if dropped is not None and found:
-                dropped.extend((f, why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
+                dropped.extend(DroppedInput(str(f), why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
             if in_dirs is not None:
                 in_dirs.update(f for f, _ in found)
             # A directory holding our own bundle next to the trace we exported from it:

@@ -1,4 +1,4 @@
-"""Reading inputs: every file with its reader (through an engine: serial, processes, Ray),
+"""Reading inputs: every file with its reader (through an executor: serial, processes, Ray),
 merged into one Profile with ranks side by side; inputs that could not be read are named."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..core.errors import TraceError
 from ..core.profile import Profile
-from . import engines
-from .base import ReadOptions, rank_from_name
+from . import executors
+from .base import DroppedInput, ReadOptions
 from .capture_files import DETAILS_FILES, capture_details, details_files, is_capture_profile, split_capture_files
 from .formats import expand
 
@@ -24,16 +24,16 @@ def load(
 ) -> Profile:
     """Read every input and merge them into one Profile (ranks side by side).
 
-    ``engine`` says how the files are read (``engines.ENGINES``: serial, process, ray,
+    ``engine`` says how the files are read (``executors.EXECUTORS``: serial, process, ray,
     ``ray://HOST:PORT``; ``auto``: a process pool for several files where that is safe);
-    ``jobs`` how many at a time. Every engine gives the same Profile.
+    ``jobs`` how many at a time. Every executor gives the same Profile.
 
     ``captures``: when a list, graph-capture traces among the inputs are no ranks of the
     run: their paths are appended to it instead (``capture.split_capture_files``: by
     their place; among several inputs, also a trace whose content says so).
     """
     options = options or ReadOptions()
-    name, address = engines.parse_engine(engine)
+    name, address = executors.parse_executor(engine)
 
     def runs_only(tasks: list) -> list:
         if captures is None:
@@ -45,29 +45,28 @@ def load(
             raise TraceError(by_place[0], "only graph-capture traces: pass the run's trace too")
         return [t for t in tasks if Path(t.path) in kept]
 
+    drops: list[DroppedInput] = []  # the files of directories that could not be read
+    skipped_files: list[tuple[Path, str]] = []
     if name == "ray":
-        with engines.RaySession(address, jobs or engines.default_jobs(os.cpu_count() or 1)):
-            tasks = runs_only(engines.ray_tasks([str(p) for p in paths]))
-            profiles = engines.ray_engine(tasks, options, jobs or len(tasks), address)
+        with executors.RaySession(address, jobs or executors.default_jobs(os.cpu_count() or 1)):
+            tasks = runs_only(executors.ray_tasks([str(p) for p in paths]))
+            profiles = executors.ray_cluster(tasks, options, jobs or len(tasks), address)
     else:
-        dropped_files: list[tuple[Path, str]] = []
-        skipped_files: list[tuple[Path, str]] = []
         in_dirs: set[Path] = set()
-        found = expand(paths, dropped_files, in_dirs, skipped_files)
+        found = expand(paths, drops, in_dirs, skipped_files)
         tasks = runs_only(
-            [engines.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
+            [executors.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
         )
-        jobs = jobs or engines.default_jobs(len(tasks))
+        jobs = jobs or executors.default_jobs(len(tasks))
         if name == "auto":
-            name = "process" if len(tasks) > 1 and jobs > 1 and engines.fork_is_safe() else "serial"
-        profiles = engines.ENGINES[name](tasks, options, jobs, address)
+            name = "process" if len(tasks) > 1 and jobs > 1 and executors.fork_is_safe() else "serial"
+        profiles = executors.EXECUTORS[name](tasks, options, jobs, address)
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     kept_profiles: list[Profile] = []
     aside: list[tuple[Path, Profile]] = []
-    drops = [{"path": str(p), "reason": why} for p, why in (dropped_files if name != "ray" else [])]
     for t, prof in zip(tasks, profiles):
-        if isinstance(prof, engines.DroppedInput):
-            drops.append({"path": prof.path, "reason": prof.problem})
+        if isinstance(prof, DroppedInput):
+            drops.append(prof)
             continue
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
@@ -82,29 +81,29 @@ def load(
     if captures is not None:
         captures.extend(p for p, _ in aside)
     if not kept_profiles and drops:  # nothing readable at all: that is the error
-        raise TraceError(drops[0]["path"], drops[0]["reason"])
+        raise TraceError(drops[0].path, drops[0].reason)
     merged = Profile.merge(kept_profiles)
     _note_dropped(merged, drops)
-    for path, why in skipped_files if name != "ray" else []:
+    for path, why in skipped_files:
         merged.warn(f"{path}: skipped ({why})")
     return merged
 
 
-def _note_dropped(prof: Profile, drops: list[dict]) -> None:
+def _note_dropped(prof: Profile, drops: list[DroppedInput]) -> None:
     """Inputs of a directory that could not be read: one warning each (naming the file, why,
     and the rank that is missing), and a list in the run (``summary.json``'s ``dropped_inputs``)."""
     if not drops:
         return
-    for d in drops:
-        rank = rank_from_name(Path(d["path"]))
-        d["rank"] = rank
+    entries = [d.to_run() for d in drops]
+    for d in entries:
+        rank = d["rank"]
         missing = (
             f"rank {rank} is missing from the analysis"
             if rank is not None and rank not in prof.ranks
             else "its events are missing from the analysis"
         )
         prof.warn(f"{d['path']}: dropped ({d['reason']}); {missing}")
-    prof.run.setdefault("dropped_inputs", []).extend(drops)
+    prof.run.setdefault("dropped_inputs", []).extend(entries)
 
 
 def _file_size(path: Path) -> int:

@@ -62,7 +62,7 @@ def load_summary(path: str | Path) -> Summary:
 def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 1 (untyped dicts) → the version 2 layout."""
     doc = dict(doc, schema_version=SCHEMA_VERSION)
-    doc["run"] = msgspec.to_builtins(run_from_metadata(doc.get("run") or {}))
+    doc["run"] = msgspec.to_builtins(run_from_metadata(doc.get("run") or {}, extra=None))
     doc["fused_ops"] = [
         {
             **{k: v for k, v in f.items() if k not in ("by_phase", "per_token_ns")},

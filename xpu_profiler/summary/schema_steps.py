@@ -8,7 +8,7 @@ from .struct import _Struct
 
 class StepSearch(_Struct):
     """How the steps were found. ``found_by``: steps per evidence layer (hooks,
-    annotation, profiler_step, frame, device_segment); ``message``: one line that a trace
+    annotation, profiler_step, frame, device_segment, runner_scope); ``message``: one line that a trace
     without steps prints instead of its step tables, naming what was looked for."""
 
     source: str | None = None  # the layer that defined the steps (run.step_source)
@@ -17,6 +17,7 @@ class StepSearch(_Struct):
     looked_for: list[str] = []
     frames: list[str] = []  # the per-step frames the trace holds (a few)
     empty_steps: int = 0  # found and dropped: they launched (or ran) nothing
+    inexact_steps: int = 0  # annotated steps whose prefill/decode token split was inferred
     extended_by_sampling: int = 0  # steps that end with the sample_tokens call after them
     #: per phase, how its phase was inferred (steps found without annotation fields)
     phase_inferred: dict[str, str] = {}

@@ -51,6 +51,19 @@ def render(report: DiffReport, screen: Screen = PLAIN) -> str:
 
 def blocks(report: DiffReport) -> list[Block]:
     """The diff's lines and tables, in order."""
+    out = header_lines(report)
+    out += settings_table(report)
+    out += metric_table(report)
+    out += op_tables(report)
+    out += layer_table(report)
+    out += added_removed_lines(report)
+    out += findings_lines(report)
+    out += gate_lines(report)
+    return out
+
+
+def header_lines(report: DiffReport) -> list[Block]:
+    """The two runs, the headline change, why they cannot be compared (if so), vendors and engines."""
     out: list[Block] = [
         line(("BASE", "bold"), f" {fmt.plain(report.base)}"),
         line(("NEW ", "bold"), f" {fmt.plain(report.new)}"),
@@ -67,12 +80,22 @@ def blocks(report: DiffReport) -> list[Block]:
             f"BASE: {v.get('base') or '?'} / {e.get('base') or '?'};  NEW: {v.get('new') or '?'} / "
             f"{e.get('new') or '?'}  (vendor / engine); phases compared: {', '.join(report.phases_compared) or 'none'}"
         )
-    if report.settings:
-        out += titled("Settings that differ") + table(
-            ["setting", "base", "new"],
-            [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
-            "lll",
-        )
+    return out
+
+
+def settings_table(report: DiffReport) -> list[Block]:
+    """The run settings that differ between the two sides."""
+    if not report.settings:
+        return []
+    return titled("Settings that differ") + table(
+        ["setting", "base", "new"],
+        [[fmt.plain(str(s.key)), fmt.plain(str(s.base)), fmt.plain(str(s.new))] for s in report.settings],
+        "lll",
+    )
+
+
+def metric_table(report: DiffReport) -> list[Block]:
+    """Step time, throughput and latency, side by side, with which way each moved."""
     rows = [
         [
             m.phase or "-",
@@ -85,9 +108,14 @@ def blocks(report: DiffReport) -> list[Block]:
         for m in report.metrics
         if m.name not in ("steps", "tokens")
     ]
-    out += titled("Step time, throughput, latency") + table(
+    return titled("Step time, throughput, latency") + table(
         ["phase", "metric", "base", "new", "change", ""], rows, "llrrrl"
     )
+
+
+def op_tables(report: DiffReport) -> list[Block]:
+    """The fused ops (per phase) and the kernels whose time per token moved most."""
+    out: list[Block] = []
     moved = [r for r in report.fused_ops if r.status != "unchanged"]
     if moved:
         per_phase = [
@@ -107,25 +135,36 @@ def blocks(report: DiffReport) -> list[Block]:
             _op_rows(k_moved, TOP_ROWS),
             "llrrrrrl",
         )
-    if report.layers:
-        layer_rows = [
-            [
-                r.phase,
-                _name(r.kind),
-                f"{'-' if r.base_layers is None else r.base_layers}/{'-' if r.new_layers is None else r.new_layers}",
-                fmt.ns(r.base_per_layer_ns, fmt.TERMINAL),
-                fmt.ns(r.new_per_layer_ns, fmt.TERMINAL),
-                _chg(r.change),
-                r.per,
-                fmt.plain(r.top_change),
-            ]
-            for r in report.layers
+    return out
+
+
+def layer_table(report: DiffReport) -> list[Block]:
+    """One layer's cost per kind of layer, on each side."""
+    if not report.layers:
+        return []
+    layer_rows = [
+        [
+            r.phase,
+            _name(r.kind),
+            f"{'-' if r.base_layers is None else r.base_layers}/{'-' if r.new_layers is None else r.new_layers}",
+            fmt.ns(r.base_per_layer_ns, fmt.TERMINAL),
+            fmt.ns(r.new_per_layer_ns, fmt.TERMINAL),
+            _chg(r.change),
+            r.per,
+            fmt.plain(r.top_change),
         ]
-        out += titled("Layers by kind (one layer's cost, per token of its phase or per step)") + table(
-            ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"],
-            layer_rows,
-            "llrrrrll",
-        )
+        for r in report.layers
+    ]
+    return titled("Layers by kind (one layer's cost, per token of its phase or per step)") + table(
+        ["phase", "kind", "layers", "base/layer", "new/layer", "change", "per", "moved most"],
+        layer_rows,
+        "llrrrrll",
+    )
+
+
+def added_removed_lines(report: DiffReport) -> list[Block]:
+    """The kernel families and the kernels that only one side runs."""
+    out: list[Block] = []
     for title, fams in (
         ("Kernel families added (fused ops only NEW runs)", report.families_added),
         ("Kernel families removed (fused ops only BASE runs)", report.families_removed),
@@ -139,6 +178,12 @@ def blocks(report: DiffReport) -> list[Block]:
     for title, rows_ in (("Kernels added", report.kernels_added), ("Kernels removed", report.kernels_removed)):
         if rows_:
             out += titled(f"{title} ({len(rows_)})") + [f"  [{r.phase}] {_name(r.key)}" for r in rows_[:TOP_ROWS]]
+    return out
+
+
+def findings_lines(report: DiffReport) -> list[Block]:
+    """The findings that appeared or disappeared, and the diff's notes."""
+    out: list[Block] = []
     changed = [f for f in report.findings if f.status != "kept"]
     if changed:
         out += titled("Findings that appeared or disappeared") + [
@@ -146,17 +191,22 @@ def blocks(report: DiffReport) -> list[Block]:
         ]
     for n in report.notes:
         out.append(f"note: {fmt.plain(n)}")
-    if report.gate is not None and report.gate.reason:
-        out += ["", line(("Gate:", "bold"), " ", ("FAIL", BAD), f" ({fmt.plain(report.gate.reason)})")]
-    elif report.gate is not None:
-        g = report.gate
-        out += [
-            "",
-            line(
-                ("Gate:", "bold"),
-                f" {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
-                f"(limit {100 * g.threshold:g}%): ",
-                ("FAIL", BAD) if g.failed else ("ok", GOOD),
-            ),
-        ]
     return out
+
+
+def gate_lines(report: DiffReport) -> list[Block]:
+    """The regression gate's outcome, when one was asked for."""
+    g = report.gate
+    if g is None:
+        return []
+    if g.reason:
+        return ["", line(("Gate:", "bold"), " ", ("FAIL", BAD), f" ({fmt.plain(g.reason)})")]
+    return [
+        "",
+        line(
+            ("Gate:", "bold"),
+            f" {g.metric}{f' ({g.phase})' if g.phase else ''} regressed {_chg(g.regression)} "
+            f"(limit {100 * g.threshold:g}%): ",
+            ("FAIL", BAD) if g.failed else ("ok", GOOD),
+        ),
+    ]

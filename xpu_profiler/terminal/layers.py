@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from ..summary.labels import LAYER_EVIDENCE, LAYER_UNITS
 from .layout import Block, table, titled
 
 SLOWEST = 5
 EVEN = 0.02  # layers this close to their mean are not listed one by one
-EVIDENCE = {
-    "module": "module frames",
-    "capture": "the capture trace",
-    "pieces": "graph pieces",
-    "config": "the model config",
-    "period": "the kernel period (inferred)",
-}
 
 
 def _ns(v: float | None) -> str:
@@ -38,11 +32,11 @@ def render_layers(summary: Summary) -> list[Block]:
         return []
     out: list[Block] = []
     for ph in lay.phases:
-        unit = {"step": "step", "forward": "forward pass", "rank": "trace"}.get(ph.unit, ph.unit)
+        unit = LAYER_UNITS.get(ph.unit, ph.unit)
         head = f"Layers [{ph.phase}]: {ph.layers} per {unit}"
         if ph.draft_layers:
             head += f" + {ph.draft_layers} draft"
-        head += f", from {EVIDENCE.get(ph.evidence, ph.evidence)}"
+        head += f", from {LAYER_EVIDENCE.get(ph.evidence, ph.evidence)}"
         if ph.inferred:
             head += f", confidence {ph.confidence:.2f}"
         head += f"; {ph.steps} {unit}(s)"

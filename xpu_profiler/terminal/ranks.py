@@ -5,23 +5,12 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from ..summary.labels import CLOCK_ALIGNMENT, COLLECTIVE_MATCH, STEP_ALIGNMENT
 from .layout import Block, heading, line, table, titled
 
 MAX_RANK_ROWS = 16  # more ranks: the first ones, and a line saying how many more
 FUSED_COLUMNS = 6
 MAX_COLLECTIVE_ROWS = 10
-
-STEP_ALIGNMENT = {
-    "step_id": "by step id",
-    "content": "by content (each rank's steps matched on what they ran)",
-    "single_rank": "one rank",
-}
-CLOCKS = {
-    "shared": "shared (as recorded)",
-    "collective_ends": "aligned on collective ends",
-    "unknown": "not aligned (no collective matched)",
-    "single_rank": "one rank",
-}
 
 
 def _ns(v: float | None) -> str:
@@ -46,7 +35,7 @@ def render_ranks(summary: Summary) -> list[Block]:
             + "); steps aligned "
             + STEP_ALIGNMENT.get(al.steps, al.steps)
             + "; clock "
-            + CLOCKS.get(al.clock, al.clock),
+            + CLOCK_ALIGNMENT.get(al.clock, al.clock),
         ),
     ]
     shifts = {r: s for r, s in al.step_shift_by_rank.items() if s}
@@ -133,9 +122,7 @@ def _collectives(summary: Summary) -> list[Block]:
                 "-" if c.bus_bytes_s is None else f"{c.bus_bytes_s / 1e9:,.1f} GB/s",
             ]
         )
-    how = {"seq": "by sequence number", "step": "k-th per step", "order": "k-th in the trace"}.get(
-        summary.alignment.collectives, summary.alignment.collectives
-    )
+    how = COLLECTIVE_MATCH.get(summary.alignment.collectives, summary.alignment.collectives)
     out: list[Block] = [
         "",
         heading(

@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from ..summary.labels import BOUND, STEP_EVIDENCE
 from .layout import VERDICT_STYLES, Block, line
 
-LAYER_WORDS = {
-    "hooks": "the live run's hooks",
-    "annotation": "step annotations",
-    "profiler_step": "ProfilerStep#N markers",
-    "frame": "python frames of the engine's per-step call",
-    "device_segment": "bursts of device work (inferred: no step marker in the trace)",
-    "runner_scope": "the model runner's scopes (preprocess, forward, ...)",
-}
-VERDICT_WORDS = {"host": "HOST-BOUND", "device": "device-bound", "communication": "COMMUNICATION-BOUND"}
+#: the verdicts as the terminal shows them: those that leave the device waiting in capitals
+VERDICT_WORDS = {k: v if k == "device" else v.upper() for k, v in BOUND.items()}
 
 
 def _ns(v: float | None) -> str:
@@ -29,7 +23,7 @@ def step_lines(summary: Summary) -> list[Block]:
         return [fmt.plain(ss.message)]
     if not summary.totals.steps:
         return []
-    layers = ", ".join(f"{n} by {LAYER_WORDS.get(k, k)}" for k, n in ss.found_by.items())
+    layers = ", ".join(f"{n} by {STEP_EVIDENCE.get(k, k)}" for k, n in ss.found_by.items())
     text = f" {summary.totals.steps} engine step(s), found {layers}"
     if ss.empty_steps:
         text += f"; {ss.empty_steps} that launched nothing left out"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..summary import Summary
+from ..summary.labels import ATTRIBUTION_SOURCES, BOUND
 from .layers import render_layers
 from .layout import (
     DIM,
@@ -102,15 +103,34 @@ def blocks(summary: Summary, top: int = 10) -> list[Block]:
     """The terminal summary's lines and tables, in order (``layout.to_text`` lays them out)."""
     head = step_lines(summary) + verdict_lines(summary)
     out: list[Block] = head + ([""] if head else []) + render_findings(summary) + [""]
+    out += op_time_lines(summary)
+    out += fused_op_table(summary)
+    out += top_kernel_table(summary, top)
+    out += phase_table(summary)
+    out += device_lines(summary)
+    out += render_layers(summary)
+    out += throughput_lines(summary)
+    out += render_roofline(summary)
+    out += render_ranks(summary)
+    return out
+
+
+def op_time_lines(summary: Summary) -> list[Block]:
+    """The op time in all, how it was attributed, and whether the input has a timeline."""
     t = summary.totals
     basis = "device kernel" if summary.basis == "device" else "host op (top-level)"
-    out.append(
+    out: list[Block] = [
         f"Op time ({basis}): {fmt_ns(t.op_time_ns)} over {t.steps} engine steps, "
         f"{t.ranks} rank(s), {t.events:,} events; 'other' = {_pct(t.other_share)}"
-    )
+    ]
     out += attribution_lines(summary)
     if not summary.has_timeline:
         out.append("No timeline in the input (kernel totals only): step and phase columns are empty.")
+    return out
+
+
+def fused_op_table(summary: Summary) -> list[Block]:
+    """Time by fused op: in all, per phase, and what attributed it."""
     phases = [p for p in PHASE_COLUMNS if any(f.time_ns_by_phase.get(p) for f in summary.fused_ops)]
     rows = []
     for f in summary.fused_ops:
@@ -119,50 +139,65 @@ def blocks(summary: Summary, top: int = 10) -> list[Block]:
             + [fmt_ns(f.time_ns_by_phase.get(p, 0)) for p in phases]
             + [_sources(f.time_ns_by_source)]
         )
-    out += titled("Time by fused op") + table(
+    return titled("Time by fused op") + table(
         ["fused op", "time", "share", "count"] + phases + ["attributed by"], rows, "lrrr" + "r" * len(phases) + "l"
     )
-    if summary.top_kernels:
-        rows = [
-            [_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share), f"{k.count:,}", fmt_ns(k.mean_ns)]
-            for k in summary.top_kernels[:top]
+
+
+def top_kernel_table(summary: Summary, top: int) -> list[Block]:
+    """The ``top`` kernels (host ops on the host basis) by time."""
+    if not summary.top_kernels:
+        return []
+    rows = [
+        [_name(k.name), fmt.plain(k.fused_op), fmt_ns(k.time_ns), _pct(k.share), f"{k.count:,}", fmt_ns(k.mean_ns)]
+        for k in summary.top_kernels[:top]
+    ]
+    label = "Top kernels" if summary.basis == "device" else "Top ops"
+    return titled(label) + table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
+
+
+def phase_table(summary: Summary) -> list[Block]:
+    """Steps by phase (counts, tokens, step-time percentiles, per token), and the steps'
+    wall time against their busy time where there is no device clock."""
+    if not (summary.phases and summary.totals.steps):
+        return []
+    rows = [
+        [
+            p.phase + (" (inferred)" if p.inferred_from else ""),
+            str(p.steps),
+            f"{p.tokens:,}",
+            fmt_ns(p.step_p50_ns),
+            fmt_ns(p.step_p99_ns),
+            fmt_ns(p.host_p50_ns),
+            fmt_ns(p.step_per_token_ns),
+            fmt_ns(p.per_token_ns),
         ]
-        label = "Top kernels" if summary.basis == "device" else "Top ops"
-        out += titled(label) + table(["name", "fused op", "time", "share", "count", "mean"], rows, "llrrrr")
-    if summary.phases and t.steps:
-        rows = [
-            [
-                p.phase + (" (inferred)" if p.inferred_from else ""),
-                str(p.steps),
-                f"{p.tokens:,}",
-                fmt_ns(p.step_p50_ns),
-                fmt_ns(p.step_p99_ns),
-                fmt_ns(p.host_p50_ns),
-                fmt_ns(p.step_per_token_ns),
-                fmt_ns(p.per_token_ns),
-            ]
-            for p in summary.phases
-            if p.steps
-        ]
-        clock = (
-            "the longer of host range and device range"
-            if any(p.step_clock == "critical_path" for p in summary.phases)
-            else "host range"
+        for p in summary.phases
+        if p.steps
+    ]
+    clock = (
+        "the longer of host range and device range"
+        if any(p.step_clock == "critical_path" for p in summary.phases)
+        else "host range"
+    )
+    out: list[Block] = titled(f"Steps by phase (step time: {clock})") + table(
+        ["phase", "steps", "tokens", "p50 step", "p99 step", "host p50", "step/token", "op time/token"],
+        rows,
+        "lrrrrrrr",
+    )
+    st = summary.steps
+    if st.wall_ns and not summary.device_steps.rank:
+        wall, busy = sum(st.wall_ns), sum(st.busy_ns)
+        out.append(
+            f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
+            f"host overhead/idle {fmt_ns(max(wall - busy, 0))}"
         )
-        out += titled(f"Steps by phase (step time: {clock})") + table(
-            ["phase", "steps", "tokens", "p50 step", "p99 step", "host p50", "step/token", "op time/token"],
-            rows,
-            "lrrrrrrr",
-        )
-        st = summary.steps
-        if st.wall_ns and not summary.device_steps.rank:
-            wall, busy = sum(st.wall_ns), sum(st.busy_ns)
-            out.append(
-                f"Step wall {fmt_ns(wall)}, busy {fmt_ns(busy)} ({_pct(busy / wall if wall else 0)}), "
-                f"host overhead/idle {fmt_ns(max(wall - busy, 0))}"
-            )
-    out += device_lines(summary)
-    out += render_layers(summary)
+    return out
+
+
+def throughput_lines(summary: Summary) -> list[Block]:
+    """Token throughput and latency, and the requests seen."""
+    out: list[Block] = []
     tp = summary.throughput
     if tp.duration_ns:
         parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
@@ -179,36 +214,14 @@ def blocks(summary: Summary, top: int = 10) -> list[Block]:
             if d is not None and d.p50 is not None:
                 parts.append(f"{label} p50 {fmt_ns(d.p50)} p99 {fmt_ns(d.p99)}")
         out.append(line(("Requests:", "bold"), " " + ", ".join(parts) + " (each one in summary.json)"))
-    out += render_roofline(summary)
-    out += render_ranks(summary)
     return out
-
-
-SOURCE_LABELS = {
-    "op_chain": "launching op",
-    "module": "layer module",
-    "capture": "capture trace",
-    "structure": "kernel sequence",
-    "name": "kernel name only",
-    "none": "none",
-}
-
-
-SHORT_SOURCES = {
-    "op_chain": "op chain",
-    "module": "module",
-    "capture": "capture",
-    "structure": "sequence",
-    "name": "name",
-    "none": "none",
-}
 
 
 def _sources(by_source: dict[str, int]) -> str:
     """A fused-op row's time by attribution source: the two largest, as shares."""
     total = sum(by_source.values())
     top = sorted(by_source.items(), key=lambda kv: -kv[1])[:2]
-    return ", ".join(f"{SHORT_SOURCES.get(k, k)} {_pct(v / total)}" for k, v in top) if total else ""
+    return ", ".join(f"{ATTRIBUTION_SOURCES.get(k, k)} {_pct(v / total)}" for k, v in top) if total else ""
 
 
 def attribution_lines(summary: Summary) -> list[Block]:
@@ -217,7 +230,8 @@ def attribution_lines(summary: Summary) -> list[Block]:
     a, g = summary.attribution, summary.graphs
     if a.share_by_source:
         parts = [
-            f"{SOURCE_LABELS.get(k, k)} {_pct(v)}" for k, v in sorted(a.share_by_source.items(), key=lambda kv: -kv[1])
+            f"{ATTRIBUTION_SOURCES.get(k, k)} {_pct(v)}"
+            for k, v in sorted(a.share_by_source.items(), key=lambda kv: -kv[1])
         ]
         out.append(f"Attributed by: {', '.join(parts)} (inferred from names only: {_pct(a.name_share)})")
     st = a.structure
@@ -264,7 +278,7 @@ def device_lines(summary: Summary) -> list[Block]:
                 fmt_ns(d.host_wait_ns),
                 fmt_ns(d.kernel_wait_ns),
                 fmt_ns(d.other_ns),
-                cell(f"{p.bound}-bound", VERDICT_STYLES.get(p.bound or "", "")),
+                cell(BOUND.get(p.bound or "", f"{p.bound}-bound"), VERDICT_STYLES.get(p.bound or "", "")),
             ]
         )
     out: list[Block] = titled("Device time by phase (each step's own device work, on the device's clock)")

@@ -109,102 +109,127 @@ class _Writer:
 
 def _record(w: _Writer, r: Rec, domains: dict) -> None:
     if r.kind == "kernel" and r.graph >= 0:
-        w.add(
-            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-            start=r.start,
-            end=r.end,
-            deviceId=r.device,
-            contextId=1,
-            greenContextId=0,
-            streamId=r.stream,
-            correlationId=r.corr,
-            globalPid=gtid(r.pid, 0),
-            graphId=r.graph,
-            graphExecId=r.graph,
-        )
+        _graph_trace(w, r)
     elif r.kind == "kernel":
-        name = w.sid(r.name)
-        w.add(
-            "CUPTI_ACTIVITY_KIND_KERNEL",
-            start=r.start,
-            end=r.end,
-            deviceId=r.device,
-            contextId=1,
-            greenContextId=0,
-            streamId=r.stream,
-            correlationId=r.corr,
-            globalPid=gtid(r.pid, 0),
-            demangledName=name,
-            shortName=w.sid(r.name.split("(")[0].split("<")[0].split()[-1]),
-            launchType=1,
-            registersPerThread=32,
-            gridX=1,
-            gridY=1,
-            gridZ=1,
-            blockX=128,
-            blockY=1,
-            blockZ=1,
-            staticSharedMemory=0,
-            dynamicSharedMemory=0,
-            localMemoryPerThread=0,
-            localMemoryTotal=0,
-            gridId=r.corr,
-            graphNodeId=r.graph_node if r.graph_node >= 0 else None,
-        )
+        _kernel(w, r)
     elif r.kind == "memcpy":
-        h2d = r.name == "HtoD"
-        w.add(
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            start=r.start,
-            end=r.end,
-            deviceId=r.device,
-            contextId=1,
-            greenContextId=0,
-            streamId=r.stream,
-            correlationId=r.corr,
-            globalPid=gtid(r.pid, 0),
-            bytes=r.nbytes,
-            copyKind=COPY_KIND[r.name],
-            srcKind=1 if h2d else 2,
-            dstKind=2 if h2d else 1,
-        )
+        _memcpy(w, r)
     elif r.kind == "runtime":
-        w.add(
-            "CUPTI_ACTIVITY_KIND_RUNTIME",
-            start=r.start,
-            end=r.end,
-            eventClass=0,
-            globalTid=gtid(r.pid, r.tid),
-            correlationId=r.corr,
-            nameId=w.sid(r.name + API_SUFFIX.get(r.name, "")),
-            returnValue=0,
-        )
+        _runtime(w, r)
     elif r.kind == "range":
-        dom = 0
-        if r.domain:
-            key = (r.pid, r.domain)
-            if key not in domains:
-                domains[key] = len([k for k in domains if k[0] == r.pid]) + 1
-                w.add(
-                    "NVTX_EVENTS",
-                    start=r.start - 1_000,
-                    eventType=75,
-                    text=r.domain,
-                    globalTid=gtid(r.pid, r.tid),
-                    domainId=domains[key],
-                )
-            dom = domains[key]
-        text, text_id = (None, w.sid(r.name)) if r.registered else (r.name, None)
-        w.add(
-            "NVTX_EVENTS",
-            start=r.start,
-            end=r.end,
-            eventType=59,
-            text=text,
-            textId=text_id,
-            globalTid=gtid(r.pid, r.tid),
-            domainId=dom,
-        )
+        _range(w, r, domains)
+
+
+def _graph_trace(w: _Writer, r: Rec) -> None:
+    """A CUDA graph traced as a whole: one row for its launch."""
+    w.add(
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+        start=r.start,
+        end=r.end,
+        deviceId=r.device,
+        contextId=1,
+        greenContextId=0,
+        streamId=r.stream,
+        correlationId=r.corr,
+        globalPid=gtid(r.pid, 0),
+        graphId=r.graph,
+        graphExecId=r.graph,
+    )
+
+
+def _kernel(w: _Writer, r: Rec) -> None:
+    """A kernel, its names registered as strings."""
+    name = w.sid(r.name)
+    w.add(
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        start=r.start,
+        end=r.end,
+        deviceId=r.device,
+        contextId=1,
+        greenContextId=0,
+        streamId=r.stream,
+        correlationId=r.corr,
+        globalPid=gtid(r.pid, 0),
+        demangledName=name,
+        shortName=w.sid(r.name.split("(")[0].split("<")[0].split()[-1]),
+        launchType=1,
+        registersPerThread=32,
+        gridX=1,
+        gridY=1,
+        gridZ=1,
+        blockX=128,
+        blockY=1,
+        blockZ=1,
+        staticSharedMemory=0,
+        dynamicSharedMemory=0,
+        localMemoryPerThread=0,
+        localMemoryTotal=0,
+        gridId=r.corr,
+        graphNodeId=r.graph_node if r.graph_node >= 0 else None,
+    )
+
+
+def _memcpy(w: _Writer, r: Rec) -> None:
+    """A host-device copy."""
+    h2d = r.name == "HtoD"
+    w.add(
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        start=r.start,
+        end=r.end,
+        deviceId=r.device,
+        contextId=1,
+        greenContextId=0,
+        streamId=r.stream,
+        correlationId=r.corr,
+        globalPid=gtid(r.pid, 0),
+        bytes=r.nbytes,
+        copyKind=COPY_KIND[r.name],
+        srcKind=1 if h2d else 2,
+        dstKind=2 if h2d else 1,
+    )
+
+
+def _runtime(w: _Writer, r: Rec) -> None:
+    """A runtime call, its name with the API version suffix."""
+    w.add(
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        start=r.start,
+        end=r.end,
+        eventClass=0,
+        globalTid=gtid(r.pid, r.tid),
+        correlationId=r.corr,
+        nameId=w.sid(r.name + API_SUFFIX.get(r.name, "")),
+        returnValue=0,
+    )
+
+
+def _range(w: _Writer, r: Rec, domains: dict) -> None:
+    """An NVTX range; the first range of a named domain in a process registers it (``eventType`` 75)."""
+    dom = 0
+    if r.domain:
+        key = (r.pid, r.domain)
+        if key not in domains:
+            domains[key] = len([k for k in domains if k[0] == r.pid]) + 1
+            w.add(
+                "NVTX_EVENTS",
+                start=r.start - 1_000,
+                eventType=75,
+                text=r.domain,
+                globalTid=gtid(r.pid, r.tid),
+                domainId=domains[key],
+            )
+        dom = domains[key]
+    text, text_id = (None, w.sid(r.name)) if r.registered else (r.name, None)
+    w.add(
+        "NVTX_EVENTS",
+        start=r.start,
+        end=r.end,
+        eventType=59,
+        text=text,
+        textId=text_id,
+        globalTid=gtid(r.pid, r.tid),
+        domainId=dom,
+    )
 
 
 def write(path: str | Path, workload: Workload | None = None, schema: str = "3.17.1") -> dict:

@@ -112,147 +112,174 @@ def _rocm_records(w: Workload) -> tuple[list[Rec], list[Rec], dict]:
     return run.records, rccl, {**run.truth, "rccl_calls": len(rccl), "rccl_kernels": len(rccl)}
 
 
+class _Layout:
+    """What a rocprofv3 release calls things: its kind table, the operations of each kind, the
+    marker and HIP kinds; ``base`` is a buffer record's common part."""
+
+    def __init__(self, release: str):
+        self.release = release
+        self.kinds = KINDS_7 if release != "6.2" else KINDS_62
+        self.marker_kind = "MARKER_CORE_RANGE_API" if release != "6.2" else "MARKER_CORE_API"
+        self.marker_ops = (
+            ["roctxMarkA", "roctxThreadRangeA", "roctxProcessRangeA"]
+            if release != "6.2"
+            else ["roctxMarkA", "roctxRangePushA", "roctxRangePop", "roctxRangeStartA", "roctxRangeStop"]
+        )
+        self.hip_kind = "HIP_RUNTIME_API_EXT" if release != "6.2" else "HIP_RUNTIME_API"
+        self.ops = {
+            self.hip_kind: HIP_OPS,
+            "MEMORY_COPY": COPY_OPS,
+            "KERNEL_DISPATCH": ["NONE", "ENQUEUE", "COMPLETE"],
+            "RCCL_API": RCCL_OPS,
+            self.marker_kind: self.marker_ops,
+        }
+        self.k = {name: i for i, name in enumerate(self.kinds)}
+
+    def base(self, kind: str, op: int, r: Rec, c: int) -> dict:
+        d = {
+            "size": 96,
+            "kind": self.k[kind],
+            "operation": op,
+            "thread_id": r.tid,
+            "correlation_id": {"internal": c, "external": 0},
+            "start_timestamp": r.start,
+            "end_timestamp": r.end,
+        }
+        if self.release != "6.2":
+            d["stream_id"] = {"handle": r.stream if r.stream >= 0 else 0}
+        return d
+
+
 def write_json(out_dir: str | Path, w: Workload | None = None, release: str = "7.0") -> dict:
     """One ``<pid>_results.json`` per rank in ``out_dir``; returns the truth."""
     w = w or Workload()
     records, rccl, truth = _rocm_records(w)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    kinds = KINDS_7 if release != "6.2" else KINDS_62
-    marker_kind = "MARKER_CORE_RANGE_API" if release != "6.2" else "MARKER_CORE_API"
-    marker_ops = (
-        ["roctxMarkA", "roctxThreadRangeA", "roctxProcessRangeA"]
-        if release != "6.2"
-        else ["roctxMarkA", "roctxRangePushA", "roctxRangePop", "roctxRangeStartA", "roctxRangeStop"]
-    )
-    hip_kind = "HIP_RUNTIME_API_EXT" if release != "6.2" else "HIP_RUNTIME_API"
-    ops = {
-        hip_kind: HIP_OPS,
-        "MEMORY_COPY": COPY_OPS,
-        "KERNEL_DISPATCH": ["NONE", "ENQUEUE", "COMPLETE"],
-        "RCCL_API": RCCL_OPS,
-        marker_kind: marker_ops,
-    }
-    k = {name: i for i, name in enumerate(kinds)}
+    lay = _Layout(release)
     symbols = sorted({r.name for r in records if r.kind == "kernel"})
     for rank in range(w.ranks):
         pid = 1000 + rank
-        mine = [r for r in records if r.pid == pid]
-        messages, corr = [], 100_000
-        buf: dict[str, list] = {
-            "kernel_dispatch": [],
-            "memory_copy": [],
-            "hip_api": [],
-            "rccl_api": [],
-            "marker_api": [],
-        }
-
-        def base(kind: str, op: int, r: Rec, c: int) -> dict:
-            d = {
-                "size": 96,
-                "kind": k[kind],
-                "operation": op,
-                "thread_id": r.tid,
-                "correlation_id": {"internal": c, "external": 0},
-                "start_timestamp": r.start,
-                "end_timestamp": r.end,
-            }
-            if release != "6.2":
-                d["stream_id"] = {"handle": r.stream if r.stream >= 0 else 0}
-            return d
-
-        for r in mine:
-            if r.kind == "kernel":
-                d = base("KERNEL_DISPATCH", 2, r, r.corr)
-                d["dispatch_info"] = {
-                    "agent_id": {"handle": GPU_HANDLE0 + rank},
-                    "queue_id": {"handle": 16},
-                    "kernel_id": symbols.index(r.name) + 1,
-                    "dispatch_id": r.corr,
-                }
-                buf["kernel_dispatch"].append(d)
-            elif r.kind == "memcpy":
-                d = base(
-                    "MEMORY_COPY",
-                    COPY_OPS.index("MEMORY_COPY_HOST_TO_DEVICE" if r.name == "HtoD" else "MEMORY_COPY_DEVICE_TO_HOST"),
-                    r,
-                    r.corr,
-                )
-                gpu, cpu = {"handle": GPU_HANDLE0 + rank}, {"handle": CPU_HANDLE}
-                d.update(
-                    src_agent_id=cpu if r.name == "HtoD" else gpu,
-                    dst_agent_id=gpu if r.name == "HtoD" else cpu,
-                    bytes=r.nbytes,
-                )
-                buf["memory_copy"].append(d)
-            elif r.kind == "runtime":
-                buf["hip_api"].append(base(hip_kind, HIP_OPS.index(r.name), r, r.corr))
-            elif r.kind == "range":
-                corr += 1
-                op = marker_ops.index("roctxThreadRangeA" if release != "6.2" else "roctxRangePushA")
-                buf["marker_api"].append(base(marker_kind, op, r, corr))
-                messages.append({"key": corr, "value": r.name})
-        for r in rccl:
-            if r.pid == pid:
-                corr += 1
-                buf["rccl_api"].append(base("RCCL_API", RCCL_OPS.index(r.name), r, corr))
-        if buf["marker_api"]:  # one mark, which has no span (the reader counts it)
-            first = buf["marker_api"][0]
-            buf["marker_api"].append({**first, "operation": 0, "end_timestamp": first["start_timestamp"]})
-        agents = [
-            {
-                "size": 312,
-                "id": {"handle": CPU_HANDLE},
-                "type": 1,
-                "node_id": 0,
-                "name": "AMD EPYC",
-                "product_name": "AMD EPYC",
-            }
-        ]
-        for g in range(w.ranks):
-            a = {
-                "size": 312,
-                "id": {"handle": GPU_HANDLE0 + g},
-                "type": 2,
-                "node_id": g + 2,
-                "name": "gfx942",
-                "product_name": GPU_NAME,
-                "cu_count": 304,
-            }
-            if release != "6.2":
-                a.update(logical_node_type_id=g, gpu_index=g)
-            agents.append(a)
-        doc = {
-            "rocprofiler-sdk-tool": [
-                {
-                    "metadata": {
-                        "pid": pid,
-                        "init_time": w.t0 - 10**9,
-                        "fini_time": w.t0 + 10**10,
-                        "node": {"hostname": "mi300x-node"},
-                        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
-                    },
-                    "agents": agents,
-                    "strings": {
-                        "buffer_records": [{"kind": n, "operations": ops.get(n, [])} for n in kinds],
-                        "marker_api": messages,
-                    },
-                    "kernel_symbols": [{"kernel_id": 0, "formatted_kernel_name": "0"}]
-                    + [
-                        {
-                            "kernel_id": i + 1,
-                            "kernel_name": f"k{i}.kd",
-                            "formatted_kernel_name": n,
-                            "demangled_kernel_name": n + " [clone .kd]",
-                        }
-                        for i, n in enumerate(symbols)
-                    ],
-                    "buffer_records": buf,
-                }
-            ]
-        }
+        buf, messages = _buffer_records(lay, rank, [r for r in records if r.pid == pid], rccl, symbols)
+        doc = _results(w, lay, pid, _agents(w, release), messages, symbols, buf)
         (out / f"{pid}_results.json").write_text(json.dumps(doc))
     return truth
+
+
+def _buffer_records(lay: _Layout, rank: int, mine: list[Rec], rccl: list[Rec], symbols: list[str]) -> tuple[dict, list]:
+    """One rank's ``buffer_records`` by kind, and the ROCTx messages by correlation id."""
+    pid = 1000 + rank
+    messages, corr = [], 100_000
+    buf: dict[str, list] = {
+        "kernel_dispatch": [],
+        "memory_copy": [],
+        "hip_api": [],
+        "rccl_api": [],
+        "marker_api": [],
+    }
+    base = lay.base
+    for r in mine:
+        if r.kind == "kernel":
+            d = base("KERNEL_DISPATCH", 2, r, r.corr)
+            d["dispatch_info"] = {
+                "agent_id": {"handle": GPU_HANDLE0 + rank},
+                "queue_id": {"handle": 16},
+                "kernel_id": symbols.index(r.name) + 1,
+                "dispatch_id": r.corr,
+            }
+            buf["kernel_dispatch"].append(d)
+        elif r.kind == "memcpy":
+            d = base(
+                "MEMORY_COPY",
+                COPY_OPS.index("MEMORY_COPY_HOST_TO_DEVICE" if r.name == "HtoD" else "MEMORY_COPY_DEVICE_TO_HOST"),
+                r,
+                r.corr,
+            )
+            gpu, cpu = {"handle": GPU_HANDLE0 + rank}, {"handle": CPU_HANDLE}
+            d.update(
+                src_agent_id=cpu if r.name == "HtoD" else gpu,
+                dst_agent_id=gpu if r.name == "HtoD" else cpu,
+                bytes=r.nbytes,
+            )
+            buf["memory_copy"].append(d)
+        elif r.kind == "runtime":
+            buf["hip_api"].append(base(lay.hip_kind, HIP_OPS.index(r.name), r, r.corr))
+        elif r.kind == "range":
+            corr += 1
+            op = lay.marker_ops.index("roctxThreadRangeA" if lay.release != "6.2" else "roctxRangePushA")
+            buf["marker_api"].append(base(lay.marker_kind, op, r, corr))
+            messages.append({"key": corr, "value": r.name})
+    for r in rccl:
+        if r.pid == pid:
+            corr += 1
+            buf["rccl_api"].append(base("RCCL_API", RCCL_OPS.index(r.name), r, corr))
+    if buf["marker_api"]:  # one mark, which has no span (the reader counts it)
+        first = buf["marker_api"][0]
+        buf["marker_api"].append({**first, "operation": 0, "end_timestamp": first["start_timestamp"]})
+    return buf, messages
+
+
+def _agents(w: Workload, release: str) -> list[dict]:
+    """The CPU, then one agent per GPU."""
+    agents = [
+        {
+            "size": 312,
+            "id": {"handle": CPU_HANDLE},
+            "type": 1,
+            "node_id": 0,
+            "name": "AMD EPYC",
+            "product_name": "AMD EPYC",
+        }
+    ]
+    for g in range(w.ranks):
+        a = {
+            "size": 312,
+            "id": {"handle": GPU_HANDLE0 + g},
+            "type": 2,
+            "node_id": g + 2,
+            "name": "gfx942",
+            "product_name": GPU_NAME,
+            "cu_count": 304,
+        }
+        if release != "6.2":
+            a.update(logical_node_type_id=g, gpu_index=g)
+        agents.append(a)
+    return agents
+
+
+def _results(
+    w: Workload, lay: _Layout, pid: int, agents: list[dict], messages: list, symbols: list[str], buf: dict
+) -> dict:
+    """One process's ``<pid>_results.json``."""
+    return {
+        "rocprofiler-sdk-tool": [
+            {
+                "metadata": {
+                    "pid": pid,
+                    "init_time": w.t0 - 10**9,
+                    "fini_time": w.t0 + 10**10,
+                    "node": {"hostname": "mi300x-node"},
+                    "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+                },
+                "agents": agents,
+                "strings": {
+                    "buffer_records": [{"kind": n, "operations": lay.ops.get(n, [])} for n in lay.kinds],
+                    "marker_api": messages,
+                },
+                "kernel_symbols": [{"kernel_id": 0, "formatted_kernel_name": "0"}]
+                + [
+                    {
+                        "kernel_id": i + 1,
+                        "kernel_name": f"k{i}.kd",
+                        "formatted_kernel_name": n,
+                        "demangled_kernel_name": n + " [clone .kd]",
+                    }
+                    for i, n in enumerate(symbols)
+                ],
+                "buffer_records": buf,
+            }
+        ]
+    }
 
 
 def write_rocpd(path: str | Path, w: Workload | None = None) -> dict:

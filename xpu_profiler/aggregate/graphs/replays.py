@@ -5,7 +5,7 @@ A replayed kernel has no launching op of its own. With capture traces each one i
 matched to its captured launch and takes the fused op that launch's op chain or module
 gives (source ``capture``); unmatched ones, and all of them without capture traces,
 keep the fused op of their own name (source ``name``). What was found and matched is
-recorded in ``profile.run["graphs"]`` for the summary.
+recorded in ``profile.derived.graphs`` for the summary.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def attribute_replays(
         if how:
             info["capture_layers"] = how
     if len(replays) or capture is not None:
-        profile.run["graphs"] = info
+        profile.derived.graphs = info
     else:
-        profile.run.pop("graphs", None)
+        profile.derived.graphs = None
 
 
 def _capture_layers(profile: Profile, capture: Profile, caps, capture_row: np.ndarray) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,10 @@ import numpy as np
 from ...core.profile import DEVICE_KINDS, Profile
 from ...knowledge import layer_names as ln
 from ...knowledge.fused_ops import FUSED_OPS
-from ...knowledge.kernel_names import kernel_key, short_name
 from ..model_cost import model_config
 from . import stream as ls
 from . import units as layer_units
-from .frames import Frames, decoder_frames, frame_of, piece_frames
+from .context import Context, context, layer_evidence
 from .kinds import ConfigLayers, LayerEvidence, config_layers
 
 NF = len(FUSED_OPS)
@@ -76,29 +75,6 @@ class UnitLayers:
     tokens: int
 
 
-@dataclass
-class _Context:
-    profile: Profile
-    token: np.ndarray  # per name id: kernel key id
-    sliding: np.ndarray  # per name id
-    linear: np.ndarray
-    not_anchor: np.ndarray
-    key_names: list[str]
-    frames: Frames
-    frame: np.ndarray | None  # per event row: decoder frame index, -1 (basis rows); None: no frames
-    pieces: Frames
-    piece: np.ndarray | None
-    cfg: ConfigLayers | None
-    capture_how: str
-    shorts: dict[int, str] = field(default_factory=dict)
-
-    def short(self, token: int) -> str:
-        """The display name of a kernel key (attention kernels of the layers)."""
-        if token not in self.shorts:
-            self.shorts[token] = short_name(self.key_names[token], 48)
-        return self.shorts[token]
-
-
 def find_layers(profile: Profile, basis: np.ndarray) -> tuple[list[UnitLayers], Counter, ConfigLayers | None]:
     """Layers of each unit (steps, forwards or ranks); the reasons units got none."""
     ev = profile.events
@@ -107,7 +83,7 @@ def find_layers(profile: Profile, basis: np.ndarray) -> tuple[list[UnitLayers], 
     cfg = config_layers(model_config(profile.run))
     if not len(rows):
         return [], refused, cfg
-    ctx = _context(profile, rows, cfg)
+    ctx = context(profile, rows, cfg)
     unit, units = layer_units.units(profile, ctx.frames, ctx.pieces, rows)
     keep = unit >= 0
     rows, unit = rows[keep], unit[keep]
@@ -127,35 +103,7 @@ def find_layers(profile: Profile, basis: np.ndarray) -> tuple[list[UnitLayers], 
     return out, refused, cfg
 
 
-def _context(profile: Profile, rows: np.ndarray, cfg: ConfigLayers | None) -> _Context:
-    ev, strings = profile.events, profile.strings
-    n_names = len(strings) + 1
-    token = np.full(n_names, -1, np.int64)
-    sliding, linear, not_anchor = (np.zeros(n_names, bool) for _ in range(3))
-    keys: dict[str, int] = {}
-    uniq, first = np.unique(ev["name"][rows], return_index=True)
-    for nid, f in zip(uniq.tolist(), first.tolist()):
-        s = strings[nid] if nid >= 0 else ""
-        k = _INDUCTOR_SUFFIX.sub("", kernel_key(s, int(ev["kind"][rows[f]])))
-        token[nid] = keys.setdefault(k, len(keys))
-        sliding[nid] = bool(ln.SLIDING_KERNEL.search(s))
-        linear[nid] = bool(ln.LINEAR_KERNEL.search(s))
-        not_anchor[nid] = bool(ln.NOT_ANCHOR.search(s))
-    frames, pieces = decoder_frames(profile), piece_frames(profile)
-    frame = piece = None
-    if len(frames.rows):
-        frame = np.full(len(ev), -1, np.int32)
-        frame[rows] = frame_of(profile, frames, rows)
-    if len(pieces.rows):
-        piece = np.full(len(ev), -1, np.int32)
-        piece[rows] = frame_of(profile, pieces, rows)
-    g = profile.run.get("graphs")
-    graphs: dict[str, Any] = g if isinstance(g, dict) else {}
-    how = str(graphs.get("capture_layers", "")) if len(profile.capture_layer) == len(ev) else ""
-    return _Context(profile, token, sliding, linear, not_anchor, list(keys), frames, frame, pieces, piece, cfg, how)
-
-
-def _unit(ctx: _Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
+def _unit(ctx: Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
     """The layers of one unit's rows (in start order), or why it has none."""
     ev = ctx.profile.events
     lay, how = _from_frames(ctx, rows)
@@ -189,7 +137,7 @@ def _unit(ctx: _Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
     head = np.bincount(fused[head_m], weights=dur[head_m], minlength=NF).astype(np.int64)
     tail = np.bincount(fused[tail_m], weights=dur[tail_m], minlength=NF).astype(np.int64)
     other = int(dur[out & ~head_m & ~tail_m].sum())
-    evid = _evidence(ctx, rows, lay, n, fz, module_of, later)
+    evid = layer_evidence(ctx, rows, lay, n, fz, module_of, later)
     rank, step, phase, kind = unit
     tokens = 0
     if step >= 0:
@@ -217,7 +165,7 @@ def _unit(ctx: _Context, rows: np.ndarray, unit: tuple) -> UnitLayers | str:
     )
 
 
-def _from_frames(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray | None, Any]:
+def _from_frames(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray | None, Any]:
     if ctx.frame is None:
         return None, None
     f = ctx.frame[rows].astype(np.int64)
@@ -233,7 +181,7 @@ def _from_frames(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray | None, An
     return lay, ("module", detail, 1.0, count, cls)
 
 
-def _from_capture(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray | None, Any]:
+def _from_capture(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray | None, Any]:
     if not ctx.capture_how.startswith("module:"):
         return None, None
     h = ctx.profile.capture_layer[rows].astype(np.int64)
@@ -251,7 +199,7 @@ def _from_capture(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray | None, A
     return key, ("capture", detail, 1.0, len(pairs), [cls] * len(pairs))
 
 
-def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray] | str:
+def _from_stream(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray] | str:
     ev = ctx.profile.events
     dev = np.isin(ev["kind"][rows], DEVICE_KINDS)
     cand = rows[dev] if dev.any() else rows
@@ -318,7 +266,7 @@ def _from_stream(ctx: _Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.n
     return lay, (evidence, detail, conf, count, [""] * n), later
 
 
-def _piece_count(ctx: _Context, rows: np.ndarray) -> tuple[int, str]:
+def _piece_count(ctx: Context, rows: np.ndarray) -> tuple[int, str]:
     """(layers the unit's graph pieces say, what they are): nested ``GraphModule`` frames
     (one per layer), else top-level ones (pieces - 1), from the trace's frames or the
     capture's; 0 without any."""
@@ -340,7 +288,7 @@ def _piece_count(ctx: _Context, rows: np.ndarray) -> tuple[int, str]:
     return (n - 1 if n >= 2 else 0), f"{n} compiled graph pieces (layers = pieces - 1{how[3:]})"
 
 
-def _spread(ctx: _Context, rows: np.ndarray, on: np.ndarray, stream_layer: np.ndarray) -> np.ndarray:
+def _spread(ctx: Context, rows: np.ndarray, on: np.ndarray, stream_layer: np.ndarray) -> np.ndarray:
     """Layer of every row: the main stream's from the segmentation, the others' by time
     (the layer running on the main stream when they started; none before or after)."""
     ev = ctx.profile.events
@@ -360,43 +308,3 @@ def _spread(ctx: _Context, rows: np.ndarray, on: np.ndarray, stream_layer: np.nd
     k[(k < 0) | (t >= last_end)] = -1
     lay[~on] = k
     return lay
-
-
-def _evidence(
-    ctx: _Context, rows: np.ndarray, lay: np.ndarray, n: int, fz: np.ndarray, module_of: list, later: np.ndarray
-) -> list[LayerEvidence]:
-    ev = ctx.profile.events
-    names = ev["name"][rows]
-    attn = (ev["fused"][rows] == _F["attention"]) & (lay >= 0)
-    sliding = np.zeros(n, bool)
-    linear = np.zeros(n, bool)
-    sliding[np.unique(lay[attn & ctx.sliding[names]])] = True
-    linear[np.unique(lay[attn & ctx.linear[names]])] = True
-    # the attention kernel each layer spent most time in
-    top = [""] * n
-    a_rows = np.flatnonzero(attn & ~ctx.not_anchor[names])
-    if len(a_rows):
-        tok = ctx.token[names[a_rows]]
-        key = lay[a_rows] * (len(ctx.key_names) + 1) + tok
-        u, inv = np.unique(key, return_inverse=True)
-        t = np.bincount(inv.reshape(-1), weights=ev["dur"][rows][a_rows])
-        best: dict[int, tuple[float, int]] = {}
-        for kk, tt in zip(u.tolist(), t.tolist()):
-            li, ti = divmod(kk, len(ctx.key_names) + 1)
-            if li not in best or tt > best[li][0]:
-                best[li] = (tt, ti)
-        for li, (_, ti) in best.items():
-            top[li] = ctx.short(ti)
-    return [
-        LayerEvidence(
-            module=module_of[i] if i < len(module_of) else "",
-            attention_kernel=top[i],
-            sliding=bool(sliding[i]),
-            linear=bool(linear[i]),
-            attention_ns=int(fz[i, _F["attention"]]),
-            moe_ns=int(fz[i, _F["moe"]]),
-            gemm_ns=int(fz[i, _F["gemm"]]),
-            later_forward=bool(later[i]) if i < len(later) else False,
-        )
-        for i in range(n)
-    ]

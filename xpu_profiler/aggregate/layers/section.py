@@ -54,11 +54,42 @@ def _phase(phase: str, group: list[UnitLayers], cfg, spans: LayerSpans, profile:
     kinds = layer_kinds(first.evid, cfg, count)
     ns = np.sum([u.ns for u in kept], axis=0)
     fz = np.sum([u.fused for u in kept], axis=0)
-    kernels = np.sum([u.kernels for u in kept], axis=0)
-    steps = len(kept)
     tokens = sum(u.tokens for u in kept)
-    total = int(ns.sum())
-    rows = [
+    ev_counts = Counter(u.evidence for u in kept)
+    evidence = ev_counts.most_common(1)[0][0]
+    ev_units = [u for u in kept if u.evidence == evidence]
+    _spans(spans, kept, kinds, profile)
+    return LayerPhase(
+        phase=phase,
+        evidence=evidence,
+        inferred=evidence == "period",
+        confidence=float(min(u.confidence for u in ev_units)),
+        detail=ev_units[0].detail,
+        unit=first.unit,
+        layers=count,
+        draft_layers=n - count,
+        steps=len(kept),
+        steps_seen=len(group),
+        tokens=tokens,
+        op_time_ns=sum(u.op_ns for u in kept),
+        layers_ns=int(ns.sum()),
+        head_ns=int(sum(int(u.head.sum()) for u in kept)),
+        tail_ns=int(sum(int(u.tail.sum()) for u in kept)),
+        other_ns=sum(u.other for u in kept),
+        head_fused_ns=_fused(np.sum([u.head for u in kept], axis=0)),
+        tail_fused_ns=_fused(np.sum([u.tail for u in kept], axis=0)),
+        kind_sources=sorted({k[s] for k in kinds for s in ("attention_source", "mlp_source") if k[s]}),
+        rows=_rows(kept, kinds, ns, fz),
+        kinds=_kinds(kinds, ns, fz, len(kept), tokens),
+        notes=_notes(group, shape, kept, ev_counts, evidence, cfg, count),
+    )
+
+
+def _rows(kept: list[UnitLayers], kinds: list[dict], ns: np.ndarray, fz: np.ndarray) -> list[LayerRow]:
+    """One row per layer, summed over the steps kept."""
+    first, steps, total = kept[0], len(kept), int(ns.sum())
+    kernels = np.sum([u.kernels for u in kept], axis=0)
+    return [
         LayerRow(
             index=i,
             kind=kinds[i]["kind"],
@@ -73,16 +104,21 @@ def _phase(phase: str, group: list[UnitLayers], cfg, spans: LayerSpans, profile:
             share=float(ns[i]) / total if total else 0.0,
             fused_ns=_fused(fz[i]),
         )
-        for i in range(n)
+        for i in range(len(ns))
     ]
+
+
+def _kinds(kinds: list[dict], ns: np.ndarray, fz: np.ndarray, steps: int, tokens: int) -> list[LayerKind]:
+    """One row per kind of layer, the costliest first."""
+    total = int(ns.sum())
     by_kind: dict[str, list[int]] = {}
     for i, k in enumerate(kinds):
         by_kind.setdefault(k["kind"], []).append(i)
-    kind_rows = []
+    rows = []
     for kind, idx in by_kind.items():
         t = int(ns[idx].sum())
         k0 = kinds[idx[0]]
-        kind_rows.append(
+        rows.append(
             LayerKind(
                 kind=kind,
                 attention=k0["attention"],
@@ -96,10 +132,12 @@ def _phase(phase: str, group: list[UnitLayers], cfg, spans: LayerSpans, profile:
                 fused_ns=_fused(fz[idx].sum(axis=0)),
             )
         )
-    kind_rows.sort(key=lambda k: -k.time_ns)
-    ev_counts = Counter(u.evidence for u in kept)
-    evidence = ev_counts.most_common(1)[0][0]
-    ev_units = [u for u in kept if u.evidence == evidence]
+    rows.sort(key=lambda k: -k.time_ns)
+    return rows
+
+
+def _notes(group, shape: Counter, kept, ev_counts: Counter, evidence: str, cfg, count: int) -> list[str]:
+    """What the phase's layer rows leave out or disagree with."""
     notes = []
     if len(kept) < len(group):
         other = ", ".join(f"{c} layers x{k}" for (c, _), k in shape.most_common()[1:])
@@ -108,32 +146,7 @@ def _phase(phase: str, group: list[UnitLayers], cfg, spans: LayerSpans, profile:
         notes.append("evidence by step: " + ", ".join(f"{e} {k}" for e, k in ev_counts.most_common()))
     if cfg is not None and count != cfg.layers and evidence != "period":
         notes.append(f"the model config says {cfg.layers} layers, the trace shows {count} per step")
-    sources = sorted({k[s] for k in kinds for s in ("attention_source", "mlp_source") if k[s]})
-    _spans(spans, kept, kinds, profile)
-    return LayerPhase(
-        phase=phase,
-        evidence=evidence,
-        inferred=evidence == "period",
-        confidence=float(min(u.confidence for u in ev_units)),
-        detail=ev_units[0].detail,
-        unit=first.unit,
-        layers=count,
-        draft_layers=n - count,
-        steps=steps,
-        steps_seen=len(group),
-        tokens=tokens,
-        op_time_ns=sum(u.op_ns for u in kept),
-        layers_ns=total,
-        head_ns=int(sum(int(u.head.sum()) for u in kept)),
-        tail_ns=int(sum(int(u.tail.sum()) for u in kept)),
-        other_ns=sum(u.other for u in kept),
-        head_fused_ns=_fused(np.sum([u.head for u in kept], axis=0)),
-        tail_fused_ns=_fused(np.sum([u.tail for u in kept], axis=0)),
-        kind_sources=sources,
-        rows=rows,
-        kinds=kind_rows,
-        notes=notes,
-    )
+    return notes
 
 
 def _spans(spans: LayerSpans, kept: list[UnitLayers], kinds: list[dict], profile: Profile) -> None:

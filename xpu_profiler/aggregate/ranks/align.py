@@ -60,7 +60,7 @@ def align_steps(profile: Profile, lay: Layout) -> StepAlignment:
     engine = np.array([lay.engine(r) for r in rank.tolist()], np.int64)
     aligned = steps["step_id"].astype(np.int64).copy()
     ranks = np.unique(rank).tolist()
-    by_id = profile.run.get("step_source") in STEP_ID_SOURCES
+    by_id = profile.derived.step_source in STEP_ID_SOURCES
     if len(ranks) > 1:
         out.method = "step_id" if by_id else "content"
     matched = overlap = 0

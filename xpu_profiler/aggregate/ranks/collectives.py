@@ -40,9 +40,10 @@ from ...knowledge.taxonomy import FUSED_OPS, collective_kind
 from ..attribution import launch_points
 from .align import step_engine
 from .backend_work import work_ends, work_rows
+from .clocks import CLOCK_TOLERANCE_NS as CLOCK_TOLERANCE_NS
+from .clocks import clock_offsets
 
 COMM = FUSED_OPS.index("communication")
-CLOCK_TOLERANCE_NS = 100_000
 
 
 @dataclass
@@ -133,87 +134,107 @@ def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray
 
 def match(profile: Profile, same_host: bool = False) -> Collectives:
     """Find, classify and match the collectives; align the ranks' clocks on them."""
-    ev, comms, strings = profile.events, profile.comms, profile.strings
+    ev, comms = profile.events, profile.comms
     idx, basis = comm_events(profile)
     out = Collectives(basis=basis, idx=idx)
     n = len(idx)
     if not n:
         return out
     rank = ev["rank"][idx].astype(np.int64)
-    # the metadata: the event's own, else the host range it was launched from
-    meta = ev["comm"][idx].astype(np.int64)
-    host = (ev["device"] < 0) & (ev["start"] >= 0) & np.isin(ev["kind"], (K_CPU_OP, K_ANNOTATION))
-    if basis == "device" and (meta < 0).any():
-        holder = _holders(profile, idx, np.flatnonzero(host & (ev["comm"] >= 0)))
-        take = (meta < 0) & (holder >= 0)
-        meta[take] = ev["comm"][holder[take]]
-    # the kind: the recorded collective name, the launching host op's, the own name
-    kind = np.full(n, OTHER_KIND, np.int64)
+    meta = _metadata(profile, idx, basis)
     has_meta = meta >= 0
-    if has_meta.any():
-        coll = comms["coll"][meta[has_meta]]
-        kind[has_meta] = [kind_of(strings[int(c)]) if c >= 0 else OTHER_KIND for c in coll.tolist()]
-    if basis == "device":
-        h = _holders(profile, idx, np.flatnonzero(host & (ev["fused"] == COMM)))
-        todo = (kind == OTHER_KIND) & (h >= 0)
-        kind[todo] = _name_kinds(profile, h[todo])
-    todo = kind == OTHER_KIND
-    kind[todo] = _name_kinds(profile, idx[todo])
+    kind = _kinds(profile, idx, meta, basis)
     out.rank, out.kind = rank, kind
+
+    def from_meta(col: str) -> np.ndarray:
+        if not len(comms):
+            return np.full(n, -1, np.int64)
+        return np.where(has_meta, comms[col][np.maximum(meta, 0)], -1).astype(np.int64)
+
     # the group: the process group, else the stream / thread in order of first use
-    pg = (
-        np.where(has_meta, comms["pg"][np.maximum(meta, 0)], -1).astype(np.int64)
-        if len(comms)
-        else np.full(n, -1, np.int64)
-    )
-    group_key, labels = _groups(profile, idx, rank, pg, basis)
+    group_key, labels = _groups(profile, idx, rank, from_meta("pg"), basis)
     out.group, out.group_labels = group_key, labels
-    seq = (
-        np.where(has_meta, comms["seq"][np.maximum(meta, 0)], -1).astype(np.int64)
-        if len(comms)
-        else np.full(n, -1, np.int64)
-    )
-    # the engine step of each event (aligned across ranks), -1 outside every step
-    st = ev["step"][idx].astype(np.int64)
-    estep = np.full(n, -1, np.int64)
-    es = step_engine(profile)
-    if (es >= 0).any():
-        ok = st >= 0
-        estep[ok] = es[st[ok]]
-    start, dur = ev["start"][idx], ev["dur"][idx]
+    start = ev["start"][idx]
     out.work = work_rows(profile, idx) if basis == "host" else idx[:0]
     out.work_end = work_ends(profile, idx, kind, out.work, _name_kinds(profile, out.work))
     dur = out.work_end - start
-    # per group: by Seq when every one of its events has one
-    g_seq = np.ones(len(labels), bool)
-    np.logical_and.at(g_seq, group_key, seq >= 0)
-    by_seq = g_seq[group_key]
-    by_step = ~by_seq & bool((estep >= 0).any())
-    slot = np.where(by_seq, seq, np.where(by_step, estep, -1))
-    mode = np.where(by_seq, 0, np.where(by_step, 1, 2))
-    k = _ordinal(rank, group_key, kind, mode, slot, start)
-    _, inst = distinct_rows(group_key, kind, mode, slot, k)
-    # matched: collectives with events from at least two ranks
-    n_inst = int(inst.max()) + 1
-    ranks_in = np.zeros(n_inst, np.int64)
-    np.add.at(ranks_in, inst, 1)
-    keep = ranks_in[inst] >= 2
-    _, dense = np.unique(inst[keep], return_inverse=True)
-    out.inst = np.full(n, -1, np.int64)
-    out.inst[keep] = dense
-    used = mode[keep]
+    mode = _instances_of(out, profile, idx, from_meta("seq"), start)
+    used = mode[out.inst >= 0]
     out.match = (
         ("seq" if (used == 0).all() else "step" if (used == 1).all() else "order" if (used == 2).all() else "mixed")
-        if keep.any()
+        if len(used)
         else "none"
     )
-    out.offsets, out.clock = _clock(out.inst, rank, start + dur, len(np.unique(rank)), same_host)
+    out.offsets, out.clock = clock_offsets(out.inst, rank, start + dur, len(np.unique(rank)), same_host)
     off = np.array([out.offsets.get(int(r), 0) for r in rank.tolist()], np.int64)
     out.start, out.end = start - off, start + dur - off
     _instances(out, profile, idx, meta, dur)
     if out.match != "seq":
         out.warnings += _doubtful(out)
     return out
+
+
+def _metadata(profile: Profile, idx: np.ndarray, basis: str) -> np.ndarray:
+    """Each collective's row in ``comms``: the event's own, else the host range it was
+    launched from; -1."""
+    ev = profile.events
+    meta = ev["comm"][idx].astype(np.int64)
+    if basis == "device" and (meta < 0).any():
+        host = (ev["device"] < 0) & (ev["start"] >= 0) & np.isin(ev["kind"], (K_CPU_OP, K_ANNOTATION))
+        holder = _holders(profile, idx, np.flatnonzero(host & (ev["comm"] >= 0)))
+        take = (meta < 0) & (holder >= 0)
+        meta[take] = ev["comm"][holder[take]]
+    return meta
+
+
+def _kinds(profile: Profile, idx: np.ndarray, meta: np.ndarray, basis: str) -> np.ndarray:
+    """The kind of each collective: the recorded collective name, the launching host op's,
+    the own name."""
+    ev, comms, strings = profile.events, profile.comms, profile.strings
+    kind = np.full(len(idx), OTHER_KIND, np.int64)
+    has_meta = meta >= 0
+    if has_meta.any():
+        coll = comms["coll"][meta[has_meta]]
+        kind[has_meta] = [kind_of(strings[int(c)]) if c >= 0 else OTHER_KIND for c in coll.tolist()]
+    if basis == "device":
+        host = (ev["device"] < 0) & (ev["start"] >= 0) & np.isin(ev["kind"], (K_CPU_OP, K_ANNOTATION))
+        h = _holders(profile, idx, np.flatnonzero(host & (ev["fused"] == COMM)))
+        todo = (kind == OTHER_KIND) & (h >= 0)
+        kind[todo] = _name_kinds(profile, h[todo])
+    todo = kind == OTHER_KIND
+    kind[todo] = _name_kinds(profile, idx[todo])
+    return kind
+
+
+def _instances_of(
+    out: Collectives, profile: Profile, idx: np.ndarray, seq: np.ndarray, start: np.ndarray
+) -> np.ndarray:
+    """Which events of different ranks are the same collective (``out.inst``, -1 unmatched):
+    per group by their sequence number when every event has one, else by engine step, else by
+    order; returns each event's mode (0 seq, 1 step, 2 order)."""
+    n = len(idx)
+    st = profile.events["step"][idx].astype(np.int64)
+    estep = np.full(n, -1, np.int64)
+    es = step_engine(profile)
+    if (es >= 0).any():
+        ok = st >= 0
+        estep[ok] = es[st[ok]]
+    g_seq = np.ones(len(out.group_labels), bool)
+    np.logical_and.at(g_seq, out.group, seq >= 0)
+    by_seq = g_seq[out.group]
+    by_step = ~by_seq & bool((estep >= 0).any())
+    slot = np.where(by_seq, seq, np.where(by_step, estep, -1))
+    mode = np.where(by_seq, 0, np.where(by_step, 1, 2))
+    k = _ordinal(out.rank, out.group, out.kind, mode, slot, start)
+    _, inst = distinct_rows(out.group, out.kind, mode, slot, k)
+    # matched: collectives with events from at least two ranks
+    ranks_in = np.zeros(int(inst.max()) + 1, np.int64)
+    np.add.at(ranks_in, inst, 1)
+    keep = ranks_in[inst] >= 2
+    _, dense = np.unique(inst[keep], return_inverse=True)
+    out.inst = np.full(n, -1, np.int64)
+    out.inst[keep] = dense
+    return mode
 
 
 def step_waits(profile: Profile, c: Collectives) -> np.ndarray:
@@ -287,46 +308,6 @@ def _ordinal(rank, group, kind, mode, slot, start) -> np.ndarray:
     out = np.empty(len(order), np.int64)
     out[order] = np.arange(len(order)) - run_start
     return out
-
-
-def _clock(inst, rank, end, n_ranks: int, same_host: bool) -> tuple[dict[int, int], str]:
-    """Each rank's clock offset from its collectives' ends, and what the clock is."""
-    ranks = np.unique(rank).tolist()
-    if n_ranks < 2:
-        return {}, "single_rank"
-    m = inst >= 0
-    if not m.any():
-        return {}, "shared" if same_host else "unknown"
-    ii, rr, ee = inst[m], rank[m], end[m]
-    ref = np.full(int(ii.max()) + 1, np.iinfo(np.int64).max)
-    np.minimum.at(ref, ii, rr)
-    is_ref = rr == ref[ii]
-    ref_end = np.zeros(len(ref), np.int64)
-    ref_end[ii[is_ref]] = ee[is_ref]
-    o = ~is_ref
-    pair_a, pair_b, diff = ref[ii[o]], rr[o], ee[o] - ref_end[ii[o]]
-    med: dict[int, list[tuple[int, int]]] = {}
-    if len(diff):
-        pairs, pinv = distinct_rows(pair_a, pair_b)
-        for j, (a, b) in enumerate(pairs.tolist()):
-            d = int(np.median(diff[pinv == j]))
-            med.setdefault(a, []).append((b, d))
-            med.setdefault(b, []).append((a, -d))
-    offsets: dict[int, int] = {}
-    for root in ranks:  # breadth-first over ranks that shared collectives
-        if root in offsets:
-            continue
-        offsets[root] = 0
-        todo = [root]
-        while todo:
-            a = todo.pop(0)
-            for b, d in sorted(med.get(a, [])):
-                if b not in offsets:
-                    offsets[b] = offsets[a] + d
-                    todo.append(b)
-    if same_host or all(abs(v) <= CLOCK_TOLERANCE_NS for v in offsets.values()):
-        return {r: 0 for r in ranks}, "shared"
-    return offsets, "collective_ends"
 
 
 def _instances(out: Collectives, profile: Profile, idx, meta, dur) -> None:

@@ -7,7 +7,7 @@ engine's per-step call (``steps.frames``), and last, inferred, bursts of device 
 (``steps.segments``). Each step row records the layer that found it (``evidence``).
 Steps that launched nothing (an ``execute_model`` with no scheduled request, a
 ``ProfilerStep`` around host work only) are dropped and counted. What was searched
-and found is kept in ``profile.run["step_search"]`` for the summary: a trace where no
+and found is kept in ``profile.derived.step_search`` for the summary: a trace where no
 step is found says so, naming what was looked for.
 
 An engine wraps each step in a ``record_function`` range whose name says what the
@@ -49,7 +49,7 @@ from .frames import extend_with_sampling, frame_names, steps_from_frames
 from .scopes import steps_from_scopes
 from .segments import steps_from_segments
 
-#: what ``run["step_source"]`` says for each family of step annotations
+#: what ``derived.step_source`` says for each family of step annotations
 STEP_SOURCES = {
     "vllm": "vllm_annotation",
     "sglang": "sglang_annotation",
@@ -70,9 +70,9 @@ def phase_codes(prefill_reqs: np.ndarray, decode_reqs: np.ndarray) -> np.ndarray
 def steps_from_annotations(profile: Profile) -> Table:
     """Engine steps from the step annotations of a torch trace (host side only).
 
-    Steps that scheduled nothing are left out and counted (``run["empty_steps"]``);
+    Steps that scheduled nothing are left out and counted (``derived.empty_steps``);
     steps whose prefill/decode token split had to be inferred are counted in
-    ``run["inexact_steps"]``.
+    ``derived.inexact_steps``.
     """
     ev = profile.events
     idx = np.flatnonzero((ev["kind"] == K_ANNOTATION) & (ev["device"] < 0))
@@ -103,15 +103,15 @@ def steps_from_annotations(profile: Profile) -> Table:
         pr, pt, dr, dt = (np.array([p[k] for p in rows], np.int64) for k in range(2, 6))
         empty = (pr == 0) & (dr == 0)
         if empty.any():
-            profile.run["empty_steps"] = int(empty.sum())
+            profile.derived.empty_steps = int(empty.sum())
         inexact = ~np.array([p.exact for p in rows], bool) & ~empty
         if inexact.any():
-            profile.run["inexact_steps"] = int(inexact.sum())
+            profile.derived.inexact_steps = int(inexact.sum())
         cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase_codes(pr, dr))
         cols["evidence"] = np.full(len(sel), E_ANNOTATION, np.int8)
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
         cols["step_id"] = number_per_rank(cols["rank"])
-    profile.run["step_source"] = STEP_SOURCES[family]
+    profile.derived.step_source = STEP_SOURCES[family]
     return Table(STEP_SCHEMA, cols)
 
 
@@ -135,15 +135,15 @@ def find_steps(profile: Profile) -> Table:
     if not len(steps):
         steps = steps_from_scopes(profile)
         if len(steps):
-            profile.run["step_source"] = "runner_scopes"
+            profile.derived.step_source = "runner_scopes"
     if not len(steps):
         steps = steps_from_frames(profile)
         if len(steps):
-            profile.run["step_source"] = "python_frames"
+            profile.derived.step_source = "python_frames"
     if not len(steps):
         steps = steps_from_segments(profile)
         if len(steps):
-            profile.run["step_source"] = "device_segments"
+            profile.derived.step_source = "device_segments"
     if len(steps):
         grown = extend_with_sampling(profile, steps)
         if grown:
@@ -152,14 +152,14 @@ def find_steps(profile: Profile) -> Table:
     if len(steps):
         ev = steps["evidence"]
         search["found_by"] = {STEP_EVIDENCE[k]: int((ev == k).sum()) for k in np.unique(ev).tolist()}
-    profile.run["step_search"] = search
+    profile.derived.step_search = search
     return steps
 
 
 def drop_empty(profile: Profile, steps: Table) -> Table:
     """Steps found by frames, ``ProfilerStep`` or device bursts that launched no device
     work (or, in a trace without any, ran no host op) are no engine step: dropped, and
-    counted in ``run["empty_steps"]``. Annotated steps were judged by their request counts."""
+    counted in ``derived.empty_steps``. Annotated steps were judged by their request counts."""
     judged = steps["evidence"] != E_ANNOTATION
     if not judged.any():
         return steps
@@ -183,7 +183,7 @@ def drop_empty(profile: Profile, steps: Table) -> Table:
     empty = judged & ~has
     if not empty.any():
         return steps
-    profile.run["empty_steps"] = int(profile.run.get("empty_steps", 0)) + int(empty.sum())
+    profile.derived.empty_steps += int(empty.sum())
     return steps.take(np.flatnonzero(~empty))
 
 

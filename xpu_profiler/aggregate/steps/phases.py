@@ -16,7 +16,7 @@ In a vLLM or SGLang trace (``engine_family``) their phase is inferred, and label
   launches (piecewise replay) or none (eager) do not tell the phase.
 
 Each inferred step records its source (steps ``phase_from``); the evidence per phase,
-in words, is kept in ``profile.run["phase_inferred"]``.
+in words, is kept in ``profile.derived.phase_inferred``.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def infer_phases(profile: Profile) -> None:
     ev["phase"] = new_phase
     words = {PHASES[p]: _words(v) for p, v in notes.items() if p != P_UNKNOWN}
     if words:
-        profile.run["phase_inferred"] = words
+        profile.derived.phase_inferred = words
 
 
 def _words(v: dict[str, list]) -> str:

@@ -17,7 +17,7 @@ def no_steps_message(profile: Profile) -> str:
     ev = profile.events
     dev = int(device_mask(ev["kind"]).sum())
     what = "; ".join(LOOKED_FOR)
-    empty = int(profile.run.get("empty_steps") or 0)
+    empty = profile.derived.empty_steps
     if empty:
         found = f"{empty} step marker(s) were found, but they launched no device work and ran no host op"
     elif dev:
@@ -31,22 +31,21 @@ def no_steps_message(profile: Profile) -> str:
 
 
 def step_search_section(profile: Profile, tl: DeviceTimeline | None) -> StepSearch:
-    run = profile.run
-    search = run.get("step_search")
-    search = search if isinstance(search, dict) else {}
+    run, d = profile.run, profile.derived
+    search = d.step_search
     steps = profile.steps
-    inferred = run.get("phase_inferred")
     out = StepSearch(
-        source=run.get("step_source"),
+        source=d.step_source,
         found_by=dict(search.get("found_by") or ({"hooks": len(steps)} if len(steps) else {})),
         inferred=bool(len(steps)) and bool((steps["evidence"] == E_SEGMENT).all()),
         looked_for=list(search.get("looked_for") or []),
         frames=list(search.get("frames") or []),
-        empty_steps=int(run.get("empty_steps") or 0),
+        empty_steps=d.empty_steps,
+        inexact_steps=d.inexact_steps,
         extended_by_sampling=int(search.get("extended_by_sampling") or 0),
-        phase_inferred=dict(inferred) if isinstance(inferred, dict) else {},
-        engine=run.get("engine_family"),
-        engine_evidence=run.get("engine_evidence"),
+        phase_inferred=dict(d.phase_inferred),
+        engine=d.engine,
+        engine_evidence=d.engine_evidence if d.engine is not None else None,
         vendor=vendor(profile),
         step_clock=("critical_path" if tl is not None and bool(tl.has.any()) else "host") if len(steps) else None,
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.fmt import number
-from ...summary import Summary
+from ...summary import Phase, Summary
 from .device import build_attribution, source_split
 from .figures import axis, layout
 from .style import BASIS_LABELS, OTHER_COLOR, PHASE_COLORS, PHASES, TOKEN_PHASES
@@ -85,10 +85,34 @@ def build_fused_ops(summary: Summary, colors: Mapping[str, str]) -> tuple[dict |
 
 
 def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | None, dict]:
+    """Prefill vs decode: each phase's steps, tokens and step times, where its op time goes
+    (by fused op), and each fused op's time per token by phase."""
     # a phase row without steps or tokens is only the op time outside every step
     rows_in = [p for p in summary.phases if p.steps or p.phase != "unknown"]
     if not rows_in:
         return None, {}
+    rows = _phase_rows(summary, rows_in)
+    mix = _phase_mix(summary, rows)
+    figs: dict[str, Any] = {}
+    if len(mix) > 1:
+        figs["phase_mix"] = _phase_mix_figure(summary, mix, colors)
+    per_token = _per_token_figure(summary)
+    if per_token is not None:
+        figs["per_token"] = per_token
+    known = any(r["phase"] != "unknown" for r in rows)
+    unit = next((p.kernels.unit for p in rows_in if p.kernels), "")  # "": no phase with kernels
+    section = {
+        "rows": rows,
+        "mix": mix,
+        "known": known,
+        "figures": list(figs),
+        "unit": {"kernel": "kernels", "host_op": "host ops"}.get(unit),
+    }
+    return section, figs
+
+
+def _phase_rows(summary: Summary, rows_in: list[Phase]) -> list[dict[str, Any]]:
+    """One row per phase, in phase order: steps, op time, tokens, step times, units of work."""
     # a source with steps but no op events (a live run without the torch profiler): no op time
     no_ops = summary.totals.op_time_ns == 0
     rows: list[dict[str, Any]] = [
@@ -111,69 +135,73 @@ def build_phases(summary: Summary, colors: Mapping[str, str]) -> tuple[dict | No
     ]
     order = {p: i for i, p in enumerate(PHASES)}
     rows.sort(key=lambda r: order.get(r["phase"], len(PHASES)))
-    # Where each phase's op time goes: share of that phase's time per fused op.
+    return rows
+
+
+def _phase_mix(summary: Summary, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Where each phase's op time goes: share of that phase's time per fused op."""
     mix: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         per = [(f.fused_op, float(f.time_ns_by_phase.get(r["phase"], 0))) for f in summary.fused_ops]
         total = sum(v for _, v in per)
         if total > 0:
             mix[r["phase"]] = [{"fused_op": n, "time_ns": v, "share": v / total} for n, v in per if v > 0]
-    figs: dict[str, Any] = {}
-    if len(mix) > 1:
-        phases = list(mix)
-        data = []
-        for op in (f.fused_op for f in summary.fused_ops):
-            x = [next((m["share"] * 100 for m in mix[p] if m["fused_op"] == op), 0.0) for p in phases]
-            if any(x):
-                data.append(
-                    {
-                        "type": "bar",
-                        "orientation": "h",
-                        "name": op,
-                        "y": phases,
-                        "x": x,
-                        "marker": {"color": colors.get(op, OTHER_COLOR)},
-                        "hovertemplate": "%{fullData.name} · %{y}: %{x:.1f}%<extra></extra>",
-                    }
-                )
-        figs["phase_mix"] = {
-            "data": data,
-            "layout": layout(
-                barmode="stack",
-                height=130 + 40 * len(phases),
-                bargap=0.3,
-                xaxis=axis("", range=[0, 100], ticksuffix="%"),
-                yaxis={"automargin": True, "autorange": "reversed"},
-            ),
-        }
-    per_tok = [f for f in summary.fused_ops if any(number(f.per_token_ns_by_phase.get(p)) for p in TOKEN_PHASES)]
-    if per_tok:
-        names = [f.fused_op for f in per_tok]
-        data = []
-        for p in TOKEN_PHASES:
-            y = [number(f.per_token_ns_by_phase.get(p)) for f in per_tok]
-            if any(v for v in y if v):
-                data.append(
-                    {
-                        "type": "bar",
-                        "name": p,
-                        "x": names,
-                        "y": [None if v is None else v / 1e3 for v in y],
-                        "marker": {"color": PHASE_COLORS[p]},
-                        "hovertemplate": "%{x} · %{fullData.name}: %{y:.2f} µs/token<extra></extra>",
-                    }
-                )
-        figs["per_token"] = {
-            "data": data,
-            "layout": layout(barmode="group", height=320, yaxis=axis("µs per token"), xaxis={"automargin": True}),
-        }
-    known = any(r["phase"] != "unknown" for r in rows)
-    unit = next((p.kernels.unit for p in rows_in if p.kernels), "")  # "": no phase with kernels
-    section = {
-        "rows": rows,
-        "mix": mix,
-        "known": known,
-        "figures": list(figs),
-        "unit": {"kernel": "kernels", "host_op": "host ops"}.get(unit),
+    return mix
+
+
+def _phase_mix_figure(
+    summary: Summary, mix: dict[str, list[dict[str, Any]]], colors: Mapping[str, str]
+) -> dict[str, Any]:
+    """The phase mix as bars of 100%, one per phase, stacked by fused op."""
+    phases = list(mix)
+    data = []
+    for op in (f.fused_op for f in summary.fused_ops):
+        x = [next((m["share"] * 100 for m in mix[p] if m["fused_op"] == op), 0.0) for p in phases]
+        if any(x):
+            data.append(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "name": op,
+                    "y": phases,
+                    "x": x,
+                    "marker": {"color": colors.get(op, OTHER_COLOR)},
+                    "hovertemplate": "%{fullData.name} · %{y}: %{x:.1f}%<extra></extra>",
+                }
+            )
+    return {
+        "data": data,
+        "layout": layout(
+            barmode="stack",
+            height=130 + 40 * len(phases),
+            bargap=0.3,
+            xaxis=axis("", range=[0, 100], ticksuffix="%"),
+            yaxis={"automargin": True, "autorange": "reversed"},
+        ),
     }
-    return section, figs
+
+
+def _per_token_figure(summary: Summary) -> dict[str, Any] | None:
+    """Each fused op's time per token, grouped by phase (None when no op has one)."""
+    per_tok = [f for f in summary.fused_ops if any(number(f.per_token_ns_by_phase.get(p)) for p in TOKEN_PHASES)]
+    if not per_tok:
+        return None
+    names = [f.fused_op for f in per_tok]
+    data = []
+    for p in TOKEN_PHASES:
+        y = [number(f.per_token_ns_by_phase.get(p)) for f in per_tok]
+        if any(v for v in y if v):
+            data.append(
+                {
+                    "type": "bar",
+                    "name": p,
+                    "x": names,
+                    "y": [None if v is None else v / 1e3 for v in y],
+                    "marker": {"color": PHASE_COLORS[p]},
+                    "hovertemplate": "%{x} · %{fullData.name}: %{y:.2f} µs/token<extra></extra>",
+                }
+            )
+    return {
+        "data": data,
+        "layout": layout(barmode="group", height=320, yaxis=axis("µs per token"), xaxis={"automargin": True}),
+    }

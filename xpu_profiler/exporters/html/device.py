@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.fmt import number
 from ...summary import Summary
+from ...summary.labels import ATTRIBUTION_SOURCES
 from .figures import MAX_POINTS, axis, bucket, layout
 from .style import PHASE_COLORS
 
@@ -21,14 +22,6 @@ PARTS = (
     ("other", "other wait", "#9aa0a6"),
     ("elsewhere", "other steps' work", "#c9d6e3"),
 )
-SOURCE_LABELS = {
-    "op_chain": "launching op",
-    "module": "layer module",
-    "capture": "capture trace",
-    "structure": "kernel sequence",
-    "name": "kernel name only",
-    "none": "unattributed",
-}
 SOURCE_COLORS = {
     "op_chain": "#4c9f70",
     "module": "#2e86ab",
@@ -159,7 +152,7 @@ def build_attribution(summary: Summary) -> dict | None:
     if not a.share_by_source:
         return None
     parts = [
-        {"key": k, "label": SOURCE_LABELS.get(k, k), "share": v, "color": SOURCE_COLORS.get(k, "#c4c4c4")}
+        {"key": k, "label": ATTRIBUTION_SOURCES.get(k, k), "share": v, "color": SOURCE_COLORS.get(k, "#c4c4c4")}
         for k, v in sorted(a.share_by_source.items(), key=lambda kv: -kv[1])
     ]
     graphs: dict[str, Any] | None = None
@@ -181,7 +174,7 @@ def build_attribution(summary: Summary) -> dict | None:
 def source_split(by_source: dict[str, int], total: float) -> list[dict]:
     """One fused-op row's time by source, as shares for a small stacked bar."""
     return [
-        {"key": k, "label": SOURCE_LABELS.get(k, k), "share": v / total, "color": SOURCE_COLORS.get(k, "#c4c4c4")}
+        {"key": k, "label": ATTRIBUTION_SOURCES.get(k, k), "share": v / total, "color": SOURCE_COLORS.get(k, "#c4c4c4")}
         for k, v in sorted(by_source.items(), key=lambda kv: -kv[1])
         if total and v
     ]

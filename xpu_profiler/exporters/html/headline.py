@@ -17,66 +17,104 @@ def _plural(n: int, word: str) -> str:
 
 def build_headline(summary: Summary) -> dict[str, Any] | None:
     """Key figures as cards: ``{key, label, value, unit, sub}``; values are raw numbers."""
-    tp, tot, dev = summary.throughput, summary.totals, summary.device
     cards: list[dict[str, Any]] = []
+    _throughput_cards(cards, summary)
+    _step_cards(cards, summary)
+    has_ops = bool(summary.totals.op_time_ns)
+    _card(
+        cards,
+        "busy",
+        "Device busy" if summary.basis != "host" else "Host op busy",
+        _busy_share(summary) if has_ops else None,
+        "%",
+        "share of wall time with work on the device"
+        if summary.basis != "host"
+        else "share of wall time inside top-level ops",
+    )
+    _memory_cards(cards, summary)
+    for key, label, value, sub in mfu_cards(summary):
+        _card(cards, key, label, value, "%", sub)
+    if has_ops:
+        _card(
+            cards,
+            "other_share",
+            'Unattributed ("other")',
+            100 * summary.totals.other_share,
+            "%",
+            "op time no fused op claimed",
+        )
+    latency = _latency_rows(summary)
+    if not cards and not latency:
+        return None
+    return {"cards": cards, "latency": latency}
 
-    def card(key: str, label: str, value: Any, unit: str, sub: str | None = None) -> None:
-        v = number(value)
-        if v is not None:
-            cards.append({"key": key, "label": label, "value": v, "unit": unit, "sub": sub})
 
+def _card(cards: list[dict[str, Any]], key: str, label: str, value: Any, unit: str, sub: str | None = None) -> None:
+    """A card added to ``cards`` where its value is a number."""
+    v = number(value)
+    if v is not None:
+        cards.append({"key": key, "label": label, "value": v, "unit": unit, "sub": sub})
+
+
+def _throughput_cards(cards: list[dict[str, Any]], summary: Summary) -> None:
+    """Output, prefill and decode throughput."""
+    tp = summary.throughput
     # a rate of 0 tok/s only means that the source has no token counts: no card then
-    card(
+    _card(
+        cards,
         "output_tok_s",
         "Output throughput",
         tp.output_tok_s or None,
         "tok/s",
         f"{tp.requests} requests" if tp.requests is not None else None,
     )
-    card(
+    _card(
+        cards,
         "prefill_tok_s",
         "Prefill throughput",
         tp.prefill_tok_s or None,
         "tok/s",
         f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None,
     )
-    card(
+    _card(
+        cards,
         "decode_tok_s",
         "Decode throughput",
         tp.decode_tok_s or None,
         "tok/s",
         f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None,
     )
+
+
+def _step_cards(cards: list[dict[str, Any]], summary: Summary) -> None:
+    """TTFT and TPOT, then each phase's median step time (p99 under them)."""
+    tp = summary.throughput
     for key, label, lat in (("ttft", "TTFT p50", tp.ttft_ns), ("tpot", "TPOT p50", tp.tpot_ns)):
         if lat is not None:
             p99 = number(lat.p99)
-            card(key, label, lat.p50, "ns", f"p99 {fmt.ns(p99, fmt.REPORT)}" if p99 is not None else None)
+            _card(cards, key, label, lat.p50, "ns", f"p99 {fmt.ns(p99, fmt.REPORT)}" if p99 is not None else None)
     for ph in summary.phases:
         p99 = number(ph.step_p99_ns)
         label = "Step p50" if ph.phase == "unknown" else f"{ph.phase.capitalize()} step p50"
-        card(
+        _card(
+            cards,
             f"step_{ph.phase}",
             label,
             ph.step_p50_ns,
             "ns",
             f"p99 {fmt.ns(p99, fmt.REPORT)} · {_plural(ph.steps, 'step')}" if p99 is not None else None,
         )
-    has_ops = bool(tot.op_time_ns)
-    busy = _busy_share(summary) if has_ops else None
-    card(
-        "busy",
-        "Device busy" if summary.basis != "host" else "Host op busy",
-        busy,
-        "%",
-        "share of wall time with work on the device"
-        if summary.basis != "host"
-        else "share of wall time inside top-level ops",
-    )
-    peak = summary.memory.peak
+
+
+def _memory_cards(cards: list[dict[str, Any]], summary: Summary) -> None:
+    """The device memory peak (the largest host process's where there is none) and the
+    KV-cache usage peak."""
+    peak, dev = summary.memory.peak, summary.device
     for name in ("device_allocated_bytes", "device_reserved_bytes"):
         if number(peak.get(name)):
             cap = number(dev.mem_bytes) if dev is not None else None
-            card(
+            _card(
+                cards,
                 "peak_" + name,
                 f"Peak {MEMORY_LABELS[name]}",
                 peak[name],
@@ -89,13 +127,14 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
         if rss:
             value, name = max(rss)
             process = name.partition(".")[2]
-            card("peak_host_rss", "Peak host RSS", value, "bytes", f"{process} process" if process else None)
+            _card(cards, "peak_host_rss", "Peak host RSS", value, "bytes", f"{process} process" if process else None)
     if number(peak.get("kv_cache_usage")) is not None:
-        card("peak_kv", "Peak KV-cache usage", 100 * peak["kv_cache_usage"], "%")
-    for key, label, value, sub in mfu_cards(summary):
-        card(key, label, value, "%", sub)
-    if has_ops:
-        card("other_share", 'Unattributed ("other")', 100 * tot.other_share, "%", "op time no fused op claimed")
+        _card(cards, "peak_kv", "Peak KV-cache usage", 100 * peak["kv_cache_usage"], "%")
+
+
+def _latency_rows(summary: Summary) -> list[dict[str, Any]]:
+    """The latency table: p50, p99 and mean of TTFT, TPOT and end-to-end latency, where known."""
+    tp = summary.throughput
     latency = []
     for label, lat in (
         ("Time to first token", tp.ttft_ns),
@@ -107,9 +146,7 @@ def build_headline(summary: Summary) -> dict[str, Any] | None:
         row = {"p50": number(lat.p50), "p99": number(lat.p99), "mean": number(lat.mean)}
         if any(v is not None for v in row.values()):
             latency.append({"label": label, **row})
-    if not cards and not latency:
-        return None
-    return {"cards": cards, "latency": latency}
+    return latency
 
 
 def _busy_share(summary: Summary) -> float | None:

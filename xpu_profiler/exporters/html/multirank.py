@@ -10,99 +10,101 @@ import numpy as np
 
 from ...core.fmt import number, place
 from ...summary import Summary
+from ...summary.labels import CLOCK_ALIGNMENT, COLLECTIVE_MATCH, STEP_ALIGNMENT
 from .figures import axis, bucket, json_ready, layout
 
 MAX_STEP_COLUMNS = 600  # heat-map columns; longer runs are averaged in buckets of steps
 MAX_FUSED_COLUMNS = 10
-
-STEPS_HOW = {
-    "step_id": "by step id",
-    "content": "by content: each rank's steps matched on what the scheduler put in them",
-    "single_rank": "one rank",
-}
-CLOCK_HOW = {
-    "shared": "the ranks share a clock: times as recorded",
-    "collective_ends": "each rank's clock shifted so that its collectives end with the others'",
-    "unknown": "no collective matched: the ranks' clocks are not aligned",
-    "single_rank": "one rank",
-}
-MATCH_HOW = {
-    "seq": "by the process group's sequence number",
-    "step": "the k-th of a kind in each engine step",
-    "order": "the k-th of a kind in the trace",
-    "mixed": "by sequence number where the trace has one, else by order",
-    "none": "none matched",
-}
 
 
 def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
     """Rank × engine step heat map of each rank's step time, and time by fused op × rank."""
     if len(summary.ranks) < 2:
         return None, {}
-    st, es = summary.steps, summary.engine_steps
     ranks = [r.rank for r in summary.ranks]
-    n_steps = len(es.span_ns)
+    n_steps = len(summary.engine_steps.span_ns)
     figs: dict[str, Any] = {}
     section: dict[str, Any] = {"ranks": len(ranks), "steps": n_steps, "binned": 1, "figures": [], "slowest": []}
     al = summary.alignment
     section["alignment"] = {
-        "steps": STEPS_HOW.get(al.steps, al.steps),
-        "clock": CLOCK_HOW.get(al.clock, al.clock),
+        "steps": STEP_ALIGNMENT.get(al.steps, al.steps),
+        "clock": CLOCK_ALIGNMENT.get(al.clock, al.clock),
         "shifts": {r: s for r, s in al.step_shift_by_rank.items() if s},
         "offsets_ms": {r: v / 1e6 for r, v in al.clock_offset_ns_by_rank.items() if v},
     }
+    st = summary.steps
     if n_steps >= 2 and len(st.engine_step) == len(st.rank) and min(st.engine_step, default=-1) >= 0:
-        # columns: each engine's own step numbers (data-parallel engines side by side)
-        pos = {r: i for i, r in enumerate(ranks)}
-        base = min(es.step_id)
-        col = [s - base for s in es.step_id]
-        if max(col) >= 4 * n_steps:  # sparse ids: one column per engine step instead
-            col = list(range(n_steps))
-        cols = max(col) + 1
-        grid = np.full((len(ranks), cols), np.nan)
-        waits = st.wait_ns or [0] * len(st.rank)
-        for rk, e, v, w in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns, waits):
-            grid[pos[rk], col[e]] = (v - w) / 1e6
-        x = np.arange(cols, dtype=np.float64)
-        xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
-        section["binned"] = k
-        z = [list(r) for r in rows] if k > 1 else [[None if not np.isfinite(v) else float(v) for v in g] for g in grid]
-        figs["rank_steps"] = {
-            "data": [
-                {
-                    "type": "heatmap",
-                    "z": z,
-                    "x": [float(v) for v in xs],
-                    "y": [f"rank {r}" for r in ranks],
-                    "colorscale": "YlOrRd",
-                    "reversescale": True,
-                    "colorbar": {"title": {"text": "ms"}},
-                    "hoverongaps": False,
-                    "hovertemplate": "%{y}, engine step %{x:.0f}: %{z:.3f} ms<extra></extra>",
-                }
-            ],
-            "layout": layout(
-                height=max(220, 60 + 26 * len(ranks)),
-                xaxis=axis("engine step"),
-                yaxis={"autorange": "reversed", "automargin": True},
-            ),
-        }
+        figs["rank_steps"], section["binned"] = _rank_step_heatmap(summary, ranks)
         section["figures"].append("rank_steps")
-        # of the engine steps a rank shares with others, how many it was the slowest in
-        shared = {r: 0 for r in ranks}
-        for rk, e in zip(st.rank, st.engine_step):
-            if es.ranks[e] > 1:
-                shared[rk] += 1
-        section["slowest"] = [
+        section["slowest"] = _slowest(summary, ranks)
+    section["fused"] = _fused_by_rank(summary)
+    return json_ready(section), json_ready(figs)
+
+
+def _rank_step_heatmap(summary: Summary, ranks: list[int]) -> tuple[dict[str, Any], int]:
+    """The heat map of each rank's step time (less its collective waits) per engine step,
+    and how many steps a column averages."""
+    st, es = summary.steps, summary.engine_steps
+    n_steps = len(es.span_ns)
+    # columns: each engine's own step numbers (data-parallel engines side by side)
+    pos = {r: i for i, r in enumerate(ranks)}
+    base = min(es.step_id)
+    col = [s - base for s in es.step_id]
+    if max(col) >= 4 * n_steps:  # sparse ids: one column per engine step instead
+        col = list(range(n_steps))
+    cols = max(col) + 1
+    grid = np.full((len(ranks), cols), np.nan)
+    waits = st.wait_ns or [0] * len(st.rank)
+    for rk, e, v, w in zip(st.rank, st.engine_step, st.span_ns or st.wall_ns, waits):
+        grid[pos[rk], col[e]] = (v - w) / 1e6
+    x = np.arange(cols, dtype=np.float64)
+    xs, rows, k = bucket(x, [np.nan_to_num(g, nan=0.0) for g in grid], MAX_STEP_COLUMNS)
+    z = [list(r) for r in rows] if k > 1 else [[None if not np.isfinite(v) else float(v) for v in g] for g in grid]
+    fig = {
+        "data": [
             {
-                "rank": r.rank,
-                "steps": r.slowest_steps,
-                "share": (r.slowest_steps / shared[r.rank]) if shared[r.rank] else None,
+                "type": "heatmap",
+                "z": z,
+                "x": [float(v) for v in xs],
+                "y": [f"rank {r}" for r in ranks],
+                "colorscale": "YlOrRd",
+                "reversescale": True,
+                "colorbar": {"title": {"text": "ms"}},
+                "hoverongaps": False,
+                "hovertemplate": "%{y}, engine step %{x:.0f}: %{z:.3f} ms<extra></extra>",
             }
-            for r in summary.ranks
-        ]
+        ],
+        "layout": layout(
+            height=max(220, 60 + 26 * len(ranks)),
+            xaxis=axis("engine step"),
+            yaxis={"autorange": "reversed", "automargin": True},
+        ),
+    }
+    return fig, k
+
+
+def _slowest(summary: Summary, ranks: list[int]) -> list[dict[str, Any]]:
+    """Per rank: of the engine steps it shares with others, how many it was the slowest in."""
+    st, es = summary.steps, summary.engine_steps
+    shared = {r: 0 for r in ranks}
+    for rk, e in zip(st.rank, st.engine_step):
+        if es.ranks[e] > 1:
+            shared[rk] += 1
+    return [
+        {
+            "rank": r.rank,
+            "steps": r.slowest_steps,
+            "share": (r.slowest_steps / shared[r.rank]) if shared[r.rank] else None,
+        }
+        for r in summary.ranks
+    ]
+
+
+def _fused_by_rank(summary: Summary) -> dict[str, Any]:
+    """Time by fused op × rank (the largest fused ops), each cell also against that op's
+    mean over ranks."""
     ops = [f.fused_op for f in summary.fused_ops[:MAX_FUSED_COLUMNS]]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in summary.ranks:
         cells = [float(r.time_ns_by_fused.get(f, 0)) for f in ops]
         rows.append(
@@ -122,8 +124,7 @@ def build_rank_steps(summary: Summary) -> tuple[dict | None, dict]:
             mean = sum(col) / len(col)
             for row, v in zip(rows, col):
                 row.setdefault("vs_mean", []).append((v / mean - 1) if mean else None)
-    section["fused"] = {"ops": ops, "rows": rows}
-    return json_ready(section), json_ready(figs)
+    return {"ops": ops, "rows": rows}
 
 
 def build_comm(summary: Summary) -> dict | None:
@@ -131,7 +132,27 @@ def build_comm(summary: Summary) -> dict | None:
     c = summary.comm
     if not c.events and not summary.parallel.groups:
         return None
-    coll = [
+    par, al = summary.parallel, summary.alignment
+    return json_ready(
+        {
+            "basis": "device kernels" if c.basis == "device" else "host ops",
+            "events": c.events,
+            "matched": c.matched_events,
+            "match": COLLECTIVE_MATCH.get(al.collectives, al.collectives),
+            "clock": CLOCK_ALIGNMENT.get(al.clock, al.clock),
+            "collectives": _collective_rows(summary),
+            "ranks": _comm_rank_rows(summary),
+            "groups": _group_rows(summary),
+            "stages": _stage_rows(summary),
+            "layout_source": par.source,
+            "sizes": par.sizes,
+        }
+    )
+
+
+def _collective_rows(summary: Summary) -> list[dict[str, Any]]:
+    """Per collective (kind, group, phase): latency, skew, waits, who arrived last, bandwidth."""
+    return [
         {
             "kind": x.kind,
             "name": x.name,
@@ -149,9 +170,13 @@ def build_comm(summary: Summary) -> dict | None:
             "bytes": x.bytes,
             "bus_gb_s": None if x.bus_bytes_s is None else x.bus_bytes_s / 1e9,
         }
-        for x in c.collectives
+        for x in summary.comm.collectives
     ]
-    ranks = [
+
+
+def _comm_rank_rows(summary: Summary) -> list[dict[str, Any]]:
+    """Per rank and phase: communication time, how much of it is exposed, waits, arrivals."""
+    return [
         {
             "rank": r.rank,
             "phase": r.phase,
@@ -165,10 +190,13 @@ def build_comm(summary: Summary) -> dict | None:
             "last": r.arrived_last_share,
             "first": r.arrived_first_share,
         }
-        for r in c.ranks
+        for r in summary.comm.ranks
     ]
-    par = summary.parallel
-    groups = [
+
+
+def _group_rows(summary: Summary) -> list[dict[str, Any]]:
+    """Per parallel group: its ranks, exposed communication, waits and straggler."""
+    return [
         {
             "dim": g.dim,
             "key": g.key,
@@ -180,9 +208,13 @@ def build_comm(summary: Summary) -> dict | None:
             "straggler": g.straggler,
             "straggler_share": g.straggler_share,
         }
-        for g in par.groups
+        for g in summary.parallel.groups
     ]
-    stages = [
+
+
+def _stage_rows(summary: Summary) -> list[dict[str, Any]]:
+    """Per pipeline stage: its ranks, busy and wall time, and its bubble."""
+    return [
         {
             "stage": s.stage,
             "ranks": ", ".join(map(str, s.ranks)),
@@ -191,24 +223,8 @@ def build_comm(summary: Summary) -> dict | None:
             "bubble_ns": float(s.bubble_ns),
             "bubble_share": s.bubble_share,
         }
-        for s in par.stages
+        for s in summary.parallel.stages
     ]
-    al = summary.alignment
-    return json_ready(
-        {
-            "basis": "device kernels" if c.basis == "device" else "host ops",
-            "events": c.events,
-            "matched": c.matched_events,
-            "match": MATCH_HOW.get(al.collectives, al.collectives),
-            "clock": CLOCK_HOW.get(al.clock, al.clock),
-            "collectives": coll,
-            "ranks": ranks,
-            "groups": groups,
-            "stages": stages,
-            "layout_source": par.source,
-            "sizes": par.sizes,
-        }
-    )
 
 
 def _top(counts: dict[str, int], total: int) -> dict | None:

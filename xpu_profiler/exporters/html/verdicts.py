@@ -8,16 +8,7 @@ from typing import Any
 from ...core import fmt
 from ...knowledge.kernel_names import short_name
 from ...summary import Summary
-
-LAYERS = {
-    "hooks": "the live run's hooks",
-    "annotation": "step annotations",
-    "profiler_step": "ProfilerStep#N markers",
-    "frame": "python frames of the engine's per-step call",
-    "device_segment": "bursts of device work (inferred)",
-    "runner_scope": "the model runner's scopes (preprocess, forward, ...)",
-}
-VERDICTS = {"host": "host-bound", "device": "device-bound", "communication": "communication-bound"}
+from ...summary.labels import BOUND, STEP_EVIDENCE
 
 
 def build_verdicts(summary: Summary) -> dict[str, Any] | None:
@@ -26,7 +17,7 @@ def build_verdicts(summary: Summary) -> dict[str, Any] | None:
         return {"message": ss.message, "phases": [], "found": None}
     if not summary.totals.steps:
         return None
-    found = ", ".join(f"{n} by {LAYERS.get(k, k)}" for k, n in ss.found_by.items())
+    found = ", ".join(f"{n} by {STEP_EVIDENCE.get(k, k)}" for k, n in ss.found_by.items())
     facts = [f"{summary.totals.steps} engine step(s), found {found}"]
     if ss.empty_steps:
         facts.append(f"{ss.empty_steps} that launched nothing left out")
@@ -45,7 +36,7 @@ def build_verdicts(summary: Summary) -> dict[str, Any] | None:
         phases.append(
             {
                 "phase": p.phase,
-                "verdict": VERDICTS.get(p.bound, p.bound),
+                "verdict": BOUND.get(p.bound, p.bound),
                 "bound": p.bound,
                 "steps": p.steps,
                 "inferred_from": p.inferred_from,

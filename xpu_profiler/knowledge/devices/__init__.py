@@ -4,17 +4,16 @@
 module with a ``BACKEND`` (``base.Backend``) and a row here; adding a part of a known kind is a
 row in its vendor's spec table (``specs_nvidia``, ``specs_amd``, ``kunlun``).
 
-Specs can be overridden for one command (``--device-spec FILE``): ``spec_overrides(path)`` holds
-them in a context variable for the block, so threads and API callers never see another call's.
+Specs can be overridden for one command (``--device-spec FILE``): ``load_spec_overrides(path)``
+gives the table with them, which the command hands down (``specs=``); nothing is set for the
+process, so threads and API callers never see another call's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import importlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -36,7 +35,6 @@ __all__ = [
     "spec_for_name",
     "spec_key_for_name",
     "spec_key_for_properties",
-    "spec_overrides",
     "specs",
 ]
 
@@ -62,15 +60,15 @@ def _rows() -> list[SpecRow]:
     return [row for b in backends() for row in b.specs]
 
 
-#: the built-in spec table, by key (read-only; per-command overrides: ``spec_overrides``)
+#: the built-in spec table, by key (read-only; a command's overrides: ``load_spec_overrides``)
 SPECS: Mapping[str, DeviceSpec] = MappingProxyType({row.key: row.spec for row in _rows()})
 _MATCH = sorted(((w.upper(), row.key) for row in _rows() for w in row.match), key=lambda t: -len(t[0]))
-_OVERRIDES: contextvars.ContextVar[Mapping[str, DeviceSpec]] = contextvars.ContextVar("device_specs", default=SPECS)
 
 
 def specs() -> Mapping[str, DeviceSpec]:
-    """The spec table in effect: the built-in one, or a command's overrides of it."""
-    return _OVERRIDES.get()
+    """The built-in spec table (a command's ``--device-spec`` is handed down as a table of its
+    own: ``load_spec_overrides``)."""
+    return SPECS
 
 
 def detect(requested: str = "auto") -> DeviceInfo:
@@ -135,8 +133,9 @@ def _fits(sig: Signature, props: Mapping[str, object]) -> bool:
     )
 
 
-def spec_for(info: DeviceInfo) -> DeviceSpec | None:
-    return specs().get(info.spec_key) if info.spec_key else None
+def spec_for(info: DeviceInfo, table: Mapping[str, DeviceSpec] | None = None) -> DeviceSpec | None:
+    """The spec of a detected device, from ``table`` (the built-in one by default)."""
+    return (table if table is not None else specs()).get(info.spec_key) if info.spec_key else None
 
 
 def spec_for_name(name: str) -> DeviceSpec | None:
@@ -188,17 +187,3 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
         fields["source"] = fields.get("source") or f"override from {p.name}"
         table[key] = DeviceSpec(**fields)
     return table
-
-
-@contextlib.contextmanager
-def spec_overrides(path: str | Path | None) -> Iterator[Mapping[str, DeviceSpec]]:
-    """The spec table with the overrides of ``path`` in effect inside the block (in this
-    context only: a ``--device-spec`` holds for one command, not for the process)."""
-    if not path:
-        yield specs()
-        return
-    token = _OVERRIDES.set(MappingProxyType(load_spec_overrides(path)))
-    try:
-        yield specs()
-    finally:
-        _OVERRIDES.reset(token)

@@ -23,7 +23,7 @@ ROWS: list[Family] = [
         "communication",
         _AITER + "csrc/include/quick_all_reduce.cuh, csrc/kernels/custom_all_reduce.cu",
     ),
-    Family(r"^mori::", "communication", "ROCm/mori (expert-parallel dispatch/combine)", kind="all_to_all"),
+    Family(r"^mori::", "communication", "ROCm/mori (expert-parallel dispatch/combine)", collective="all_to_all"),
     # --- MoE: aiter routing and fused MoE, CK MoE GEMMs --------------------------------------------
     Family(
         r"^aiter::(topksoftmax|topk_softmax|biased_grouped_topk|grouped_topk|moe_fused_gate|topk_gating|"

@@ -16,7 +16,7 @@ class Family(NamedTuple):
     source: str  # repository + path, or data-sheet / documentation URL
     role: str = ""  # MoE block role: open | expert | close
     args: str = ""  # discriminator searched in the whole name, when ``regex`` matched
-    kind: str = ""  # communication: collective kind when the name has no collective word
+    collective: str = ""  # communication: the collective kind when the name has no collective word
     on: str = "head"
     note: str = ""
 

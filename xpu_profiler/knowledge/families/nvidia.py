@@ -25,13 +25,13 @@ ROWS: list[Family] = [
         r"(^|::)cross_device_reduce_[12]stage",
         "communication",
         "vllm-project/vllm csrc/custom_all_reduce.cuh; ROCm/aiter csrc/kernels/custom_all_reduce.cu",
-        kind="all_reduce",
+        collective="all_reduce",
     ),
     Family(
         r"(^|::)(multimem_\w+|one_shot_all_reduce\w*|two_shot_all_reduce\w*)_kernel$",
         "communication",
         "pytorch torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu",
-        kind="all_reduce",
+        collective="all_reduce",
     ),
     Family(
         r"(^|::)allreduce_fusion_kernel|lamport|^flashinfer::trtllm_(allreduce|moe_allreduce|mnnvl)\w*::|"
@@ -41,7 +41,7 @@ ROWS: list[Family] = [
         + "comm/trtllm_allreduce_fusion.cuh, trtllm_moe_allreduce_fusion.cuh, trtllm_mnnvl_allreduce.cuh; "
         + _TRT
         + "communicationKernels/",
-        kind="all_reduce",
+        collective="all_reduce",
         note="all-reduce fused with RMSNorm: communication (the collective is what it waits on)",
     ),
     Family(
@@ -49,15 +49,15 @@ ROWS: list[Family] = [
         "communication",
         "deepseek-ai/DeepEP csrc/kernels/{intranode,internode,internode_ll,layout}.cu (dispatch, combine, "
         "notify_dispatch, cached_notify, get_dispatch_layout); deepseek-ai/profile-data train.json (dpsk::ep::)",
-        kind="all_to_all",
+        collective="all_to_all",
         note="expert-parallel dispatch/combine",
     ),
-    Family(r"^pplx::", "communication", "perplexityai/pplx-kernels csrc/all_to_all/", kind="all_to_all"),
+    Family(r"^pplx::", "communication", "perplexityai/pplx-kernels csrc/all_to_all/", collective="all_to_all"),
     Family(
         r"^nvshmemi?_",
         "communication",
         "NVSHMEM device API (docs.nvidia.com/nvshmem/api): nvshmem_* / nvshmemi_* kernels",
-        kind="all_to_all",
+        collective="all_to_all",
         note="one-sided transfers of expert-parallel all-to-all",
     ),
     # --- MoE: trtllm-gen (FlashInfer / TensorRT-LLM) ---------------------------------------------

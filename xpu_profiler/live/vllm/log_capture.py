@@ -46,9 +46,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.env_scope import EnvScope
 from ...core.records import LOG_DIR
 from ...knowledge.devices import kunlun
-from ..env import EnvScope
 
 #: variables set in the worker while capturing (XPU_CUPTI_ENABLE_DEVICE is added per rank)
 CAPTURE_ENV = kunlun.RUNTIME_LOG_ENV

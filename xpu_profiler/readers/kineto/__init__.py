@@ -1,37 +1,26 @@
 """PyTorch profiler (Kineto) Chrome traces: `*.pt.trace.json[.gz]`, vLLM profiler dirs.
 
-Reading goes in three steps, one module each: ``stream`` reads the file in blocks and
+Reading goes in steps, one module each: ``stream`` reads the file in blocks and
 decodes its events in chunks cut between two events as they come (in parallel for
 large files) with the typed ``schema``; a file it cannot take is read whole, and
 ``decode`` finds the events array in it and decodes it in chunks;
-``columns`` pulls numpy columns out of each chunk; ``read`` here joins the chunks into
-one Profile on one time base.
+``columns`` pulls numpy columns out of each chunk; ``join`` joins the chunks' columns into
+one Profile's tables on one time base, which ``read`` here completes with the run record.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from ...core.errors import TraceError
-from ...core.profile import (
-    COMM_SCHEMA,
-    COUNTER_SCHEMA,
-    EVENT_SCHEMA,
-    FRAME_SCHEMA,
-    K_KERNEL,
-    K_MEMCPY,
-    K_MEMSET,
-    Profile,
-    Table,
-)
+from ...core.profile import Profile
 from ..base import ReadOptions, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
-from .columns import MAX_US, MEMORY_SERIES, REDUNDANT_UNUSED
+from .columns import MAX_US, REDUNDANT_UNUSED
 from .columns import columns as to_columns
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
+from .join import add_tables
 from .schema import Args, Event
 from .stream import read_streamed
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
@@ -78,140 +67,40 @@ def _read_whole(path: Path) -> tuple:
 
 
 def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
+    """One Profile of the decoded chunks of a trace (``trace``: its top-level fields), with
+    what reading it noted (``notes``) as warnings."""
     parts = _with_slices(path, parts, notes)
     unused = _unused(parts)
     if sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0 and unused and not any(c.skipped for c in parts):
         # events of kinds the analysis does not read, and nothing else: what they were, named
         raise TraceError(path, f"nothing to analyse: {_events_line(unused)}, no slice (X, or a B/E pair)")
     skipped = _skipped(path, parts)
-    declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
-    if declared is not None and not 0 <= declared < MAX_RANK:
-        notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
-        declared = trace.distributedInfo = None
-    rank = int(resolve_rank(path, options, declared) or 0)
-
+    rank = _rank(path, options, trace, notes)
     prof = Profile()
-    strings = prof.strings
-    # chunk-local string ids → profile ids, in chunk order (same ids as one sequential pass)
-    name_ids = [strings.intern_many(c.names)[c.name_ids] if len(c.name_ids) else c.name_ids for c in parts]
-    cat_ids = [strings.intern_many(c.cats)[c.cat_ids] if len(c.cat_ids) else c.cat_ids for c in parts]
-
-    def cat(k: str) -> np.ndarray:
-        """A column of every chunk joined; the chunks' own copies go (peak memory)."""
-        out = np.concatenate([getattr(c, k) for c in parts])
-        if k != "ts_ns":  # chunk lengths are read from ts_ns below
-            for c in parts:
-                setattr(c, k, out[:0])
-        return out
-
-    kind, ts_ns, dur_ns, pid, tid = cat("kind"), cat("ts_ns"), cat("dur_ns"), cat("pid"), cat("tid")
-    n = len(ts_ns)
-
-    # Kineto writes ts relative to baseTimeNanoseconds when present, else as absolute epoch µs.
-    # Either way the profile's base becomes the first event, so every time starts at 0.
-    base_ns = int(trace.baseTimeNanoseconds) if trace is not None and trace.baseTimeNanoseconds else 0
-    if not 0 <= base_ns < 1 << 62:  # no clock reads that: the times stay relative
-        notes.append(f"{path.name}: ignored baseTimeNanoseconds {str(base_ns)[:24]} (out of range)")
-        base_ns = 0
-    mem_t = np.concatenate([c.mem_t for c in parts])
-    starts = [int(ts_ns.min())] if n else []
-    starts += [int(mem_t.min())] if len(mem_t) else []
-    starts += [int(c.frame_ts_ns.min()) for c in parts if len(c.frame_ts_ns)]  # a host gap's frames come first
-    shift = min(starts) if starts else 0
-    prof.base_ns = base_ns + shift
-    ts_ns -= shift
-
-    cat_all = np.concatenate(cat_ids).astype(np.int32) if n else np.zeros(0, np.int32)
-    launch = np.full(n, -1, np.int32)
-    comm = np.full(n, -1, np.int32)
-    comm_parts: list[dict] = []
-    offset = n_comm = 0
-    for c in parts:  # chunk rows → profile rows; chunk string ids → profile ids
-        if len(c.launch_rows):
-            launch[offset + c.launch_rows] = strings.intern_many(c.launch_names)[c.launch_ids]
-        offset += len(c.ts_ns)
-    offset = 0
-    for c in parts:  # the same for the collectives' metadata (strings after the launches': chunking-proof)
-        if len(c.comm_rows):
-            remap = strings.intern_many(c.comm_strings) if c.comm_strings else np.zeros(0, np.int32)
-            comm[offset + c.comm_rows] = n_comm + np.arange(len(c.comm_rows))
-            comm_parts.append(
-                {
-                    **{
-                        k: np.where(v >= 0, remap[np.maximum(v, 0)] if len(remap) else -1, -1)
-                        for k, v in (
-                            ("coll", c.comm_coll),
-                            ("pg", c.comm_pg),
-                            ("pg_ranks", c.comm_pg_ranks),
-                            ("dtype", c.comm_dtype),
-                        )
-                    },
-                    "seq": c.comm_seq,
-                    "in_nelems": c.comm_in_nelems,
-                    "out_nelems": c.comm_out_nelems,
-                    "group_size": c.comm_group_size,
-                }
-            )
-            n_comm += len(c.comm_rows)
-        offset += len(c.ts_ns)
-    empty = strings.get("")
-    if n and empty >= 0 and (cat_all == empty).all():  # no category anywhere: not a PyTorch profiler trace
-        kind[:] = K_KERNEL
-        notes.append(
-            f"{path.name}: no event names a category (not a PyTorch profiler trace): its {n} slices are taken "
-            "as device work, one stream per (pid, tid)"
-        )
-    is_dev = (kind == K_KERNEL) | (kind == K_MEMCPY) | (kind == K_MEMSET)
-    gpu_ann = strings.get("gpu_user_annotation")
-    if gpu_ann >= 0:
-        is_dev |= cat_all == gpu_ann
-    prof.events = Table(
-        EVENT_SCHEMA,
-        {
-            "name": np.concatenate(name_ids) if n else np.zeros(0, np.int32),
-            "kind": kind,
-            "start": ts_ns,
-            "dur": dur_ns,
-            "rank": np.full(n, rank, np.int32),
-            "device": np.where(is_dev, pid, -1).astype(np.int32),
-            "track": tid,
-            "corr": cat("corr"),
-            "ext": cat("ext"),
-            "cat": cat_all,
-            "launch": launch,
-            "comm": comm,
-            "flops": cat("flops"),
-        },
-    )
-    if n_comm:
-        prof.comms = Table(
-            COMM_SCHEMA,
-            {
-                "rank": np.full(n_comm, rank, np.int32),
-                **{k: np.concatenate([p[k] for p in comm_parts]) for k in comm_parts[0]},
-            },
-        )
-
-    if len(mem_t):
-        t = mem_t - shift
-        order = np.argsort(t, kind="stable")
-        series = np.array([strings.intern(s) for s in MEMORY_SERIES], np.int32)
-        prof.counters = Table(
-            COUNTER_SCHEMA,
-            {
-                "rank": np.full(len(t), rank, np.int32),
-                "name": series[np.concatenate([c.mem_series for c in parts])][order],
-                "t": t[order],
-                "value": np.concatenate([c.mem_v for c in parts])[order],
-            },
-        )
-    prof.frames = _frames(parts, strings, shift, rank)
+    add_tables(prof, path, trace, parts, rank, notes)
     odd = {k: v for k, v in unused.items() if k not in REDUNDANT_UNUSED}
     if odd:
         notes.append(f"{path.name}: not used by the analysis: {_events_line(odd)}")
     for line in notes + skip_lines(path.name, skipped):
         prof.warn(line)
+    prof.run["sources"] = [_source(path, trace, parts, unused, rank)]
+    _note_run(prof, path, parts, rank)
+    return prof
 
+
+def _rank(path: Path, options: ReadOptions, trace, notes: list[str]) -> int:
+    """The trace's rank: what its ``distributedInfo`` declares (an absurd one is noted and
+    ignored), else what its name says, else ``--rank``, else 0."""
+    declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
+    if declared is not None and not 0 <= declared < MAX_RANK:
+        notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
+        declared = trace.distributedInfo = None
+    return int(resolve_rank(path, options, declared) or 0)
+
+
+def _source(path: Path, trace, parts: list, unused: dict, rank: int) -> dict:
+    """The trace's entry in ``run["sources"]``: its events, the ones not used, and what its
+    top-level fields say of the devices, the world and the host."""
     info = {"path": str(path), "format": NAME, "events": sum(c.n_events for c in parts), "rank": rank}
     if unused:
         info["unused_events"] = {k: v[0] for k, v in unused.items()}
@@ -226,7 +115,12 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
         info["world_size"] = trace.distributedInfo.world_size
     if trace is not None and trace.host_name:
         info["host"] = trace.host_name[:256]
-    prof.run["sources"] = [info]
+    return info
+
+
+def _note_run(prof: Profile, path: Path, parts: list, rank: int) -> None:
+    """The rank's thread and process names, which engine's Python code ran, and how many
+    events were left out (Python frames) in the run record."""
     prof.run.setdefault("thread_names", {})[str(rank)] = {k: v for c in parts for k, v in c.thread_names.items()}
     prof.run.setdefault("process_names", {})[str(rank)] = {k: v for c in parts for k, v in c.process_names.items()}
     engines: dict[str, int] = {}
@@ -238,27 +132,6 @@ def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[
     dropped = sum(c.dropped for c in parts)
     if dropped:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped
-    return prof
-
-
-def _frames(parts: list, strings, shift: int, rank: int) -> Table:
-    """The Python frames of every chunk on the profile's time base (their names interned
-    after every event's, so the events' string ids are those of a trace without them)."""
-    if not any(len(c.frame_ts_ns) for c in parts):
-        return Table(FRAME_SCHEMA)
-    start = np.concatenate([c.frame_ts_ns for c in parts]) - shift
-    return Table(
-        FRAME_SCHEMA,
-        {
-            "rank": np.full(len(start), rank, np.int32),
-            "track": np.concatenate([c.frame_tid for c in parts]),
-            "name": np.concatenate(
-                [strings.intern_many(c.frame_names)[c.frame_name_ids] for c in parts if len(c.frame_ts_ns)]
-            ),
-            "start": start,
-            "dur": np.concatenate([c.frame_dur_ns for c in parts]),
-        },
-    )
 
 
 def _skipped(path: Path, parts: list) -> dict:

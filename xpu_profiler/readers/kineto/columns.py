@@ -123,54 +123,99 @@ def _local_ids(values: list) -> tuple[list, np.ndarray]:
 
 def columns(path: Path, events: list[Event]) -> Cols:
     """Pull the model's columns out of decoded events with C-level maps, no per-event loop."""
-    n_all = len(events)
-    if n_all and type(events[0]) is not Event:  # the tagged schema: the type is the phase
-        ph = np.fromiter(map(PH_CODE.get, map(type, events), repeat(9)), dtype=np.int8, count=n_all)
-    else:
-        phs = list(map(attrgetter("ph"), events))
-        if None in phs:
-            raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
-        ph = np.fromiter(map(PH_IDS.get, phs, repeat(9)), dtype=np.int8, count=n_all)
-        del phs
+    ph = _phases(path, events)
     marks = _marks(events, ph)
     unused = _unused(events, ph)
+    slices = _slices(path, events, ph)
+    memory = _memory(path, events, ph, unused)
+    thread_names, process_names = _track_names(events, ph)
+    return Cols(
+        **slices,
+        **memory,
+        thread_names=thread_names,
+        process_names=process_names,
+        n_events=len(events),
+        marks=marks,
+        unused=unused,
+    )
 
+
+def _phases(path: Path, events: list[Event]) -> np.ndarray:
+    """Every event's phase code (``schema.PH_CODE``; 9: a phase no reader knows)."""
+    n_all = len(events)
+    if n_all and type(events[0]) is not Event:  # the tagged schema: the type is the phase
+        return np.fromiter(map(PH_CODE.get, map(type, events), repeat(9)), dtype=np.int8, count=n_all)
+    phs = list(map(attrgetter("ph"), events))
+    if None in phs:
+        raise TraceError(path, f"event #{phs.index(None)} has no 'ph' field")
+    return np.fromiter(map(PH_IDS.get, phs, repeat(9)), dtype=np.int8, count=n_all)
+
+
+def _slices(path: Path, events: list[Event], ph: np.ndarray) -> dict:
+    """The columns (``Cols`` fields) of the complete (X) events the model uses, and of the
+    Python frames kept apart from them; how many X events are no events of the model."""
     x_idx = np.flatnonzero(ph == 0)
-    xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != n_all else events
-
+    xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != len(events) else events
     # category → kind; drop what the model does not use before pulling more columns
     cats, cat_ids = _local_ids(list(map(attrgetter("cat"), xs)))
     cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cats], dtype=np.int8)
     cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
     kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
     keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
-    frames: list[Event] = []
-    if "python_function" in cats:
-        py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
-        py_names = [xs[i].name for i in py_rows.tolist()]
-        kinds = {n: 2 if n.startswith(MODULE_PREFIX) else int(STEP_FRAME.search(n) is not None) for n in set(py_names)}
-        kind_of = np.fromiter(map(kinds.__getitem__, py_names), dtype=np.int8, count=len(py_rows))
-        keep[py_rows[kind_of == 0]] = False  # module ranges (2) and step calls (1) are events
-        py_engines = _engine_counts(py_names)
-        frame_rows = py_rows[kind_of < 2]  # every frame but the module ranges is on the timeline
-        frames = [xs[i] for i in frame_rows.tolist()]
-        frame_cols = _frames(path, frames, x_idx[frame_rows])
-    else:
-        py_engines = {}
-        frame_cols = _frames(path, frames, x_idx[:0])
-    del frames
+    frame_cols, py_engines = _python_frames(path, xs, x_idx, cats, cat_ids, keep)
     dropped = int(np.count_nonzero(~keep))
     if dropped:
         keep_idx = np.flatnonzero(keep)
         xs = [xs[i] for i in keep_idx.tolist()]
         x_idx, kind, cat_ids = x_idx[keep_idx], kind[keep_idx], cat_ids[keep_idx]
-
     names = list(map(attrgetter("name"), xs))
     ts_us = _floats(path, xs, "ts", x_idx, names)
     dur_us = _floats(path, xs, "dur", x_idx, names)
     pid, tid = _ints(xs, "pid"), _ints(xs, "tid")
     argss = list(map(attrgetter("args"), xs))
     del xs
+    _check_times(path, events, x_idx, names, ts_us, dur_us)
+    uniq_names, name_ids = _local_ids(names)
+    del names
+    return {
+        "names": uniq_names,
+        "name_ids": name_ids,
+        "cats": cats,
+        "cat_ids": cat_ids,
+        "kind": kind,
+        "ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
+        "dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
+        "pid": pid,
+        "tid": tid,
+        **_arg_columns(argss, kind, uniq_names, name_ids),
+        **frame_cols,
+        "dropped": dropped,
+        "py_engines": py_engines,
+    }
+
+
+def _python_frames(
+    path: Path, xs: list[Event], x_idx: np.ndarray, cats: list, cat_ids: np.ndarray, keep: np.ndarray
+) -> tuple[dict, dict[str, int]]:
+    """The Python frames' columns (``Cols.frame_*``) and their count per engine source tree;
+    the frames that are no events of the model are taken out of ``keep``."""
+    if "python_function" not in cats:
+        return _frames(path, [], x_idx[:0]), {}
+    py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
+    py_names = [xs[i].name for i in py_rows.tolist()]
+    kinds = {n: 2 if n.startswith(MODULE_PREFIX) else int(STEP_FRAME.search(n) is not None) for n in set(py_names)}
+    kind_of = np.fromiter(map(kinds.__getitem__, py_names), dtype=np.int8, count=len(py_rows))
+    keep[py_rows[kind_of == 0]] = False  # module ranges (2) and step calls (1) are events
+    py_engines = _engine_counts(py_names)
+    frame_rows = py_rows[kind_of < 2]  # every frame but the module ranges is on the timeline
+    frames = [xs[i] for i in frame_rows.tolist()]
+    return _frames(path, frames, x_idx[frame_rows]), py_engines
+
+
+def _check_times(
+    path: Path, events: list[Event], x_idx: np.ndarray, names: list, ts_us: np.ndarray, dur_us: np.ndarray
+) -> None:
+    """Raise for the first event whose time is missing, not finite, out of range or negative."""
     finite = np.isfinite(ts_us) & np.isfinite(dur_us)
     if not finite.all():  # fromiter reads a missing value (None) as NaN
         bad = int(np.flatnonzero(~finite)[0])
@@ -192,23 +237,36 @@ def columns(path: Path, events: list[Event]) -> Cols:
         raise TraceError(
             path, f"event #{int(x_idx[bad])} ({names[bad][:60]!r}) has a negative duration ({dur_us[bad]} us)"
         )
-    uniq_names, name_ids = _local_ids(names)
-    del names
+
+
+def _arg_columns(argss: list, kind: np.ndarray, uniq_names: list, name_ids: np.ndarray) -> dict:
+    """The columns read from the events' args: ids, the kernels launches name, collectives'
+    metadata, FLOPs (for copies and fills: their bytes)."""
     ext = _ids(argss, "external_id")
     corr = _ids(argss, "correlation")
     rt_rows = np.flatnonzero(kind == K_RUNTIME)
     launched = [argss[i].kernel for i in rt_rows.tolist()]
     has = np.fromiter((k is not None for k in launched), dtype=bool, count=len(launched))
-    launch_rows = rt_rows[has]
     launch_names, launch_ids = _local_ids([k for k in launched if k is not None])
     comm = {f"comm_{k}": v for k, v in comm_columns(argss).items()}
     flops = _flops(argss, uniq_names, name_ids)
     copies = np.flatnonzero((kind == K_MEMCPY) | (kind == K_MEMSET))
     if len(copies):  # copies and fills: the bytes they move, in the same column
         flops[copies] = _bytes([argss[i] for i in copies.tolist()])
-    del argss, launched
+    return {
+        "ext": ext,
+        "corr": corr,
+        "flops": flops,
+        "launch_names": launch_names,
+        "launch_rows": rt_rows[has],
+        "launch_ids": launch_ids,
+        **comm,
+    }
 
-    # instants ([memory]) → counters; metadata → track names
+
+def _memory(path: Path, events: list[Event], ph: np.ndarray, unused: dict) -> dict:
+    """The ``[memory]`` instants as counter samples (``Cols.mem_*``), and how many had no usable
+    time (``odd``, ``skipped``); the other instants are counted in ``unused``."""
     inst_idx = np.flatnonzero(ph == 1)
     inst = [events[i] for i in inst_idx.tolist()]
     is_mem = np.fromiter(map(eq, map(attrgetter("name"), inst), repeat("[memory]")), dtype=bool, count=len(inst))
@@ -237,9 +295,17 @@ def columns(path: Path, events: list[Event]) -> Cols:
     skipped = {"with odd [memory] args (no usable time)": [odd, mem_idx[int(np.argmin(ok))], "[memory]"]} if odd else {}
     t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
     has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
-    mem_t = np.concatenate([t_ns[has_a], t_ns[has_r]])
-    mem_series = np.concatenate([np.where(host[has_a], 0, 1), np.full(int(has_r.sum()), 2)]).astype(np.int8)
-    mem_v = np.concatenate([alloc[has_a], reserved[has_r]])
+    return {
+        "mem_t": np.concatenate([t_ns[has_a], t_ns[has_r]]),
+        "mem_series": np.concatenate([np.where(host[has_a], 0, 1), np.full(int(has_r.sum()), 2)]).astype(np.int8),
+        "mem_v": np.concatenate([alloc[has_a], reserved[has_r]]),
+        "odd": odd,
+        "skipped": skipped,
+    }
+
+
+def _track_names(events: list[Event], ph: np.ndarray) -> tuple[dict[str, str], dict[str, str]]:
+    """The names the metadata events give: threads ("pid:tid" → name) and processes (pid → name)."""
     thread_names: dict[str, str] = {}
     process_names: dict[str, str] = {}
     for i in np.flatnonzero(ph == 2).tolist():
@@ -250,38 +316,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
             thread_names[f"{e.pid}:{e.tid}"] = e.args.name
         elif e.name == "process_name":
             process_names[str(e.pid)] = e.args.name
-
-    return Cols(
-        names=uniq_names,
-        name_ids=name_ids,
-        cats=cats,
-        cat_ids=cat_ids,
-        kind=kind,
-        ts_ns=np.rint(ts_us * 1000.0).astype(np.int64),
-        dur_ns=np.rint(dur_us * 1000.0).astype(np.int64),
-        pid=pid,
-        tid=tid,
-        ext=ext,
-        corr=corr,
-        flops=flops,
-        launch_names=launch_names,
-        launch_rows=launch_rows,
-        launch_ids=launch_ids,
-        **comm,
-        mem_t=mem_t,
-        mem_series=mem_series,
-        mem_v=mem_v,
-        thread_names=thread_names,
-        process_names=process_names,
-        **frame_cols,
-        n_events=n_all,
-        dropped=dropped,
-        odd=odd,
-        skipped=skipped,
-        marks=marks,
-        unused=unused,
-        py_engines=py_engines,
-    )
+    return thread_names, process_names
 
 
 def _frames(path: Path, frames: list[Event], x_idx: np.ndarray) -> dict:

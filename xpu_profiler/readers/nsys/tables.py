@@ -63,96 +63,89 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
     device id) → GPU id where the export maps them (``TARGET_INFO_CUDA_DEVICE``)."""
     out = []
     if KERNEL in sch:
-        have = [c for c in ("demangledName", "shortName") if c in sch[KERNEL]]  # the full name, else the short
-        name_col = f"coalesce({', '.join(have)}, -1)" if have else "-1"
-        start, end, dev, stream, corr, gpid, name = columns(
-            conn,
-            f"SELECT start, end, deviceId, streamId, {_c(sch, KERNEL, 'correlationId')}, "
-            f"{_c(sch, KERNEL, 'globalPid', '0')}, {name_col} FROM {KERNEL}",
-            7,
-        )
-        pid = pid_of(gpid)
-        out.append(
-            Block(
-                KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
-            )
-        )
+        out.append(_kernels(conn, sch, names, gpu_of))
     if MEMCPY in sch:
-        start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = columns(
-            conn,
-            f"SELECT start, end, deviceId, streamId, {_c(sch, MEMCPY, 'correlationId')}, "
-            f"{_c(sch, MEMCPY, 'globalPid', '0')}, bytes, copyKind, {_c(sch, MEMCPY, 'srcKind', '7')}, "
-            f"{_c(sch, MEMCPY, 'dstKind', '7')} FROM {MEMCPY}",
-            10,
-        )
-        table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
-        pid = pid_of(gpid)
-        out.append(
-            Block(
-                MEMCPY,
-                K_MEMCPY,
-                table,
-                ids,
-                start,
-                end,
-                pid,
-                stream,
-                _gpu(dev, pid, gpu_of),
-                corr,
-                nbytes,
-                "gpu_memcpy",
-            )
-        )
+        out.append(_copies(conn, sch, gpu_of))
     if MEMSET in sch:
-        start, end, dev, stream, corr, gpid, nbytes, mem = columns(
-            conn,
-            f"SELECT start, end, deviceId, streamId, {_c(sch, MEMSET, 'correlationId')}, "
-            f"{_c(sch, MEMSET, 'globalPid', '0')}, bytes, {_c(sch, MEMSET, 'memKind', '2')} FROM {MEMSET}",
-            8,
-        )
-        table, ids = _names_of(mem.tolist(), ce.memset_name)
-        pid = pid_of(gpid)
-        out.append(
-            Block(
-                MEMSET,
-                K_MEMSET,
-                table,
-                ids,
-                start,
-                end,
-                pid,
-                stream,
-                _gpu(dev, pid, gpu_of),
-                corr,
-                nbytes,
-                "gpu_memset",
-            )
-        )
+        out.append(_fills(conn, sch, gpu_of))
     if SYNC in sch:
-        start, end, dev, stream, corr, gpid, kind = columns(
-            conn,
-            f"SELECT start, end, deviceId, streamId, {_c(sch, SYNC, 'correlationId')}, "
-            f"{_c(sch, SYNC, 'globalPid', '0')}, {_c(sch, SYNC, 'syncType', '0')} FROM {SYNC}",
-            7,
-        )
-        stream = np.where(stream == ce.NONE_32, -1, stream)
-        pid = pid_of(gpid)
-        out.append(Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync"))
+        out.append(_syncs(conn, sch))
     if GRAPH_TRACE in sch:  # --cuda-graph-trace=graph: one row per graph run, its kernels not traced
-        start, end, dev, stream, corr, gpid, graph = columns(
-            conn,
-            f"SELECT start, end, deviceId, streamId, {_c(sch, GRAPH_TRACE, 'correlationId')}, "
-            f"{_c(sch, GRAPH_TRACE, 'globalPid', '0')}, {_c(sch, GRAPH_TRACE, 'graphId')} FROM {GRAPH_TRACE}",
-            7,
-        )
-        table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
-        pid = pid_of(gpid)
-        out.append(
-            Block(
-                GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
-            )
-        )
+        out.append(_graph_runs(conn, sch, gpu_of))
     return out
+
+
+def _kernels(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of: dict) -> Block:
+    """Kernels, by their demangled name (else their short one)."""
+    have = [c for c in ("demangledName", "shortName") if c in sch[KERNEL]]  # the full name, else the short
+    name_col = f"coalesce({', '.join(have)}, -1)" if have else "-1"
+    start, end, dev, stream, corr, gpid, name = columns(
+        conn,
+        f"SELECT start, end, deviceId, streamId, {_c(sch, KERNEL, 'correlationId')}, "
+        f"{_c(sch, KERNEL, 'globalPid', '0')}, {name_col} FROM {KERNEL}",
+        7,
+    )
+    pid = pid_of(gpid)
+    return Block(
+        KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
+    )
+
+
+def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
+    """Memory copies, named by their kind and ends as Kineto names them, with their bytes."""
+    start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = columns(
+        conn,
+        f"SELECT start, end, deviceId, streamId, {_c(sch, MEMCPY, 'correlationId')}, "
+        f"{_c(sch, MEMCPY, 'globalPid', '0')}, bytes, copyKind, {_c(sch, MEMCPY, 'srcKind', '7')}, "
+        f"{_c(sch, MEMCPY, 'dstKind', '7')} FROM {MEMCPY}",
+        10,
+    )
+    table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
+    pid = pid_of(gpid)
+    return Block(
+        MEMCPY, K_MEMCPY, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memcpy"
+    )
+
+
+def _fills(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
+    """Memsets, named by the kind of memory they fill, with their bytes."""
+    start, end, dev, stream, corr, gpid, nbytes, mem = columns(
+        conn,
+        f"SELECT start, end, deviceId, streamId, {_c(sch, MEMSET, 'correlationId')}, "
+        f"{_c(sch, MEMSET, 'globalPid', '0')}, bytes, {_c(sch, MEMSET, 'memKind', '2')} FROM {MEMSET}",
+        8,
+    )
+    table, ids = _names_of(mem.tolist(), ce.memset_name)
+    pid = pid_of(gpid)
+    return Block(
+        MEMSET, K_MEMSET, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memset"
+    )
+
+
+def _syncs(conn: sqlite3.Connection, sch: Schema) -> Block:
+    """Synchronizations, named by their type, on their stream (-1: none)."""
+    start, end, dev, stream, corr, gpid, kind = columns(
+        conn,
+        f"SELECT start, end, deviceId, streamId, {_c(sch, SYNC, 'correlationId')}, "
+        f"{_c(sch, SYNC, 'globalPid', '0')}, {_c(sch, SYNC, 'syncType', '0')} FROM {SYNC}",
+        7,
+    )
+    stream = np.where(stream == ce.NONE_32, -1, stream)
+    pid = pid_of(gpid)
+    return Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync")
+
+
+def _graph_runs(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
+    """CUDA graph runs (``--cuda-graph-trace=graph``) as kernels named by their graph."""
+    start, end, dev, stream, corr, gpid, graph = columns(
+        conn,
+        f"SELECT start, end, deviceId, streamId, {_c(sch, GRAPH_TRACE, 'correlationId')}, "
+        f"{_c(sch, GRAPH_TRACE, 'globalPid', '0')}, {_c(sch, GRAPH_TRACE, 'graphId')} FROM {GRAPH_TRACE}",
+        7,
+    )
+    table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
+    pid = pid_of(gpid)
+    return Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel")
 
 
 def runtime_block(conn: sqlite3.Connection, sch: Schema, names: Strings) -> Block | None:

@@ -55,74 +55,106 @@ def build_profile(
     trace events outside every engine step are dropped (counted in
     ``run["events_outside_steps_dropped"]``, see ``trim_to_steps``).
     """
-    sched, worker, counters, requests, torch_files = [], [], list(extra_counters), [], []
-    hook_ns: dict[tuple[str, object], int] = {}  # (role, pid) → time inside that process's hooks
-    engine_rank, layout = places(batches)
-    for b in batches:
-        sched += b.get("sched", [])
-        worker += b.get("worker", [])
-        counters += [tuple(c) for c in b.get("counters", [])]
-        rank = engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
-        requests += [(*r[: len(R_IDX)], rank) for r in b.get("requests", [])]
-        key = ("worker" if b.get("role") == "worker" else "engine", b.get("pid"))
-        hook_ns[key] = hook_ns.get(key, 0) + int(b.get("hook_ns", 0) or 0)
-        marks = b.get("torch_marks", [])
-        torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
-
-    n_hooked = len(steps_mod.unique_sched(sched))
+    got = _Rows(batches, extra_counters)
+    n_hooked = len(steps_mod.unique_sched(got.sched))
     if steps is not None:
-        keep = {k if isinstance(k, tuple) else (None, k) for k in steps}
-        dp, sid = S_IDX["dp_rank"], S_IDX["step"]
-        sched = [r for r in sched if (r[dp] if len(r) > dp else 0, r[sid]) in keep or (None, r[sid]) in keep]
-        if sched:
-            lo, hi = min(r[S_IDX["t_sched"]] for r in sched), max(r[S_IDX["t_end"]] for r in sched)
-            t_start, t_end = max(lo, t_start or lo), min(hi, t_end or hi)
-
-    def inside(t):
-        return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
-
-    sched = [r for r in sched if inside(r[S_IDX["t_sched"]])]
-    kept_steps = {(r[S_IDX["dp_rank"]], r[S_IDX["step"]]) for r in sched}
-    worker = [w for w in worker if worker_keys(w)[:2] in kept_steps]
-    ct = C_IDX["t"]
-    counters = [c for c in counters if inside(c[ct])]
-    arr, fin = R_IDX["arrival"], R_IDX["finish"]
-    requests = [r for r in requests if r[arr] < 0 or inside(r[arr]) or (r[fin] >= 0 and inside(r[fin]))]
-
-    times = [r[S_IDX["t_sched"]] for r in sched] + [c[ct] for c in counters] + [r[arr] for r in requests if r[arr] > 0]
+        t_start, t_end = got.keep_steps(steps, t_start, t_end)
+    got.keep_window(t_start, t_end)
+    times = [r[S_IDX["t_sched"]] for r in got.sched] + [c[C_IDX["t"]] for c in got.counters]
+    times += [r[R_IDX["arrival"]] for r in got.requests if r[R_IDX["arrival"]] > 0]
     base = int(t_start if t_start is not None else (min(times) if times else time.time_ns()))
     prof = Profile(base_ns=base)
-    prof.steps = steps_mod.steps_table(sched, worker, prof.strings, base, engine_rank)
+    prof.steps = steps_mod.steps_table(got.sched, got.worker, prof.strings, base, got.engine_rank)
+    counters = got.counters
     if "throughput" in metrics:
-        counters += throughput.step_rate_samples(sched, engine_rank)
-        prof.requests = throughput.requests_table(requests, prof.strings, base)
+        counters += throughput.step_rate_samples(got.sched, got.engine_rank)
+        prof.requests = throughput.requests_table(got.requests, prof.strings, base)
         if t_start is not None and t_end is not None:
-            prof.run["throughput"] = throughput.overall(sched, requests, t_start, t_end)
+            prof.run["throughput"] = throughput.overall(got.sched, got.requests, t_start, t_end)
     if "memory_usage" not in metrics:
         counters = [c for c in counters if not str(c[C_IDX["name"]]).startswith(MEMORY_COUNTER_PREFIXES)]
     prof.counters = counters_table(counters, prof.strings, base)
     prof.run.update(run or {})
     prof.run["step_source"] = "xpu_profiler_hooks"
-    if layout:
-        prof.run["parallel_ranks"] = layout
+    if got.layout:
+        prof.run["parallel_ranks"] = got.layout
     if n_hooked:
-        prof.run["hook_overhead"] = hook_overhead(hook_ns, n_hooked, max(1, len(engine_rank)))
+        prof.run["hook_overhead"] = hook_overhead(got.hook_ns, n_hooked, max(1, len(got.engine_rank)))
     prof.run["metrics"] = list(metrics)
-    torch_files += [(str(f), None, None) for f in wallclock_traces]
+    torch_files = got.torch_files + [(str(f), None, None) for f in wallclock_traces]
     unreadable: list[str] = []
     if torch_files and "execution_time" in metrics:
-        tp = torch_traces.load_traces(torch_files, problems=unreadable)
-        if tp is not None:
-            tp.run.pop("step_source", None)
-            merged = Profile.merge([prof, tp])
-            merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
-            merged.run["torch_traces"] = [str(f) for f, _, _ in torch_files]
-            prof = merged
-            if trim_to_steps:
-                trim_events_to_steps(prof)
+        prof = _with_torch_traces(prof, torch_files, trim_to_steps, unreadable)
     for w in [*hook_warnings(batches), *unreadable]:
         prof.warn(w)
     return prof
+
+
+class _Rows:
+    """The rows of every batch together: scheduler and worker steps, counters, requests (with
+    their engine's rank), torch trace files, and the time each process spent in its hooks."""
+
+    def __init__(self, batches: Sequence[dict], extra_counters: Sequence[tuple]):
+        self.sched: list = []
+        self.worker: list = []
+        self.counters: list = list(extra_counters)
+        self.requests: list = []
+        self.torch_files: list = []
+        self.hook_ns: dict[tuple[str, object], int] = {}  # (role, pid) → time inside that process's hooks
+        self.engine_rank, self.layout = places(batches)
+        for b in batches:
+            self.sched += b.get("sched", [])
+            self.worker += b.get("worker", [])
+            self.counters += [tuple(c) for c in b.get("counters", [])]
+            rank = self.engine_rank.get(int((b.get("place") or {}).get("dp", 0)), 0)
+            self.requests += [(*r[: len(R_IDX)], rank) for r in b.get("requests", [])]
+            key = ("worker" if b.get("role") == "worker" else "engine", b.get("pid"))
+            self.hook_ns[key] = self.hook_ns.get(key, 0) + int(b.get("hook_ns", 0) or 0)
+            marks = b.get("torch_marks", [])
+            self.torch_files += [(f, marks, b.get("torch_rank")) for f in b.get("torch_files", [])]
+
+    def keep_steps(
+        self, steps: Collection[int] | Collection[tuple[int, int]], t_start: int | None, t_end: int | None
+    ) -> tuple[int | None, int | None]:
+        """Keep the scheduler rows of ``steps`` only; returns the window narrowed to their span."""
+        keep = {k if isinstance(k, tuple) else (None, k) for k in steps}
+        dp, sid = S_IDX["dp_rank"], S_IDX["step"]
+        self.sched = [r for r in self.sched if (r[dp] if len(r) > dp else 0, r[sid]) in keep or (None, r[sid]) in keep]
+        if self.sched:
+            lo, hi = min(r[S_IDX["t_sched"]] for r in self.sched), max(r[S_IDX["t_end"]] for r in self.sched)
+            t_start, t_end = max(lo, t_start or lo), min(hi, t_end or hi)
+        return t_start, t_end
+
+    def keep_window(self, t_start: int | None, t_end: int | None) -> None:
+        """Keep the rows inside [t_start, t_end] (either end open when None): the steps scheduled
+        in it and their workers' rows, the counter samples, the requests that arrived or finished
+        in it (or have no arrival)."""
+
+        def inside(t):
+            return (t_start is None or t >= t_start) and (t_end is None or t <= t_end)
+
+        self.sched = [r for r in self.sched if inside(r[S_IDX["t_sched"]])]
+        kept_steps = {(r[S_IDX["dp_rank"]], r[S_IDX["step"]]) for r in self.sched}
+        self.worker = [w for w in self.worker if worker_keys(w)[:2] in kept_steps]
+        ct = C_IDX["t"]
+        self.counters = [c for c in self.counters if inside(c[ct])]
+        arr, fin = R_IDX["arrival"], R_IDX["finish"]
+        self.requests = [r for r in self.requests if r[arr] < 0 or inside(r[arr]) or (r[fin] >= 0 and inside(r[fin]))]
+
+
+def _with_torch_traces(prof: Profile, torch_files: list, trim_to_steps: bool, unreadable: list[str]) -> Profile:
+    """The hooks' Profile merged with the workers' torch traces (the hooks' run record wins);
+    the traces that could not be read go to ``unreadable``."""
+    tp = torch_traces.load_traces(torch_files, problems=unreadable)
+    if tp is None:
+        return prof
+    tp.run.pop("step_source", None)
+    merged = Profile.merge([prof, tp])
+    merged.run.update(prof.run)  # the hooks' run metadata wins over the trace's
+    merged.run["torch_traces"] = [str(f) for f, _, _ in torch_files]
+    if trim_to_steps:
+        trim_events_to_steps(merged)
+    return merged
 
 
 def hook_overhead(hook_ns: dict[tuple[str, object], int], steps: int, engines: int) -> dict:

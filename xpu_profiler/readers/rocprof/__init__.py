@@ -139,93 +139,101 @@ def _ints(records: list, field: str) -> np.ndarray:
 
 
 def _blocks(tool: Tool, pid: int, used: set[int], notes: list[str], path: Path) -> list[Block]:
+    """The process's records as blocks: kernels and copies (the GPUs they ran on go to
+    ``used``), then HIP calls, RCCL calls (their launches' kernels get the collective) and
+    ROCTx ranges."""
     names = _Names(tool)
     agents = [_agent(a, i) for i, a in enumerate(tool.agents)]
     gpu = common.gpu_indices(agents)
     br = tool.buffer_records
     out: list[Block] = []
-
-    def api(recs: list, table: str, kind: int, cat: str) -> tuple[Block, list[str]]:
-        k, o = _ints(recs, "kind"), _ints(recs, "operation")
-        ops, ids = names.ids(k, o)
-        b = Block(
-            table,
-            kind,
-            ops,
-            ids,
-            _ints(recs, "start_timestamp"),
-            _ints(recs, "end_timestamp"),
-            np.full(len(recs), pid, np.int64),
-            _ints(recs, "thread_id"),
-            corr=_ints(recs, "correlation_id.internal"),
-            cat=cat,
-        )
-        return b, ops
-
-    # -- device work
-    kd = br.kernel_dispatch
-    if kd:
-        symbols = {s.kernel_id: s.display() for s in tool.kernel_symbols}
-        kid = _ints(kd, "dispatch_info.kernel_id")
-        uniq = np.unique(kid).tolist()
-        table = [symbols.get(k) or f"kernel {k}" for k in uniq]
-        agent = _ints(kd, "dispatch_info.agent_id.handle")
-        dev = np.array([gpu.get(a, -1) for a in agent.tolist()], np.int64)
-        used.update(np.unique(dev[dev >= 0]).tolist())
-        stream = np.fromiter((r.stream() for r in kd), np.int64, len(kd))
-        out.append(
-            Block(
-                "kernel_dispatch",
-                K_KERNEL,
-                table,
-                np.searchsorted(np.array(uniq, np.int64), kid),
-                _ints(kd, "start_timestamp"),
-                _ints(kd, "end_timestamp"),
-                np.full(len(kd), pid, np.int64),
-                stream,
-                device=dev,
-                corr=_ints(kd, "correlation_id.internal"),
-                cat="kernel",
-            )
-        )
-    mc = br.memory_copy
-    if mc:
-        k, o = _ints(mc, "kind"), _ints(mc, "operation")
-        ops, ids = names.ids(k, o)
-        copy_names = [common.copy_name(x) for x in ops]
-        src = np.array([gpu.get(a, -1) for a in _ints(mc, "src_agent_id.handle").tolist()], np.int64)
-        dst = np.array([gpu.get(a, -1) for a in _ints(mc, "dst_agent_id.handle").tolist()], np.int64)
-        dev = np.where(dst >= 0, dst, src)
-        used.update(np.unique(dev[dev >= 0]).tolist())
-        out.append(
-            Block(
-                "memory_copy",
-                K_MEMCPY,
-                copy_names,
-                ids,
-                _ints(mc, "start_timestamp"),
-                _ints(mc, "end_timestamp"),
-                np.full(len(mc), pid, np.int64),
-                np.fromiter((r.stream() for r in mc), np.int64, len(mc)),
-                device=dev,
-                corr=_ints(mc, "correlation_id.internal"),
-                flops=_ints(mc, "bytes"),
-                cat="gpu_memcpy",
-            )
-        )
-    # -- host: HIP calls, RCCL calls (their launches' kernels get the collective), ROCTx ranges
+    if br.kernel_dispatch:
+        out.append(_kernels(tool, br.kernel_dispatch, pid, gpu, used))
+    if br.memory_copy:
+        out.append(_copies(br.memory_copy, names, pid, gpu, used))
     hip = [r for r in br.hip_api if names.domain(r.kind) in common.HIP_DOMAINS]
     if hip:
-        out.append(api(hip, "hip_api", K_RUNTIME, "cuda_runtime")[0])
+        out.append(_api(hip, names, pid, "hip_api", K_RUNTIME, "cuda_runtime")[0])
     if br.rccl_api:
-        out.append(api(br.rccl_api, "rccl_api", K_RUNTIME, "rccl_api")[0])
+        out.append(_api(br.rccl_api, names, pid, "rccl_api", K_RUNTIME, "rccl_api")[0])
     if br.marker_api:
-        out += _markers(tool, br.marker_api, names, pid, notes, path, api)
+        out += _markers(tool, br.marker_api, names, pid, notes, path)
     return out
 
 
-def _markers(tool: Tool, recs: list, names: _Names, pid: int, notes: list[str], path: Path, api) -> list[Block]:
-    block, ops = api(recs, "marker_api", K_ANNOTATION, "user_annotation")
+def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int]) -> Block:
+    """Kernel dispatches, named by their kernel symbol, on their GPU and stream."""
+    symbols = {s.kernel_id: s.display() for s in tool.kernel_symbols}
+    kid = _ints(kd, "dispatch_info.kernel_id")
+    uniq = np.unique(kid).tolist()
+    table = [symbols.get(k) or f"kernel {k}" for k in uniq]
+    agent = _ints(kd, "dispatch_info.agent_id.handle")
+    dev = np.array([gpu.get(a, -1) for a in agent.tolist()], np.int64)
+    used.update(np.unique(dev[dev >= 0]).tolist())
+    stream = np.fromiter((r.stream() for r in kd), np.int64, len(kd))
+    return Block(
+        "kernel_dispatch",
+        K_KERNEL,
+        table,
+        np.searchsorted(np.array(uniq, np.int64), kid),
+        _ints(kd, "start_timestamp"),
+        _ints(kd, "end_timestamp"),
+        np.full(len(kd), pid, np.int64),
+        stream,
+        device=dev,
+        corr=_ints(kd, "correlation_id.internal"),
+        cat="kernel",
+    )
+
+
+def _copies(mc: list, names: _Names, pid: int, gpu: dict, used: set[int]) -> Block:
+    """Memory copies, named as Kineto names them, with their bytes, on the GPU they go to
+    (else the one they come from)."""
+    k, o = _ints(mc, "kind"), _ints(mc, "operation")
+    ops, ids = names.ids(k, o)
+    copy_names = [common.copy_name(x) for x in ops]
+    src = np.array([gpu.get(a, -1) for a in _ints(mc, "src_agent_id.handle").tolist()], np.int64)
+    dst = np.array([gpu.get(a, -1) for a in _ints(mc, "dst_agent_id.handle").tolist()], np.int64)
+    dev = np.where(dst >= 0, dst, src)
+    used.update(np.unique(dev[dev >= 0]).tolist())
+    return Block(
+        "memory_copy",
+        K_MEMCPY,
+        copy_names,
+        ids,
+        _ints(mc, "start_timestamp"),
+        _ints(mc, "end_timestamp"),
+        np.full(len(mc), pid, np.int64),
+        np.fromiter((r.stream() for r in mc), np.int64, len(mc)),
+        device=dev,
+        corr=_ints(mc, "correlation_id.internal"),
+        flops=_ints(mc, "bytes"),
+        cat="gpu_memcpy",
+    )
+
+
+def _api(recs: list, names: _Names, pid: int, table: str, kind: int, cat: str) -> tuple[Block, list[str]]:
+    """API calls on their threads, named by their operation; and the table of those names."""
+    k, o = _ints(recs, "kind"), _ints(recs, "operation")
+    ops, ids = names.ids(k, o)
+    b = Block(
+        table,
+        kind,
+        ops,
+        ids,
+        _ints(recs, "start_timestamp"),
+        _ints(recs, "end_timestamp"),
+        np.full(len(recs), pid, np.int64),
+        _ints(recs, "thread_id"),
+        corr=_ints(recs, "correlation_id.internal"),
+        cat=cat,
+    )
+    return b, ops
+
+
+def _markers(tool: Tool, recs: list, names: _Names, pid: int, notes: list[str], path: Path) -> list[Block]:
+    """ROCTx ranges as annotations named by their message; marks with no span are counted."""
+    block, ops = _api(recs, names, pid, "marker_api", K_ANNOTATION, "user_annotation")
     is_range = np.array([x in common.MARKER_RANGES for x in ops], bool)[block.name] & (block.end > block.start)
     marks = int((~is_range).sum())
     if marks:

@@ -1,4 +1,4 @@
-"""Reading many files: the one plug point for how they are read.
+"""Reading many files: the one plug point for how they are read (``--engine``).
 
 Reading a file depends on no other file and gives a compact Profile (numpy columns and
 a string table), so the files can be read anywhere and the Profiles merged after:
@@ -12,8 +12,9 @@ a string table), so the files can be read anywhere and the Profiles merged after
   machine; ``ray://HOST:PORT`` connects there. Ray is optional
   (``pip install 'xpu_profiler[ray]'``).
 
-Every engine returns the Profiles in the order of the files, so that all of them give
-the same merged Profile. ``ENGINES`` is the registry.
+Every executor returns the Profiles in the order of the files, so that all of them give
+the same merged Profile; a file that could not be read comes back as a ``DroppedInput``
+(one of a directory) or raises its ``TraceError``. ``EXECUTORS`` is the registry.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from ..core.errors import TraceError, XpuProfilerError
 from ..core.profile import Profile
+from .base import DroppedInput
 
 MAX_JOBS = 16
 
@@ -41,19 +43,11 @@ class FileTask:
     optional: bool = False  # one file of a directory: a broken one is dropped, not fatal
 
 
-@dataclass(frozen=True)
-class DroppedInput:
-    """In place of a Profile: an optional input that could not be read, and why."""
+def read_one(path: str, reader: str, options, nested: bool = True) -> Profile | DroppedInput:
+    """Read one file with the named reader: its Profile, or a DroppedInput saying why not.
 
-    path: str
-    problem: str
-
-
-def read_one(path: str, reader: str, options, nested: bool = True):
-    """Read one file with the named reader: ("ok", Profile) or ("error", path, problem).
-
-    Errors come back as values: they cross process boundaries as plain tuples. With
-    ``nested=False`` (inside a pool worker) the reader decodes in this process only.
+    Errors come back as values: they cross process boundaries as a picklable DroppedInput.
+    With ``nested=False`` (inside a pool worker) the reader decodes in this process only.
     """
     from .formats import reader_named
 
@@ -61,25 +55,27 @@ def read_one(path: str, reader: str, options, nested: bool = True):
         os.environ["XPU_PROFILER_WORKERS"] = "1"
     mod = reader_named(reader)
     if mod is None:
-        return ("error", path, f"no reader named {reader!r}")
+        return DroppedInput(path, f"no reader named {reader!r}")
     try:
-        return ("ok", mod.read(Path(path), options))
+        return mod.read(Path(path), options)
     except TraceError as e:
-        return ("error", e.path, e.problem)
+        return DroppedInput(e.path, e.problem)
     except RecursionError:
-        return ("error", path, "nested too deeply to be a trace")
+        return DroppedInput(path, "nested too deeply to be a trace")
     except MemoryError:
-        return ("error", path, "out of memory while reading it")
+        return DroppedInput(path, "out of memory while reading it")
     except Exception as e:  # never a traceback for a file we could not make sense of
-        return ("error", path, f"unreadable ({type(e).__name__}: {e})")
+        return DroppedInput(path, f"unreadable ({type(e).__name__}: {e})")
 
 
-def _unwrap(result, task: FileTask | None = None) -> Profile | DroppedInput:
-    if result[0] == "ok":
-        return result[1]
+def _unwrap(result: Profile | DroppedInput, task: FileTask | None = None) -> Profile | DroppedInput:
+    """The Profile read; a file that could not be read is dropped (under the task's path) when
+    the task is optional, else its TraceError."""
+    if not isinstance(result, DroppedInput):
+        return result
     if task is not None and task.optional:
-        return DroppedInput(task.path, result[2])
-    raise TraceError(result[1], result[2])
+        return DroppedInput(task.path, result.reason)
+    raise TraceError(result.path, result.reason)
 
 
 def serial(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
@@ -193,7 +189,7 @@ def ray_tasks(paths: list[str]) -> list[FileTask]:
     return tasks
 
 
-def ray_engine(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
+def ray_cluster(tasks: Sequence[FileTask], options, jobs: int, address: str | None) -> list[Profile | DroppedInput]:
     """One Ray task per file (on its node when it is node-local); the driver merges."""
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -251,19 +247,19 @@ class RaySession:
             _ray().shutdown()
 
 
-Engine = Callable[[Sequence[FileTask], object, int, "str | None"], "list[Profile | DroppedInput]"]
-ENGINES: dict[str, Engine] = {"serial": serial, "process": process_pool, "ray": ray_engine}
+Executor = Callable[[Sequence[FileTask], object, int, "str | None"], "list[Profile | DroppedInput]"]
+EXECUTORS: dict[str, Executor] = {"serial": serial, "process": process_pool, "ray": ray_cluster}
 
 
-def parse_engine(spec: str | None) -> tuple[str, str | None]:
+def parse_executor(spec: str | None) -> tuple[str, str | None]:
     """``serial``, ``process``, ``ray``, ``ray://HOST:PORT`` (or ``auto``/None) → (name, address)."""
     if spec is None or spec == "auto":
         return "auto", None
     if spec.startswith("ray://"):
         return "ray", spec
-    if spec in ENGINES:
+    if spec in EXECUTORS:
         return spec, None
-    raise XpuProfilerError(f"unknown engine {spec!r} (known: auto, {', '.join(ENGINES)}, ray://HOST:PORT)")
+    raise XpuProfilerError(f"unknown engine {spec!r} (known: auto, {', '.join(EXECUTORS)}, ray://HOST:PORT)")
 
 
 def default_jobs(n_files: int) -> int:

@@ -13,13 +13,13 @@ import math
 
 from ..summary import Finding, Summary
 from .base import Context
-from .config import FindingsConfig, current
+from .config import DEFAULT, FindingsConfig
 from .rules import RULES
 
 
 def evaluate(summary: Summary, config: FindingsConfig | None = None, reference: Summary | None = None) -> list[Finding]:
     """The findings of ``summary`` (``reference``: a basic-level run of the same workload)."""
-    config = config or current()
+    config = config or DEFAULT
     ctx = Context(reference=reference)
     ranked = []
     for order, rule in enumerate(RULES):

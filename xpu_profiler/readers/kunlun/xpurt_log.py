@@ -52,12 +52,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import TraceError
-from ..core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
-from ..knowledge.devices import kunlun
-from ..knowledge.kernel_names import demangle_names
-from .base import RANK_IN_NAME, ReadOptions, resolve_rank
-from .content import is_gzip, read_bytes
+from ...core.errors import TraceError
+from ...core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
+from ...knowledge.devices import kunlun
+from ...knowledge.kernel_names import demangle_names
+from ..base import RANK_IN_NAME, ReadOptions, resolve_rank
+from ..content import is_gzip, read_bytes
 
 NAME = "xpurt_log"
 
@@ -209,19 +209,77 @@ def read(path: Path, options: ReadOptions) -> Profile:
         raise TraceError(path, f"unknown Kunlun generation {gen_opt} (expected 1, 2 or 3)")
     level_wanted = int((options.extra or {}).get("xpurt_scope_level", 0))
 
-    n_lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    n_tags = data.count(TAG)
-    last = data[data.rfind(b"\n") + 1 :]
-    truncated_last = bool(last) and TAG in last and not (_K3.search(last) or _K1.search(last))
+    lines = _LineCounts(data)
     segs, n_scopes = _segments(data, level_wanted, prof.strings)
     del data
+    lines.count(segs, n_scopes)
+    gen, gen_source = _generation(prof, path, segs, gen_opt, lines.n3)
+    raw_names, dur_ns, group = _durations(prof, path, segs, gen)
+    name_ids, how = _name_ids(prof, raw_names)
+    n = len(dur_ns)
+    cat = prof.strings.intern("XPURT_PROF")
+    prof.events = Table(
+        EVENT_SCHEMA,
+        {
+            "name": name_ids,
+            "kind": np.full(n, K_KERNEL, dtype=np.int8),
+            "start": np.full(n, NO_TIME, dtype=np.int64),
+            "dur": dur_ns,
+            "rank": np.full(n, rank, dtype=np.int32),
+            "cat": np.full(n, cat, dtype=np.int32),
+            "group": group,
+        },
+        n=n,
+    )
+    stats = lines.stats(rank, gen, gen_source, how, int(dur_ns.sum()))
+    _note_run(prof, path, stats, lines, rank, gen, gen_source)
+    return prof
 
-    n3 = sum(len(s.names3) for s in segs)
-    n1 = sum(len(s.names1) for s in segs)
-    n_kernels = n3 + n1
-    malformed = n_tags - n_kernels
 
-    # -- generation: option, else the cycles/ns ratio of the first lines, else P800 --
+class _LineCounts:
+    """What the lines of one log are: kernel lines of each layout, scope lines, the rest."""
+
+    def __init__(self, data: bytes):
+        self.lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        self.tags = data.count(TAG)
+        last = data[data.rfind(b"\n") + 1 :]
+        self.truncated_last = bool(last) and TAG in last and not (_K3.search(last) or _K1.search(last))
+        self.scopes = 0
+        self.n3 = self.n1 = self.kernels = self.malformed = 0
+
+    def count(self, segs: list[_Segment], scopes: int) -> None:
+        """The kernel lines found (``name a b ns``: n3, ``name: N ns``: n1), the scope lines,
+        and the tagged lines in neither layout."""
+        self.scopes = scopes
+        self.n3 = sum(len(s.names3) for s in segs)
+        self.n1 = sum(len(s.names1) for s in segs)
+        self.kernels = self.n3 + self.n1
+        self.malformed = self.tags - self.kernels
+
+    def stats(self, rank: int, gen: int, gen_source: str, demangler, kernel_ns: int) -> dict:
+        """The log's record in the run (``xpurt_ranks``, its source entry)."""
+        n3, n1 = self.n3, self.n1
+        return {
+            "rank": int(rank),
+            "lines": int(self.lines),
+            "kernel_lines": int(self.kernels),
+            "scope_lines": int(self.scopes),
+            "other_lines": int(max(self.lines - self.kernels - self.scopes - max(self.malformed, 0), 0)),
+            "malformed_lines": int(max(self.malformed, 0)),
+            "xpu_gen": int(gen),
+            "xpu_gen_source": gen_source,
+            "cycles_per_ns": UNIT_FACTORS[gen] if n3 else None,
+            "layout": ("name x time (Kunlun1)" if gen == 1 else "name time x (Kunlun2/3)")
+            if n3
+            else ("name time ns" if n1 else None),
+            "demangler": demangler,
+            "kernel_ns": kernel_ns,
+        }
+
+
+def _generation(prof: Profile, path: Path, segs: list[_Segment], gen_opt: int | None, n3: int) -> tuple[int, str]:
+    """The Kunlun generation and what said it: the option, else the cycles/ns ratio of the
+    first lines, else P800 (warned when the lines have two numbers to tell it by)."""
     sample_a = _numbers(list(itertools.islice((t for s in segs for t in s.first), 20000)))
     sample_b = _numbers(list(itertools.islice((t for s in segs for t in s.second), 20000)))
     detected = detect_generation(sample_a, sample_b) if n3 else None
@@ -242,9 +300,13 @@ def read(path: Path, options: ReadOptions) -> Profile:
                 f"assuming P800 (Kunlun3: fields name, time, x; {UNIT_FACTORS[3]} cycles/ns). "
                 f"Use --xpu-gen to change it"
             )
-    factor = UNIT_FACTORS[gen]
+    return gen, gen_source
 
-    # -- columns: 3-field lines of every segment, then the 1-number lines --
+
+def _durations(prof: Profile, path: Path, segs: list[_Segment], gen: int) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """(raw names, durations in ns, scope group) of every kernel line: the 3-field lines of
+    every segment, then the 1-number lines; durations out of range are skipped and warned."""
+    factor = UNIT_FACTORS[gen]
     raw_names: list[bytes] = []
     values: list[bytes] = []
     group_parts = []
@@ -272,64 +334,38 @@ def read(path: Path, options: ReadOptions) -> Profile:
         dur_f, group = dur_f[keep], group[keep]
         if not len(dur_f):
             raise TraceError(path, f"not a valid log: all {n_absurd} kernel lines have a duration out of range")
-    dur_ns = np.rint(dur_f).astype(np.int64)
+    return raw_names, np.rint(dur_f).astype(np.int64), group
 
-    # -- names: intern distinct raw names, demangle each once --
+
+def _name_ids(prof: Profile, raw_names: list[bytes]) -> tuple[np.ndarray, str]:
+    """The kernels' name ids (distinct raw names interned, each demangled once), and the
+    demangler used."""
     first_seen: dict[bytes, int] = {}
     sparse = np.fromiter(map(first_seen.setdefault, raw_names, itertools.count()), dtype=np.int64, count=len(raw_names))
     uniq, local_ids = np.unique(sparse, return_inverse=True)
     distinct = [raw_names[i].decode("utf-8", "replace") for i in uniq.tolist()]
     pretty, how = demangle_names(distinct)
     ids = prof.strings.intern_many(pretty)
-    name_ids = ids[local_ids] if len(raw_names) else np.zeros(0, np.int32)
+    return (ids[local_ids] if len(raw_names) else np.zeros(0, np.int32)), how
 
-    n = len(dur_ns)
-    cat = prof.strings.intern("XPURT_PROF")
-    prof.events = Table(
-        EVENT_SCHEMA,
-        {
-            "name": name_ids,
-            "kind": np.full(n, K_KERNEL, dtype=np.int8),
-            "start": np.full(n, NO_TIME, dtype=np.int64),
-            "dur": dur_ns,
-            "rank": np.full(n, rank, dtype=np.int32),
-            "cat": np.full(n, cat, dtype=np.int32),
-            "group": group,
-        },
-        n=n,
-    )
 
-    stats = {
-        "rank": int(rank),
-        "lines": int(n_lines),
-        "kernel_lines": int(n_kernels),
-        "scope_lines": int(n_scopes),
-        "other_lines": int(max(n_lines - n_kernels - n_scopes - max(malformed, 0), 0)),
-        "malformed_lines": int(max(malformed, 0)),
-        "xpu_gen": int(gen),
-        "xpu_gen_source": gen_source,
-        "cycles_per_ns": factor if n3 else None,
-        "layout": ("name x time (Kunlun1)" if gen == 1 else "name time x (Kunlun2/3)")
-        if n3
-        else ("name time ns" if n1 else None),
-        "demangler": how,
-        "kernel_ns": int(dur_ns.sum()),
-    }
+def _note_run(prof: Profile, path: Path, stats: dict, lines: _LineCounts, rank: int, gen: int, gen_source: str) -> None:
+    """The log's record in the run, the device it says, and a warning for each kind of line
+    left out (or for a log without kernel lines)."""
     prof.run["sources"] = [{"path": str(path), "format": NAME, **stats}]
     prof.run["xpurt_ranks"] = {str(rank): stats}
-    if n_kernels:  # an empty log says nothing about the device
+    if lines.kernels:  # an empty log says nothing about the device
         prof.run["device"] = GEN_DEVICES[gen]
         prof.run["xpu_gen"] = int(gen)
         prof.run["xpu_gen_source"] = gen_source
-    if n_kernels == 0:
+    if lines.kernels == 0:
         prof.warn(
             f"{path.name}: no [XPURT_PROF] lines for rank {rank} (were XPUAPI_DEBUG=0x1 and "
             f"XPURT_DISPATCH_MODE=PROFILING set in that process?)"
         )
-    other_bad = malformed
-    if truncated_last:
+    other_bad = lines.malformed
+    if lines.truncated_last:
         prof.warn(f"{path.name}: the last line is cut short (file still being written?); it was skipped")
         other_bad -= 1
     if other_bad > 0:
         prof.warn(f"{path.name}: {other_bad} [XPURT_PROF] line(s) in no known layout were skipped")
-    return prof

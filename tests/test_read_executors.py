@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from xpu_profiler import analysis
 from xpu_profiler.core.errors import TraceError, XpuProfilerError
-from xpu_profiler.readers import ReadOptions, engines, expand
+from xpu_profiler.readers import ReadOptions, executors, expand
 from xpu_profiler.summary import encode
 from xpu_profiler.testing import gen_ranks
 
@@ -48,12 +48,12 @@ def _die(path, reader, options, nested=True):
 
 
 def test_a_worker_that_dies_is_one_error_naming_its_file(rank_files, monkeypatch):
-    if not engines.fork_is_safe():
+    if not executors.fork_is_safe():
         pytest.skip("needs fork (the pool's workers must see the replaced reader)")
-    monkeypatch.setattr(engines, "read_one", _die)
-    tasks = [engines.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
+    monkeypatch.setattr(executors, "read_one", _die)
+    tasks = [executors.FileTask(str(p), mod.NAME) for p, mod in expand([rank_files])]
     with pytest.raises(TraceError, match="the worker process reading it died"):
-        engines.process_pool(tasks, ReadOptions(), 2, None)
+        executors.process_pool(tasks, ReadOptions(), 2, None)
 
 
 def test_ray_gives_the_same_summary(rank_files, ray_local):
@@ -61,7 +61,7 @@ def test_ray_gives_the_same_summary(rank_files, ray_local):
 
 
 def test_ray_places_each_file_on_the_node_that_holds_it(rank_files, ray_local):
-    tasks = engines.ray_tasks([str(rank_files)])
+    tasks = executors.ray_tasks([str(rank_files)])
     here = ray_local.get_runtime_context().get_node_id()
     assert [t.path for t in tasks] == [str(p) for p, _ in expand([rank_files])]
     assert {t.node for t in tasks} == {here} and {t.reader for t in tasks} == {"kineto"}
@@ -70,13 +70,13 @@ def test_ray_places_each_file_on_the_node_that_holds_it(rank_files, ray_local):
 
 def test_ray_says_which_path_no_node_has(tmp_path, ray_local):
     with pytest.raises(TraceError, match="no such file or directory on any node"):
-        engines.ray_tasks([str(tmp_path / "nowhere")])
+        executors.ray_tasks([str(tmp_path / "nowhere")])
 
 
 def test_unknown_engine_is_refused():
     with pytest.raises(XpuProfilerError, match="unknown engine 'spark'"):
-        engines.parse_engine("spark")
-    assert engines.parse_engine("ray://head:10001") == ("ray", "ray://head:10001")
+        executors.parse_executor("spark")
+    assert executors.parse_executor("ray://head:10001") == ("ray", "ray://head:10001")
 
 
 def _cli(*args: str, pre: str = "pass") -> subprocess.CompletedProcess:

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import TraceError
-from ..core.profile import (
+from ...core.errors import TraceError
+from ...core.profile import (
     COUNTER_SCHEMA,
     EVENT_SCHEMA,
     K_COMM,
@@ -47,11 +47,11 @@ from ..core.profile import (
     Profile,
     Table,
 )
-from ..knowledge.kernel_names import demangle_names
-from .base import ReadOptions, resolve_rank
-from .begin_end import Mark, pair
-from .content import read_bytes
-from .kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
+from ...knowledge.kernel_names import demangle_names
+from ..base import ReadOptions, resolve_rank
+from ..begin_end import Mark, pair
+from ..content import read_bytes
+from ..kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
 from .xprofiler_fields import (  # noqa: F401  (sniff: this reader's, for the registry)
     _CORR_KEYS,
     _DEVICE_KEYS,
@@ -97,10 +97,20 @@ def read(path: Path, options: ReadOptions) -> Profile:
     doc, events = _decode(path, data)
     del data
     prof = Profile()
-    strings = prof.strings
     rank = resolve_rank(path, options) or 0  # file or directory name (rank_3/), else --rank
+    pid_device, pid_names = _processes(events)
+    got = _Events(pid_device)
+    got.take_all(events)
+    origin = _time_origin(prof, got)
+    _add_tables(prof, got, rank, origin)
+    _note_run(prof, path, doc, got, rank, pid_names)
+    _warn(prof, path, got)
+    return prof
 
-    # process names: which pids are devices
+
+def _processes(events: list) -> tuple[dict, dict]:
+    """From the process-name metadata: which pids are devices (pid → device index), and
+    every process's name (pid → name)."""
     pid_device: dict = {}
     pid_names: dict = {}
     for e in events:
@@ -111,31 +121,41 @@ def read(path: Path, options: ReadOptions) -> Profile:
             m = _DEVICE_PROCESS.search(pname)
             if m and len(m.group(1)) < 10:
                 pid_device[_key(e.get("pid"))] = int(m.group(1))
+    return pid_device, pid_names
 
-    names: list[str] = []
-    cats: list[str] = []
-    kinds: list[int] = []
-    starts: list[float] = []
-    durs: list[float] = []
-    devices: list[int] = []
-    tracks: list[int] = []
-    corrs: list[int] = []
-    c_names: list[str] = []
-    c_t: list[float] = []
-    c_v: list[float] = []
-    marks: list[Mark] = []
-    counts = {
-        "complete": 0,
-        "begin_end": 0,
-        "counter": 0,
-        "metadata": 0,
-        "instant": 0,
-        "flow": 0,
-        "skipped": 0,
-        "unmatched_begin_end": 0,
-    }
 
-    def add(e: dict, ts: float, dur: float) -> None:
+class _Events:
+    """The events of one trace as columns in the making (times in µs), its counter samples,
+    and what was counted or skipped on the way."""
+
+    def __init__(self, pid_device: dict):
+        self.pid_device = pid_device
+        self.names: list[str] = []
+        self.cats: list[str] = []
+        self.kinds: list[int] = []
+        self.starts: list[float] = []
+        self.durs: list[float] = []
+        self.devices: list[int] = []
+        self.tracks: list[int] = []
+        self.corrs: list[int] = []
+        self.c_names: list[str] = []
+        self.c_t: list[float] = []
+        self.c_v: list[float] = []
+        self.marks: list[Mark] = []
+        self.counts = {
+            "complete": 0,
+            "begin_end": 0,
+            "counter": 0,
+            "metadata": 0,
+            "instant": 0,
+            "flow": 0,
+            "skipped": 0,
+            "unmatched_begin_end": 0,
+        }
+        self.skips: dict = {}
+
+    def add(self, e: dict, ts: float, dur: float) -> None:
+        """One slice: its name, category, kind, times, device, track and correlation id."""
         name = e.get("name")
         name = name if isinstance(name, str) else str(name) if name is not None else ""
         cat = e.get("cat")
@@ -144,137 +164,157 @@ def read(path: Path, options: ReadOptions) -> Profile:
         args = args if isinstance(args, dict) else {}
         dev = _first(args, _DEVICE_KEYS)
         if dev == -1:
-            dev = pid_device.get(_key(e.get("pid")), -1)
+            dev = self.pid_device.get(_key(e.get("pid")), -1)
         stream = _first(args, _STREAM_KEYS)
         kind = _kind(cat, name, dev != -1 or stream != -1)
-        names.append(name)
-        cats.append(cat)
-        kinds.append(kind)
-        starts.append(ts)
-        durs.append(dur)
-        devices.append(dev if kind in (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM) or dev != -1 else -1)
-        tracks.append(stream if stream != -1 else _int(e.get("tid"), 0))
-        corrs.append(_first(args, _CORR_KEYS))
+        self.names.append(name)
+        self.cats.append(cat)
+        self.kinds.append(kind)
+        self.starts.append(ts)
+        self.durs.append(dur)
+        self.devices.append(dev if kind in (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM) or dev != -1 else -1)
+        self.tracks.append(stream if stream != -1 else _int(e.get("tid"), 0))
+        self.corrs.append(_first(args, _CORR_KEYS))
 
-    skips: dict = {}
+    def skip(self, kind: str, i: int, e) -> None:
+        """An odd event left out, counted by the kind of oddity."""
+        self.counts["skipped"] += 1
+        add_skip(self.skips, kind, i, e.get("name") if isinstance(e, dict) else "")
 
-    def skip(kind: str, i: int, e) -> None:
-        counts["skipped"] += 1
-        add_skip(skips, kind, i, e.get("name") if isinstance(e, dict) else "")
+    def take_all(self, events: list) -> None:
+        """Every event by its phase, then the begin/end pairs as slices."""
+        for i, e in enumerate(events):
+            if not isinstance(e, dict):
+                self.skip(NOT_OBJECT, i, e)
+                continue
+            self.take(i, e)
+        slices, unmatched = pair(self.marks)
+        self.counts["unmatched_begin_end"] += unmatched
+        for sl in slices:
+            i, e = sl.payload
+            why = _time(e, sl.start, sl.dur)
+            if why:
+                self.skip(why, i, e)
+                continue
+            self.counts["begin_end"] += 1
+            self.add(e, sl.start, sl.dur)
 
-    for i, e in enumerate(events):
-        if not isinstance(e, dict):
-            skip(NOT_OBJECT, i, e)
-            continue
+    def take(self, i: int, e: dict) -> None:
+        """One event (#``i``) by its phase: a slice, a begin/end mark, a counter sample, or counted."""
         ph = e.get("ph")
         ts = _num(e.get("ts"))
         if ph == "X":
             dur = _num(e.get("dur"))
             why = _time(e, ts, dur)
             if why:
-                skip(why, i, e)
-                continue
+                self.skip(why, i, e)
+                return
             assert ts is not None and dur is not None  # _time found both usable
-            counts["complete"] += 1
-            add(e, ts, dur)
+            self.counts["complete"] += 1
+            self.add(e, ts, dur)
         elif ph in ("B", "E"):
-            name = e.get("name")
-            name = name if isinstance(name, str) else ""
-            if ts is None or (ph == "B" and _time(e, ts, 0.0)):
-                if ph == "B":
-                    skip(_time(e, ts, 0.0) or "with no 'ts' field", i, e)
-                else:
-                    counts["unmatched_begin_end"] += 1
-                continue
-            marks.append(Mark((_key(e.get("pid")), _key(e.get("tid"))), name, ts, ph == "B", (i, e)))
+            self.take_mark(i, e, ph, ts)
         elif ph == "C":
-            args = e.get("args")
-            if _time(e, ts, 0.0) or not isinstance(args, dict):
-                skip(
-                    "with odd counter args or time"
-                    if isinstance(args, dict) or args is None
-                    else "with odd counter args or time",
-                    i,
-                    e,
-                )
-                continue
-            assert ts is not None  # _time found it usable
-            counts["counter"] += 1
-            label = e.get("name")
-            base = label if isinstance(label, str) else "counter"
-            for k, v in args.items():
-                x = _num(v)
-                if x is not None and abs(x) < 2.0**62:
-                    c_names.append(base if len(args) == 1 else f"{base}.{k}")
-                    c_t.append(ts)
-                    c_v.append(x)
+            self.take_counter(i, e, ts)
         elif ph == "M":
-            counts["metadata"] += 1
+            self.counts["metadata"] += 1
         elif ph in ("i", "I", "n"):
-            counts["instant"] += 1
+            self.counts["instant"] += 1
         elif ph in ("s", "t", "f"):
-            counts["flow"] += 1
+            self.counts["flow"] += 1
         elif ph is None:
-            skip("with no 'ph' field", i, e)
+            self.skip("with no 'ph' field", i, e)
         else:
-            skip("with a phase this reader cannot map", i, e)
-    slices, unmatched = pair(marks)
-    counts["unmatched_begin_end"] += unmatched
-    for sl in slices:
-        i, e = sl.payload
-        why = _time(e, sl.start, sl.dur)
-        if why:
-            skip(why, i, e)
-            continue
-        counts["begin_end"] += 1
-        add(e, sl.start, sl.dur)
+            self.skip("with a phase this reader cannot map", i, e)
 
-    ts_all = np.array(starts + c_t, dtype=np.float64)
+    def take_mark(self, i: int, e: dict, ph: str, ts: float | None) -> None:
+        """A begin or end event, kept for pairing per thread."""
+        name = e.get("name")
+        name = name if isinstance(name, str) else ""
+        if ts is None or (ph == "B" and _time(e, ts, 0.0)):
+            if ph == "B":
+                self.skip(_time(e, ts, 0.0) or "with no 'ts' field", i, e)
+            else:
+                self.counts["unmatched_begin_end"] += 1
+            return
+        self.marks.append(Mark((_key(e.get("pid")), _key(e.get("tid"))), name, ts, ph == "B", (i, e)))
+
+    def take_counter(self, i: int, e: dict, ts: float | None) -> None:
+        """A counter event: one sample per numeric arg (``name.arg`` when it has several)."""
+        args = e.get("args")
+        if _time(e, ts, 0.0) or not isinstance(args, dict):
+            self.skip("with odd counter args or time", i, e)
+            return
+        assert ts is not None  # _time found it usable
+        self.counts["counter"] += 1
+        label = e.get("name")
+        base = label if isinstance(label, str) else "counter"
+        for k, v in args.items():
+            x = _num(v)
+            if x is not None and abs(x) < 2.0**62:
+                self.c_names.append(base if len(args) == 1 else f"{base}.{k}")
+                self.c_t.append(ts)
+                self.c_v.append(x)
+
+
+def _time_origin(prof: Profile, got: _Events) -> float:
+    """The time (µs) that becomes 0: the first one when the stamps are epoch-like (which also
+    gives the profile its base) or start below 0, else 0 (relative times stay as they are)."""
+    ts_all = np.array(got.starts + got.c_t, dtype=np.float64)
     t0_us = float(ts_all.min()) if len(ts_all) else 0.0
     # epoch-like microsecond stamps (after 2001) give an absolute base; else times stay relative
     # relative times stay as they are, unless they start below 0 (-1 means "no time")
     origin = t0_us if (t0_us > 1e15 or t0_us < 0) else 0.0
     if t0_us > 1e15:
         prof.base_ns = int(round(t0_us * 1000))
+    return origin
 
+
+def _add_tables(prof: Profile, got: _Events, rank: int, origin: float) -> None:
+    """The events and counters tables, in ns from ``origin``; mangled names demangled."""
+    strings = prof.strings
+    names = got.names
     n = len(names)
     mangled = sorted({x for x in names if x.startswith("_Z")})
     if mangled:  # same readable names as the [XPURT_PROF] reader gives
         pretty, _ = demangle_names(mangled)
         rename = dict(zip(mangled, pretty))
         names = [rename.get(x, x) for x in names]
-    start_ns = np.rint((np.array(starts, dtype=np.float64) - origin) * 1000).astype(np.int64)
-    dur_ns = np.rint(np.array(durs, dtype=np.float64) * 1000).astype(np.int64)
+    start_ns = np.rint((np.array(got.starts, dtype=np.float64) - origin) * 1000).astype(np.int64)
+    dur_ns = np.rint(np.array(got.durs, dtype=np.float64) * 1000).astype(np.int64)
     prof.events = Table(
         EVENT_SCHEMA,
         {
             "name": strings.intern_many(names) if n else np.zeros(0, np.int32),
-            "kind": np.array(kinds, dtype=np.int8),
+            "kind": np.array(got.kinds, dtype=np.int8),
             "start": start_ns,
             "dur": dur_ns,
             "rank": np.full(n, rank, dtype=np.int32),
-            "device": np.array(devices, dtype=np.int32),
-            "track": np.array(tracks, dtype=np.int64),
-            "corr": np.array(corrs, dtype=np.int64),
-            "cat": strings.intern_many(cats) if n else np.zeros(0, np.int32),
+            "device": np.array(got.devices, dtype=np.int32),
+            "track": np.array(got.tracks, dtype=np.int64),
+            "corr": np.array(got.corrs, dtype=np.int64),
+            "cat": strings.intern_many(got.cats) if n else np.zeros(0, np.int32),
         },
         n=n,
     )
-    if c_names:
-        n_c = len(c_names)
+    if got.c_names:
+        n_c = len(got.c_names)
         prof.counters = Table(
             COUNTER_SCHEMA,
             {
                 "rank": np.full(n_c, rank, dtype=np.int32),
-                "name": strings.intern_many(c_names),
-                "t": np.rint((np.array(c_t) - origin) * 1000).astype(np.int64),
-                "value": np.array(c_v, dtype=np.float64),
+                "name": strings.intern_many(got.c_names),
+                "t": np.rint((np.array(got.c_t) - origin) * 1000).astype(np.int64),
+                "value": np.array(got.c_v, dtype=np.float64),
             },
             n=n_c,
         )
 
+
+def _note_run(prof: Profile, path: Path, doc, got: _Events, rank: int, pid_names: dict) -> None:
+    """The run record: the file's source entry (events by kind, what was counted), the settings
+    beside it, the process names and the trace's other top-level fields."""
     kinds_arr = prof.events["kind"]
-    unknown = int((kinds_arr == K_UNKNOWN).sum())
     by_kind = {
         k: int((kinds_arr == i).sum())
         for i, k in (
@@ -286,7 +326,8 @@ def read(path: Path, options: ReadOptions) -> Profile:
             (K_UNKNOWN, "unknown"),
         )
     }
-    info = {"path": str(path), "format": NAME, "rank": rank, "events": n, "by_kind": by_kind, **counts}
+    n = len(got.names)
+    info = {"path": str(path), "format": NAME, "rank": rank, "events": n, "by_kind": by_kind, **got.counts}
     settings_path = path.parent / SETTINGS_NAME
     settings = _load_settings(settings_path) if settings_path.is_file() else None
     if settings is not None:
@@ -300,17 +341,24 @@ def read(path: Path, options: ReadOptions) -> Profile:
         other = {k: v for k, v in doc.items() if k != "traceEvents" and isinstance(v, (str, int, float))}
         if other:
             prof.run["xprofiler_trace_fields"] = other
+
+
+def _warn(prof: Profile, path: Path, got: _Events) -> None:
+    """One warning per kind of oddity; a trace with nothing usable at all is an error."""
+    n = len(got.names)
+    unknown = int((prof.events["kind"] == K_UNKNOWN).sum())
     if n and unknown:
-        cats_unknown = sorted({c for c, k in zip(cats, kinds) if k == K_UNKNOWN})[:10]
+        cats_unknown = sorted({c for c, k in zip(got.cats, got.kinds) if k == K_UNKNOWN})[:10]
         prof.warn(
             f"{path.name}: {unknown} of {n} XProfiler events have no known kind "
             f"(categories {', '.join(repr(c) for c in cats_unknown)}); kept as 'unknown'"
         )
+    counts, skips = got.counts, got.skips
     if counts["unmatched_begin_end"]:
         prof.warn(f"{path.name}: {counts['unmatched_begin_end']} begin/end event(s) without a partner skipped")
     for line in skip_lines(path.name, skips):
         prof.warn(line)
-    if n == 0 and skips and not c_names:
+    if n == 0 and skips and not got.c_names:
         raise TraceError(
             path,
             f"not a valid trace: no usable event, all {counts['skipped']} skipped "
@@ -318,7 +366,6 @@ def read(path: Path, options: ReadOptions) -> Profile:
         )
     if n == 0:
         prof.warn(f"{path.name}: no duration events in the XProfiler trace")
-    return prof
 
 
 def _read_settings(path: Path) -> Profile:

