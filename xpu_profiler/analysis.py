@@ -148,9 +148,9 @@ def summarize(
     reference: Summary | None = None,
     specs: Mapping[str, DeviceSpec] | None = None,
 ) -> Summary:
-    """The Summary of a profile, with its findings; attributes it first when it was not
-    yet, or when a taxonomy is given."""
-    if taxonomy is not None or not profile.derived.attributed:
+    """The Summary of a profile, with its findings (``aggregate.summarize`` attributes a profile
+    that was not yet; a taxonomy given here attributes it again with that taxonomy)."""
+    if taxonomy is not None:
         aggregate.attribute(profile, taxonomy)
     return findings.attach(aggregate.summarize(profile, top=top, specs=specs), findings_config, reference)
 
