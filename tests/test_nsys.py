@@ -208,3 +208,18 @@ def test_a_diff_of_an_nsys_run_against_its_torch_profiler_twin(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "phases compared: prefill, decode, mixed" in res.stdout and "Change: no change" in res.stdout
     assert "cannot compare" not in res.stdout
+
+
+def test_layerwise_ranges_are_module_frames(tmp_path):
+    """vLLM's layer-wise NVTX ranges name each module by its path: the kernels launched inside
+    them are attributed through their module (a linear is GEMM, the attention op attention),
+    to the same fused ops their names give."""
+    with_ranges, without = tmp_path / "lw.sqlite", tmp_path / "plain.sqlite"
+    gen_nsys.write(with_ranges, Workload(layerwise=True), "3.17.1")
+    gen_nsys.write(without, Workload(), "3.17.1")
+    _, a = analysis.analyze([with_ranges])
+    _, b = analysis.analyze([without])
+    assert {f.fused_op: f.time_ns for f in a.fused_ops} == {f.fused_op: f.time_ns for f in b.fused_ops}
+    by_module = {f.fused_op: f.time_ns_by_source.get("module", 0) / f.time_ns for f in a.fused_ops}
+    assert by_module["gemm"] == by_module["attention"] == by_module["norm"] == 1.0
+    assert b.attribution.share_by_source.get("module", 0.0) == 0.0

@@ -30,6 +30,7 @@ from ..core.profile import E_HOOKS, K_ANNOTATION, K_CPU_OP, K_RUNTIME, P_UNKNOWN
 from ..core.sources import DTYPE as SOURCE_DTYPE
 from ..core.sources import AttributionSource as Src
 from ..knowledge.fused_ops import FUSED_OPS, OTHER
+from ..knowledge.nvtx_ranges import LAYERWISE_PREFIX
 from ..knowledge.taxonomy import MODULE_RANGE_PREFIXES, Taxonomy
 from ..knowledge.taxonomy import default as default_taxonomy
 from .engine_family import detect as detect_engine
@@ -177,7 +178,7 @@ class _NameTables:
             self.fused[nid] = taxonomy.classify(s)
             if taxonomy.is_custom_op(s):
                 self.custom[nid] = True
-            elif s.startswith(MODULE_RANGE_PREFIXES):
+            elif s.startswith(MODULE_RANGE_PREFIXES) or s.startswith(LAYERWISE_PREFIX):
                 self.module[nid] = taxonomy.classify_module(s)
 
 

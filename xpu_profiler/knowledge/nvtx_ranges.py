@@ -45,6 +45,8 @@ def runner_scope(name: str) -> str | None:
     return (m.group(1) or m.group(2)).lower()
 
 
+#: how every layer-wise module range begins (a dict's repr)
+LAYERWISE_PREFIX = "{'Module': '"
 _LAYERWISE = re.compile(r"^\{'Module': '([^']*)'")
 
 #: (pattern over a module path's last parts, the class it stands for): first match wins. The
