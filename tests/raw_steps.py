@@ -171,9 +171,9 @@ def build_steps(path: Path, ranges: list[tuple[int, int]]) -> list[Step]:
         for p, s, w in gaps:
             if st.eff > st.d_start and s <= st.eff:
                 continue  # the trimmed wait
-            launch = st.launches[w.corr].start
+            launch = _issued(st.launches[w.corr])
             host = min(max(launch - p, 0), s - p)
-            after = s - max(p, launch)
+            after = s - p - host  # the rest of the gap (none when the work began before its call returned)
             st.host_wait += host
             if after <= LATENCY_NS:
                 st.latency += after
@@ -189,6 +189,12 @@ def build_steps(path: Path, ranges: list[tuple[int, int]]) -> list[Step]:
         st.exposed = st.comm - _overlap(comm, other)
         prev_end = st.d_end if prev_end is None else max(prev_end, st.d_end)
     return steps
+
+
+def _issued(call: Ev) -> int:
+    """When the host was done issuing a launch: its runtime call's end (the call itself
+    is host time the device waits through)."""
+    return call.end
 
 
 def _overlap(a: list[list[int]], b: list[list[int]]) -> int:
@@ -209,7 +215,7 @@ def _gaps(every: list[list[int]], st: Step) -> list[tuple[int, int, Ev]]:
     (gap start, gap end, the work that ends it)."""
     starts = {}
     for w in st.work:
-        if w.start not in starts or st.launches[w.corr].start < st.launches[starts[w.start].corr].start:
+        if w.start not in starts or _issued(st.launches[w.corr]) < _issued(st.launches[starts[w.start].corr]):
             starts[w.start] = w
     out = []
     for prev, nxt in zip(every, every[1:]):
@@ -224,7 +230,7 @@ def _effective(st: Step, own: list[list[int]], gaps: list[tuple[int, int, Ev]]) 
     its busy time had run; its first work's start otherwise."""
     eff = st.d_start
     for p, s, w in gaps:
-        launch = st.launches[w.corr].start
+        launch = _issued(st.launches[w.corr])
         ran = sum(max(0, min(e, p) - b) for b, e in own if b < p)
         if s - max(p, launch) >= TRIM_NS and ran < 0.05 * st.busy and s > eff:
             eff = s

@@ -84,6 +84,7 @@ KERNELS = [
     ("mystery_kernel_v3", K_KERNEL, 50_000, 10_000, "other"),
 ]
 LAUNCH_AT, KERNELS_AT = 10_000, 100_000  # offsets into the step
+LAUNCH_DUR = 5_000  # each launch call's own time
 
 
 def kernel_ns(name: str, phase: str, rank: int) -> int:
@@ -159,7 +160,7 @@ def sample_profile(kernel_names: dict[str, str] | None = None, ranks: tuple[int,
                     ("name", st.intern("cudaLaunchKernel")),
                     ("kind", K_RUNTIME),
                     ("start", t0 + LAUNCH_AT * (j + 1)),
-                    ("dur", 5_000),
+                    ("dur", LAUNCH_DUR),
                     ("rank", rank),
                     ("device", -1),
                     ("track", 1),

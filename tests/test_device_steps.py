@@ -127,7 +127,8 @@ def expected(truth: list[dict]) -> dict[str, list[int]]:
         out["starved"].append(max(0, s0 - prev_end) if prev_end is not None else 0)
         first = min(ks)  # the kernel that ends the gap before the step
         p = max((e for s, e, _ in [k for u in truth for k in u["kernels"]] if e <= first[0]), default=None)
-        out["host_wait"].append(min(max(first[2] - p, 0), first[0] - p) if p is not None and first[0] > p else 0)
+        issued = first[2] + round(LAUNCH_DUR * 1000)  # when its launch call returned
+        out["host_wait"].append(min(max(issued - p, 0), first[0] - p) if p is not None and first[0] > p else 0)
         prev_end = s1 if prev_end is None else max(prev_end, s1)
     return out
 
@@ -183,12 +184,13 @@ def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel
 def test_host_starved_gaps_are_host_wait_and_saturated_ones_are_not(tmp_path: Path) -> None:
     _, starved, truth = analysed(tmp_path, "starved", 4, 2000, 30)
     d = starved.device_steps
-    # the device drained, then waited for the next step's first launch; after the launch,
-    # the launch latency (15 µs ≤ KERNEL_WAIT_NS) is kernel wait of a kernel that ran at once
-    first_launch = [min(t["kernels"])[2] for t in truth]
+    # the device drained, then waited until the next step's first launch call returned;
+    # after it, the rest of the launch latency (15 µs ≤ KERNEL_WAIT_NS) is kernel wait of
+    # a kernel that ran at once
+    issued = [min(t["kernels"])[2] + round(LAUNCH_DUR * 1000) for t in truth]
     for k in range(1, 4):
-        assert d.host_wait_ns[k] == first_launch[k] - d.device_end_ns[k - 1]
-        assert d.waiting_on_host_ns[k] >= d.host_wait_ns[k] + LATENCY * 1000 - 1
+        assert d.host_wait_ns[k] == issued[k] - d.device_end_ns[k - 1]
+        assert d.waiting_on_host_ns[k] >= d.host_wait_ns[k] + (LATENCY - LAUNCH_DUR) * 1000 - 1
     assert LATENCY * 1000 <= KERNEL_WAIT_NS and sum(d.other_ns) == 0
     _, saturated, truth = analysed(tmp_path, "saturated", 4, 150, 100)
     d = saturated.device_steps

@@ -22,6 +22,7 @@ from report_helpers import (
     KERNELS,
     KERNELS_AT,
     LAUNCH_AT,
+    LAUNCH_DUR,
     PREFILL_STEPS,
     PREFILL_TOKENS,
     PREFILL_WALL,
@@ -319,14 +320,15 @@ def test_steps_section_idle_row_on_each_clock():
     # inside a step the work was queued long before: its short gaps are kernel wait
     d = s.device_steps
     assert d.kernel_wait_ns[:2] == [(kernels["prefill"] - 1) * 10_000] * 2 and d.host_wait_ns[0] == 0
-    # between steps the device drained: the next step's first launch (10 µs into it) came
-    # after the previous step's last kernel ended, and its first kernel started 90 µs later
+    # between steps the device drained: the next step's first launch (10 µs into it, its
+    # call returning 5 µs later) came after the previous step's last kernel ended, and its
+    # first kernel started 85 µs after that
     plan = step_plan()
     prev_end = KERNELS_AT + sum(kernel_ns(k[0], "prefill", 0) for k in KERNELS) + d.kernel_wait_ns[0]
     assert d.device_end_ns[0] == prev_end
     assert d.starved_ns[1] == plan[1][1] + KERNELS_AT - prev_end
-    assert d.host_wait_ns[1] == plan[1][1] + LAUNCH_AT - prev_end
-    assert d.other_ns[1] == KERNELS_AT - LAUNCH_AT
+    assert d.host_wait_ns[1] == plan[1][1] + LAUNCH_AT + LAUNCH_DUR - prev_end
+    assert d.other_ns[1] == KERNELS_AT - LAUNCH_AT - LAUNCH_DUR
     period = d.starved_ns[1] + d.device_end_ns[1] - d.device_start_ns[1]
     assert d.bound[:2] == ["device", "host" if d.host_wait_ns[1] >= 0.2 * period else "device"] == ["device", "host"]
     # GIVEN a CPU run (host ops, no device work): the host window's wall − busy instead

@@ -204,7 +204,7 @@ def test_a_diff_of_an_nsys_run_against_its_torch_profiler_twin(tmp_path):
     with no change anywhere."""
     gen_vendor_kineto.write(tmp_path / "torch", Workload())
     gen_nsys.write(tmp_path / "run.sqlite", Workload(), "3.7.2")
-    res = run("diff", tmp_path / "torch", tmp_path / "run.sqlite")
+    res = run("diff", tmp_path / "torch", tmp_path / "run.sqlite", "-o", tmp_path / "diff")
     assert res.returncode == 0, res.stderr
     assert "phases compared: prefill, decode, mixed" in res.stdout and "Change: no change" in res.stdout
     assert "cannot compare" not in res.stdout

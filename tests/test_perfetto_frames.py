@@ -16,6 +16,7 @@ from real_data import REAL
 
 from xpu_profiler.cli.main import main
 from xpu_profiler.core.profile import Profile
+from xpu_profiler.exporters.trace_host import HOST_PATH_CAT
 from xpu_profiler.exporters.validate import validate_file
 
 H100 = REAL / "gpu-inference" / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"  # with_stack: python frames
@@ -109,7 +110,7 @@ def test_the_trace_with_frames_imports_cleanly(exported):
     assert validate_file(exported["with"] / "trace.json.gz") == []
 
 
-def test_no_python_frames_leaves_them_out_and_nothing_else(exported):
+def test_no_python_frames_leaves_them_out_and_nothing_else(raw, exported):
     with_, without = (_load(exported[k] / "trace.json.gz")["traceEvents"] for k in ("with", "without"))
     assert not [e for e in without if e.get("cat") == "python_function"]
 
@@ -117,10 +118,19 @@ def test_no_python_frames_leaves_them_out_and_nothing_else(exported):
         return Counter(
             (e.get("ph"), e.get("name"), e.get("ts"), e.get("dur"))
             for e in evs
-            if e.get("cat") != "python_function" and e.get("ph") != "M"
+            if e.get("cat") not in ("python_function", HOST_PATH_CAT) and e.get("ph") != "M"
         )
 
     assert rest(with_) == rest(without)
+    # the host's critical path names the frames only when they were read (without them, the
+    # engine's per-step calls, which are events, are the only Python code it can name)
+    path = {
+        k: {e["name"] for e in evs if e.get("cat") == HOST_PATH_CAT}
+        for k, evs in (("with", with_), ("without", without))
+    }
+    frames = {f"python: {e['name']}" for e in _frames(raw)}
+    assert path["with"] & frames - path["without"]
+    assert len(path["without"] & frames) < len(path["with"] & frames)
     assert validate_file(exported["without"] / "trace.json.gz") == []
 
 

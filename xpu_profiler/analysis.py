@@ -84,7 +84,8 @@ def analyze(
     (``exporters.start_ahead``), where memory allows. ``model_config``: the model's
     config.json (``analyze --model``): its layer count and types for the layer view.
     ``python_frames=False`` leaves the traces' Python stack frames out of the profile (and
-    so of the Perfetto trace and the bundle: smaller files; the analysis never reads them)."""
+    so of the Perfetto trace and the bundle: smaller files; host time is then explained by
+    ops and runtime calls only)."""
     o = options if options is not None else AnalyzeOptions(**_settings(settings))
     done = run(paths, o)
     return done.profile, done.summary

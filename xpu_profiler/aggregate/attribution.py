@@ -178,7 +178,7 @@ class _NameTables:
             self.fused[nid] = taxonomy.classify(s)
             if taxonomy.is_custom_op(s):
                 self.custom[nid] = True
-            elif s.startswith(MODULE_RANGE_PREFIXES) or s.startswith(LAYERWISE_PREFIX):
+            elif s.startswith((*MODULE_RANGE_PREFIXES, LAYERWISE_PREFIX)):
                 self.module[nid] = taxonomy.classify_module(s)
 
 

@@ -31,6 +31,8 @@ from .roofline import roofline, run_spec
 from .sources import attribution_section, graphs_section
 from .steps.device import device_timeline
 from .steps.find import token_steps
+from .steps.host import host_pieces
+from .steps.host_time import host_path, host_times
 from .steps.idle import per_stream_rows
 from .steps.search import step_search_section
 from .steps.verdicts import add_phase_bounds, device_steps_section
@@ -109,7 +111,8 @@ def _summary(
     view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     tl = timeline.result()
-    phases = _phases(profile, br, tl, basis, by_phase.result())
+    pieces = host_pieces(profile, tl)
+    phases = _phases(profile, br, tl, basis, by_phase.result(), pieces)
     ranks, dev_busy = ranks_table(profile, basis, tl)
     side_by_side(ranks, profile, b_idx, lay, view, span)
     compute = compute_events(profile, basis, coll.idx, host=coll.basis == "host", work=coll.work)
@@ -144,15 +147,18 @@ def _summary(
         warnings=warnings(profile) + align.warnings + coll.warnings,
         dropped_inputs=dropped_inputs(profile),
         layers=layers_section(profile, basis),
+        host_path=host_path(profile, pieces),
     )
 
 
-def _phases(profile: Profile, br: Breakdown, tl, basis: np.ndarray, by_phase: dict) -> list:
+def _phases(profile: Profile, br: Breakdown, tl, basis: np.ndarray, by_phase: dict, pieces) -> list:
     """Each phase: its op time, steps on the critical path, verdict, kernels, and the time
     of its output head and sampler modules."""
     step_time = tl.step_time if tl is not None else None
     phases = br.phases(profile, step_time, "critical_path" if tl is not None else "host")
     add_phase_bounds(phases, profile, tl)
+    for ph, host in host_times(profile, pieces).items():
+        _phase(phases, ph).host = host
     for ph, stats in by_phase.items():
         _phase(phases, ph).kernels = stats
     for ph, ns in (module_time(profile, basis, HEAD_MODULES) or {}).items():

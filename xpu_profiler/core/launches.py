@@ -88,3 +88,12 @@ def launch_start(profile: Profile, rows: np.ndarray | None = None) -> np.ndarray
     """Per event row, the start of the runtime call that launched it, -1 without one."""
     rows = launch_rows(profile) if rows is None else rows
     return np.where(rows >= 0, profile.events["start"][np.maximum(rows, 0)], -1)
+
+
+def launch_end(profile: Profile, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per event row, the end of the runtime call that launched it (when the host was done
+    issuing it: a long graph launch is host time until then), -1 without one."""
+    rows = launch_rows(profile) if rows is None else rows
+    ev = profile.events
+    r = np.maximum(rows, 0)
+    return np.where(rows >= 0, ev["start"][r] + ev["dur"][r], -1)

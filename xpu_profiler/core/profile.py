@@ -67,6 +67,9 @@ EVENT_SCHEMA: dict[str, np.dtype] = {
     # host ops: FLOPs the trace records (with_flops) or shapes give; copies and fills
     # (memcpy, memset): the bytes they moved; -1 unknown
     "flops": np.dtype(np.int64),
+    # copies and the runtime calls that make them: the direction the call's arguments or the
+    # profiler's record give (index into knowledge.copy_kinds.COPY_DIRECTIONS; 0 not known)
+    "copy": np.dtype(np.int8),
 }
 
 STEP_SCHEMA: dict[str, np.dtype] = {

@@ -3,7 +3,8 @@ them, beside that thread's own track, with lanes where frames do not nest (a fra
 times were rounded past its caller's end).
 
 They are what shows a host gap's cause (a worker spinning in a shared-memory broadcast's
-poll loop, a tokenizer, the Python GIL); the analysis never reads them.
+poll loop, a tokenizer, the Python GIL); the analysis reads them for host time by cause
+(``aggregate.steps.host``).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from .chrome_frames import add_frames
 from .chrome_rows import ROW_SEP, S_COUNTER, S_FLOW, S_FRAME, S_SLICE, S_TEXT, Rows
 from .chrome_steps import engine_steps
 from .trace_findings import markers
+from .trace_host import host_path_slices
 from .trace_layers import layer_slices
 from .validate import JS_SAFE
 
@@ -291,13 +292,17 @@ def prepare(profile: Profile, summary: Summary | None = None, ahead: Any = None)
     s_meta, s_texts, s_ts, s_dur = engine_steps(profile, pid_of, _encoder.encode)
     f_meta, f_texts, f_ts = markers(profile, summary, pid_of)  # findings at the steps where seen
     l_meta, l_texts, l_ts, l_dur = layer_slices(summary, pid_of)  # each step's decoder layers
-    meta += d_meta + s_meta + f_meta + l_meta
-    texts = d_texts + s_texts + l_texts + f_texts  # the few events formatted one by one, numbered across their blocks
+    h_meta, h_texts, h_ts, h_dur = host_path_slices(summary, pid_of)  # the host time the device waited for
+    meta += d_meta + s_meta + f_meta + l_meta + h_meta
+    texts = (
+        d_texts + s_texts + l_texts + h_texts + f_texts
+    )  # the few events formatted one by one, numbered across their blocks
     blocks = [
         *zip(b.kinds[:2], b.ts[:2], b.dur[:2]),  # slices, flows
         _text_block(d_ts, d_dur),
         _text_block(s_ts, s_dur),
         _text_block(l_ts, l_dur),
+        _text_block(h_ts, h_dur),
         *zip(b.kinds[2:], b.ts[2:], b.dur[2:]),  # counters, Python frames
         _text_block(f_ts, np.zeros(len(f_ts), np.int64)),
     ]

@@ -95,7 +95,7 @@ def host_bound(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         g = graph_share(p)
         replaying = g is not None and g >= 0.5
         topic = "host_between_replays" if replaying else "prefill_host" if p.phase == "prefill" else "graphs_on"
-        gap = p.bound_gaps[0] if p.bound_gaps else None
+        cause = _named_cause(p)
         why = "a device that waits for launches runs at the host's speed, not its own"
         if s.step_search.frames or (s.run.extra or {}).get("python_frames"):
             why += (
@@ -106,20 +106,7 @@ def host_bound(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
             at_stake=d.waiting_on_host_ns / periods,
             phase=p.phase,
             steps=[],
-            title=(
-                (
-                    f"Steps (phase unknown) are host-bound: the device waited on the host {pct(share)} of their "
-                    if p.phase == "unknown"
-                    else f"{p.phase.capitalize()} is host-bound: the device waited on the host {pct(share)} of its "
-                )
-                + f"{dur(d.period_ns)} of step time"
-                + (
-                    f" (largest gap {dur(gap.dur_ns)} before {gap.next_work[:50]})"
-                    if gap is not None and gap.host_wait_ns
-                    else ""
-                )
-                + (f"; graphs replay {pct(g)} of its kernels" if replaying else "")
-            ),
+            title=_host_bound_title(p, share, g if replaying else None, cause),
             evidence={
                 "steps": p.steps,
                 "waiting_share": share,
@@ -133,13 +120,59 @@ def host_bound(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
                 "graph_kernel_share": g,
                 "engine": engine,
                 "gaps": [_gap(x) for x in p.bound_gaps],
+                "host_causes": [_cause(c) for c in (p.host.causes[:3] if p.host is not None else [])],
             },
-            fix=knob(topic, engine),
+            fix=cause.fix if cause is not None and cause.fix else knob(topic, engine),
             why=why,
         )
         if best is None or hit.at_stake > best.at_stake:
             best = hit
     return best
+
+
+def _host_bound_title(p, share: float, replayed: float | None, cause) -> str:
+    """The finding's title: the phase, how long the device waited, its largest gap, how much
+    graphs replay (``replayed``, when they do) and the cause the host's time went to."""
+    d = p.device
+    gap = p.bound_gaps[0] if p.bound_gaps else None
+    return (
+        (
+            f"Steps (phase unknown) are host-bound: the device waited on the host {pct(share)} of their "
+            if p.phase == "unknown"
+            else f"{p.phase.capitalize()} is host-bound: the device waited on the host {pct(share)} of its "
+        )
+        + f"{dur(d.period_ns)} of step time"
+        + (
+            f" (largest gap {dur(gap.dur_ns)} before {gap.next_work[:50]})"
+            if gap is not None and gap.host_wait_ns
+            else ""
+        )
+        + (f"; graphs replay {pct(replayed)} of its kernels" if replayed is not None else "")
+        + (
+            f"; the host's time goes to {cause.what.split(' (')[0]}: {cause.name or cause.evidence}, "
+            f"{dur(cause.per_step_ns)} a step ({pct(cause.share)} of its exposed host time)"
+            if cause is not None
+            else ""
+        )
+    )
+
+
+def _cause(c) -> dict:
+    return {"cause": c.cause, "evidence": c.evidence, "name": c.name, "per_step_ns": c.per_step_ns, "share": c.share}
+
+
+#: causes too generic to name as the fix's target (their fix is the knob of how the phase ran)
+_GENERIC_CAUSES = ("python", "host_op", "runtime", "untraced")
+
+
+def _named_cause(p):
+    """The phase's largest cause of exposed host time, when it holds at least a third of it
+    and says something specific."""
+    causes = p.host.causes if p.host is not None else []
+    top = causes[0] if causes else None
+    if top is None or top.cause in _GENERIC_CAUSES or top.share < 1 / 3:
+        return None
+    return top
 
 
 def _gap(g) -> dict:

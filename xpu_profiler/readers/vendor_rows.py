@@ -51,6 +51,7 @@ class Block:
     corr: np.ndarray | None = None
     flops: np.ndarray | None = None  # copies and fills: bytes
     cat: str = ""
+    copy: np.ndarray | None = None  # copies: their direction as the profiler recorded it (copy_kinds)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -129,7 +130,7 @@ def assemble(
     prof = Profile()
     strings = prof.strings
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("name", "kind", "start", "dur", "rank", "device", "track")}
-    cols.update(corr=[], flops=[], cat=[])
+    cols.update(corr=[], flops=[], cat=[], copy=[])
     for b in kept:
         rank = np.array([rank_of.get(p, -1) for p in b.pid.tolist()], np.int32) if len(b) else np.zeros(0, np.int32)
         mine = rank >= 0
@@ -149,6 +150,7 @@ def assemble(
         cols["track"].append(np.asarray(b.track, np.int64))
         cols["corr"].append(_col(b.corr, n, -1))
         cols["flops"].append(_col(b.flops, n, -1))
+        cols["copy"].append(_col(b.copy, n, 0))
         cols["cat"].append(np.full(n, strings.intern(b.cat or KINDS[b.kind]), np.int32))
     joined = {k: np.concatenate(v) if v else np.zeros(0, EVENT_SCHEMA[k]) for k, v in cols.items()}
     order = np.argsort(joined["start"], kind="stable")
@@ -182,6 +184,7 @@ def _take(b: Block, mask: np.ndarray) -> Block:
         t(b.corr),
         t(b.flops),
         b.cat,
+        t(b.copy),
     )
 
 

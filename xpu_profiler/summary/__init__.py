@@ -37,7 +37,6 @@ from .schema import (
     Memory,
     Phase,
     Requests,
-    Roofline,
     Run,
     Series,
     Source,
@@ -46,7 +45,8 @@ from .schema import (
     Throughput,
     Totals,
 )
-from .schema_device import Attribution, DeviceSteps, Graphs, Idle
+from .schema_device import Attribution, DeviceSteps, Graphs, Idle, Roofline
+from .schema_host import HostCause, HostPath, HostTime
 from .schema_layers import LayerKind, LayerPhase, LayerRow, Layers, LayerSpans
 from .schema_ranks import (
     Collective,
@@ -73,6 +73,9 @@ __all__ = [
     "RankAlignment",
     "EngineSteps",
     "DeviceTime",
+    "HostCause",
+    "HostPath",
+    "HostTime",
     "Diff",
     "DiffRow",
     "Distribution",

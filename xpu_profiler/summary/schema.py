@@ -7,7 +7,8 @@ from typing import Any
 
 import msgspec
 
-from .schema_device import Attribution, DeviceSteps, Graphs, Idle
+from .schema_device import Attribution, DeviceSteps, Graphs, Idle, Roofline
+from .schema_host import HostPath, HostTime
 from .schema_layers import Layers
 from .schema_ranks import (
     Comm,
@@ -167,6 +168,7 @@ class Phase(_Struct):
     #: logits), None when the trace has no layer-module ranges to tell it apart
     output_head_ns: int | None = None
     sampler_ns: int | None = None  # op time launched inside the Sampler module (None: unknown)
+    host: HostTime | None = None  # the exposed host time by cause (None without device work)
 
 
 class KernelStats(_Struct):
@@ -299,28 +301,6 @@ class DeviceSpec(_Struct):
     source: str = ""
 
 
-class Roofline(_Struct):
-    """Achieved FLOP/s and bytes/s of one phase's component against the device's peaks."""
-
-    phase: str
-    component: str  # gemm, attention, moe, or "step" (the whole phase, over wall time)
-    source: str  # trace (with_flops), shapes (recorded input shapes), analytic
-    time_ns: int = 0  # op time of the component (wall time for "step")
-    flops: float | None = None
-    bytes: float | None = None
-    flop_s: float | None = None
-    bytes_s: float | None = None
-    peak_flop_s: float | None = None
-    peak_bytes_s: float | None = None
-    flops_share: float | None = None  # of peak FLOP/s (MFU)
-    bw_share: float | None = None  # of peak memory bandwidth
-    judged_by: str = "flops"  # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
-    note: str = ""  # what is unknown (peak, dtype, model config)
-
-
-# -- findings and the reserved diff --------------------------------------------------------
-
-
 class Finding(_Struct):
     """One finding of the rule table (``findings``): what, how much time, what to change."""
 
@@ -396,3 +376,4 @@ class Summary(_Struct):
     selection: Selection | None = None  # only part of the input was kept
     diff: Diff | None = None  # reserved (``xpu_profiler diff`` writes its own diff.json)
     layers: Layers | None = None  # op time per decoder layer and kind of layer (None: no layers found)
+    host_path: HostPath = msgspec.field(default_factory=HostPath)  # exposed host time, for the trace

@@ -90,3 +90,25 @@ class Attribution(_Struct):
     unattributed_share: float = 0.0  # no source at all ("other")
     # what the structure rules found: moe_blocks, moe_events, staging_copies, attention_pre
     structure: dict[str, int] = {}
+
+
+class Roofline(_Struct):
+    """Achieved FLOP/s and bytes/s of one phase's component against the device's peaks."""
+
+    phase: str
+    component: str  # gemm, attention, moe, or "step" (the whole phase, over wall time)
+    source: str  # trace (with_flops), shapes (recorded input shapes), analytic
+    time_ns: int = 0  # op time of the component (wall time for "step")
+    flops: float | None = None
+    bytes: float | None = None
+    flop_s: float | None = None
+    bytes_s: float | None = None
+    peak_flop_s: float | None = None
+    peak_bytes_s: float | None = None
+    flops_share: float | None = None  # of peak FLOP/s (MFU)
+    bw_share: float | None = None  # of peak memory bandwidth
+    judged_by: str = "flops"  # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
+    note: str = ""  # what is unknown (peak, dtype, model config)
+
+
+# -- findings and the reserved diff --------------------------------------------------------

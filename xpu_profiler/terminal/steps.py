@@ -40,6 +40,29 @@ def step_lines(summary: Summary) -> list[Block]:
     return out
 
 
+#: causes shown per phase: the host-bound phase's few, one for the others
+HOST_CAUSES_SHOWN = 3
+
+
+def host_lines(p) -> list[Block]:
+    """What the host did while the device waited, the largest causes first (the why of a
+    host-bound phase, with each cause's fix)."""
+    h = p.host
+    if h is None or not h.causes or h.exposed_per_step_ns <= 0:
+        return []
+    shown = h.causes[: HOST_CAUSES_SHOWN if p.bound == "host" else 1]
+    out: list[Block] = [
+        f"  host time the device waited for: {_ns(h.exposed_per_step_ns)} a step"
+        + (", most of it:" if p.bound == "host" else ", the largest:")
+    ]
+    for c in shown:
+        where = f" in {fmt.clip(fmt.plain(c.name), 70)}" if c.name else ""
+        out.append(f"    {_ns(c.per_step_ns)} a step ({fmt.pct(c.share, fmt.TERMINAL)}) {fmt.plain(c.what)}{where}")
+        if p.bound == "host" and c.fix:
+            out.append(f"      fix: {fmt.plain(c.fix)}")
+    return out
+
+
 def verdict_lines(summary: Summary) -> list[Block]:
     """Per phase: its verdict, the shares behind it and the largest gaps, first."""
     out: list[Block] = []
@@ -64,6 +87,7 @@ def verdict_lines(summary: Summary) -> list[Block]:
                 f" — {p.steps} step(s), step p50 {_ns(p.step_p50_ns)} (host range p50 {_ns(p.host_p50_ns)}); {share}",
             )
         )
+        out += host_lines(p)
         for g in p.bound_gaps:
             parts = [f"host {_ns(g.host_wait_ns)}"] if g.host_wait_ns else []
             parts += [f"launch {_ns(g.launch_ns)}"] if g.launch_ns else []

@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core.intervals import covered_in_windows, merged_intervals, union_length
-from ...core.launches import device_mask, launch_start
+from ...core.launches import device_mask, launch_end, launch_start
 from ...core.profile import K_COMM, Profile
 from ...knowledge.fused_ops import FUSED_OPS
 from .idle import Gaps, device_rows, find_gaps
@@ -129,7 +129,8 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
     has = d_end >= 0
     busy = union_length(st, start[own], end[own], n)
     d_start = np.where(has, d_start, -1)
-    dgaps = find_gaps(profile, rows, launch_t, per_stream=False)
+    issued = launch_end(profile, launch)  # the host's time runs until the launch call returns
+    dgaps = find_gaps(profile, rows, issued, per_stream=False)
     g_step = ev["step"][dgaps.row].astype(np.int64)
     eff = _effective_start(profile, own, st, d_start, busy, dgaps, g_step)
     # the waits trimmed off a step's front are not its own
@@ -174,7 +175,7 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
         delay_step=delay_step,
         device_gaps=dgaps,
         gap_step=g_step,
-        stream_gaps=find_gaps(profile, rows, launch_t, per_stream=True),
+        stream_gaps=find_gaps(profile, rows, issued, per_stream=True),
         device_rows=rows,
     )
 

@@ -2,10 +2,11 @@
 
 For one piece of device work that starts at ``S`` after a gap (the previous work of its
 stream, or of its whole device, ended at ``P < S``), launched by a runtime call that
-started at ``L``:
+returned at ``L``:
 
 - **host wait** ``clip(L - P, 0, S - P)``: the device had drained and the host had not
-  yet issued the launch;
+  yet issued the launch (the call itself is host time: a graph launch that takes a
+  millisecond keeps the device waiting for that millisecond);
 - the rest of the gap, ``S - max(P, L)``, the work was issued but not running:
   **kernel wait** when it is at most ``KERNEL_WAIT_NS`` (the latency of a launch
   reaching the device, and the short gap between back-to-back kernels), **other**
@@ -73,7 +74,7 @@ def find_gaps(
     profile: Profile, rows: np.ndarray, launch_t: np.ndarray, per_stream: bool, threshold: int = KERNEL_WAIT_NS
 ) -> Gaps:
     """The idle gaps between the work of ``rows`` (device events), per stream or per
-    device; ``launch_t``: per event row, its runtime call's start (-1 unknown)."""
+    device; ``launch_t``: per event row, when its runtime call returned (-1 unknown)."""
     ev = profile.events
     cols = [ev["rank"][rows].astype(np.int64), ev["device"][rows].astype(np.int64)]
     if per_stream:

@@ -21,10 +21,9 @@ in words, is kept in ``profile.derived.phase_inferred``.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from ...core.launches import launch_rows, launch_start
 from ...core.profile import (
     E_ANNOTATION,
     E_HOOKS,
@@ -39,11 +38,9 @@ from ...core.profile import (
     PHASES,
     Profile,
 )
+from ...knowledge.copy_kinds import HTOD, UNKNOWN, direction_of_label
 from ...knowledge.runtime_api import GRAPH_LAUNCH
 from ..engine_family import detect
-
-#: host-to-device copies, as Kineto (CUDA, ROCm) and the runtimes name them
-H2D = re.compile(r"HtoD|Pinned -> Device|Pageable -> Device|Host -> Device|H2D", re.IGNORECASE)
 
 
 def token_counts(sizes: list[int]) -> tuple[int | None, int | None]:
@@ -84,10 +81,7 @@ def infer_phases(profile: Profile) -> None:
     sizes: dict[int, list[int]] = {}
     if engine == "vllm":
         cp = np.flatnonzero((ev["kind"] == K_MEMCPY) & in_step & (ev["flops"] >= 0))
-        h2d_ids = [i for i in np.unique(ev["name"][cp]).tolist() if H2D.search(names[i])]
-        cp = cp[np.isin(ev["name"][cp], h2d_ids)] if h2d_ids else cp[:0]
-        from ...core.launches import launch_start
-
+        cp = cp[copy_directions(profile, cp) == HTOD]  # what each copy is, not its label
         la = launch_start(profile)[cp]
         order = np.lexsort((ev["start"][cp], np.where(la >= 0, la, ev["start"][cp]), st[cp]))
         for r, b in zip(st[cp][order].tolist(), ev["flops"][cp][order].tolist()):
@@ -128,6 +122,19 @@ def infer_phases(profile: Profile) -> None:
     words = {PHASES[p]: _words(v) for p, v in notes.items() if p != P_UNKNOWN}
     if words:
         profile.derived.phase_inferred = words
+
+
+def copy_directions(profile: Profile, rows: np.ndarray) -> np.ndarray:
+    """The direction of each copy of ``rows`` (``knowledge.copy_kinds``): what its launching
+    call says (ROCm's ``kind`` argument), else what the profiler recorded of it, else its label."""
+    ev = profile.events
+    calls = launch_rows(profile)[rows]
+    call = np.where(calls >= 0, ev["copy"][np.maximum(calls, 0)], UNKNOWN)
+    own = ev["copy"][rows]
+    uniq, inv = np.unique(ev["name"][rows], return_inverse=True)
+    label = np.array([direction_of_label(profile.strings[int(u)]) for u in uniq.tolist()], np.int8)
+    said = label[inv.reshape(-1)] if len(rows) else np.zeros(0, np.int8)
+    return np.where(call != UNKNOWN, call, np.where(own != UNKNOWN, own, said))
 
 
 def _words(v: dict[str, list]) -> str:

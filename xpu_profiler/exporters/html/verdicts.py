@@ -14,7 +14,7 @@ from ...summary.labels import BOUND, STEP_EVIDENCE
 def build_verdicts(summary: Summary) -> dict[str, Any] | None:
     ss = summary.step_search
     if ss.message:
-        return {"message": ss.message, "phases": [], "found": None}
+        return {"message": ss.message, "phases": [], "found": None, "answers": []}
     if not summary.totals.steps:
         return None
     found = ", ".join(f"{n} by {STEP_EVIDENCE.get(k, k)}" for k, n in ss.found_by.items())
@@ -66,4 +66,43 @@ def build_verdicts(summary: Summary) -> dict[str, Any] | None:
             }
         )
     inferred = [[ph, how] for ph, how in ss.phase_inferred.items()]
-    return {"message": None, "found": "; ".join(facts), "inferred": inferred, "phases": phases}
+    answers = [a for p in summary.phases if (a := answer(summary, p)) is not None]
+    return {"message": None, "found": "; ".join(facts), "inferred": inferred, "phases": phases, "answers": answers}
+
+
+#: the share of a phase's exposed host time a cause needs to be named in its answer
+NAMED_SHARE = 0.05
+
+
+def answer(summary: Summary, p) -> dict[str, Any] | None:
+    """Why a phase's steps take the time they take, and what to change: for a host-bound phase
+    the host's causes (with their fixes), else where the device's time goes; the phase's
+    largest finding's fix."""
+    if p.bound is None or p.device is None:
+        return None
+    out: dict[str, Any] = {"phase": p.phase, "bound": p.bound, "verdict": BOUND.get(p.bound, p.bound)}
+    out.update(causes=[], device=[], finding=None, waited="")
+    out["step"] = fmt.ns(p.step_p50_ns, fmt.REPORT)
+    h = p.host
+    if p.bound == "host" and h is not None and h.causes:
+        out["waited"] = fmt.ns(h.exposed_per_step_ns, fmt.REPORT)
+        named = [c for c in h.causes if c.share >= NAMED_SHARE][:3] or h.causes[:1]
+        out["causes"] = [
+            {
+                "what": c.what,
+                "where": c.name,
+                "short": short_name(c.name, 60) if c.name else "",
+                "per_step": fmt.ns(c.per_step_ns, fmt.REPORT),
+                "share": fmt.pct(c.share, fmt.REPORT),
+                "fix": c.fix,
+            }
+            for c in named
+        ]
+    total = sum(f.time_ns for f in p.top_fused) or 0
+    if total:
+        out["device"] = [[f.fused_op, fmt.pct(f.time_ns / total, fmt.REPORT)] for f in p.top_fused[:4]]
+    found = [f for f in summary.findings if f.phase in (p.phase, None, "")]
+    if found:
+        top = max(found, key=lambda f: f.at_stake_share)
+        out["finding"] = {"rule": top.rule, "title": top.title, "fix": top.fix}
+    return out

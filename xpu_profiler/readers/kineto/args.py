@@ -12,6 +12,7 @@ import numpy as np
 
 from ...core.errors import TraceError
 from ...core.profile import StringTable
+from ...knowledge.copy_kinds import direction_of_kind
 from ...knowledge.op_flops import SHAPE_FLOPS, flops_from_shapes
 from .schema import Event, SliceArgs
 
@@ -180,6 +181,16 @@ def _num(v) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
+
+
+def _copy_directions(argss: list[SliceArgs], rows: np.ndarray) -> np.ndarray:
+    """Per row, the copy direction a runtime call's ``kind`` argument gives (``copy_kinds``),
+    0 without one (only ROCm's copy calls carry it: a few rows)."""
+    copy = np.zeros(len(argss), np.int8)
+    for i in rows.tolist():
+        if argss[i].kind != -1:
+            copy[i] = direction_of_kind(argss[i].kind)
+    return copy
 
 
 def _ints(xs: list[Event], field: str) -> np.ndarray:

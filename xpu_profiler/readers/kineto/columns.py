@@ -17,7 +17,7 @@ import numpy as np
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
 from ...knowledge.step_grammar import STEP_FRAME, frame_engine
-from .args import _bytes, _floats, _flops, _ids, _ints, comm_columns
+from .args import _bytes, _copy_directions, _floats, _flops, _ids, _ints, comm_columns
 from .schema import PH_CODE, PH_IDS, PH_LETTERS, UNUSED_PHASES, Event
 
 # category → event kind; anything else keeps its category name and kind "unknown".
@@ -78,6 +78,7 @@ class Cols(msgspec.Struct):
     ext: np.ndarray
     corr: np.ndarray
     flops: np.ndarray  # -1: none recorded
+    copy: np.ndarray  # runtime copy calls: the direction their ``kind`` argument gives (copy_kinds), 0
     launch_names: list  # kernel names runtime launches carry (chunk-local table)
     launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
     launch_ids: np.ndarray
@@ -257,6 +258,7 @@ def _arg_columns(argss: list, kind: np.ndarray, uniq_names: list, name_ids: np.n
         "ext": ext,
         "corr": corr,
         "flops": flops,
+        "copy": _copy_directions(argss, rt_rows),
         "launch_names": launch_names,
         "launch_rows": rt_rows[has],
         "launch_ids": launch_ids,

@@ -58,6 +58,7 @@ def add_tables(prof: Profile, path: Path, trace, parts: list, rank: int, notes: 
             "launch": launch,
             "comm": comm,
             "flops": _joined(parts, "flops"),
+            "copy": _joined(parts, "copy"),
         },
     )
     if comms is not None:

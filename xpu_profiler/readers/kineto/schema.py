@@ -25,6 +25,7 @@ class SliceArgs(msgspec.Struct, gc=False, frozen=True):
     external_id: int | str = msgspec.field(default=-1, name="External id")
     correlation: int | str = -1
     kernel: str | None = None  # runtime launches on ROCm: the kernel they launch
+    kind: int | str = -1  # runtime copies on ROCm (hipMemcpyKind): what the copy is, whatever its label says
     # what record_param_comms (and NCCL kernels) say about a collective: raw, any JSON type,
     # decoded only on the few events that carry them (``columns.comm_columns``)
     collective_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Collective name")

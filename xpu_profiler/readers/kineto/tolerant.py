@@ -30,7 +30,7 @@ NOT_OBJECT = "that are not JSON objects"
 _EVENT_DECODER = msgspec.json.Decoder(Event)
 _EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 INT_LIMIT = 1 << 63
-_ID_ARGS = ("External id", "correlation")
+_ID_ARGS = ("External id", "correlation", "kind")
 _TEXT_ARGS = ("name", "kernel")
 _MEMORY_ARGS = ("Total Allocated", "Total Reserved")
 

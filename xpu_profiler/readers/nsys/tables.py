@@ -18,6 +18,7 @@ import numpy as np
 
 from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN
 from ...knowledge import cupti_enums as ce
+from ...knowledge.copy_kinds import CUPTI_COPY_KIND
 from ..sqlite_db import columns, strings, with_text
 from ..vendor_rows import Block
 
@@ -102,8 +103,21 @@ def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     )
     table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
     pid = pid_of(gpid)
+    direction = np.array([CUPTI_COPY_KIND.get(k, 0) for k in kind.tolist()], np.int8)
     return Block(
-        MEMCPY, K_MEMCPY, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memcpy"
+        MEMCPY,
+        K_MEMCPY,
+        table,
+        ids,
+        start,
+        end,
+        pid,
+        stream,
+        _gpu(dev, pid, gpu_of),
+        corr,
+        nbytes,
+        "gpu_memcpy",
+        direction,
     )
 
 

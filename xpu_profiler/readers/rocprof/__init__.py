@@ -36,6 +36,7 @@ import numpy as np
 
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
+from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions, is_json_document, resolve_rank
 from ..content import read_bytes
 from ..vendor_rows import Block, assemble, names_by_rank, threads_by_rank
@@ -209,6 +210,7 @@ def _copies(mc: list, names: _Names, pid: int, gpu: dict, used: set[int]) -> Blo
         corr=_ints(mc, "correlation_id.internal"),
         flops=_ints(mc, "bytes"),
         cat="gpu_memcpy",
+        copy=np.array([ROCPROF_COPY.get(x, 0) for x in ops], np.int8)[ids] if len(ids) else np.zeros(0, np.int8),
     )
 
 

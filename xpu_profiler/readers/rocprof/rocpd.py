@@ -29,6 +29,7 @@ import numpy as np
 
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
+from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions
 from ..sqlite_db import is_sqlite, opened, schema, tables_of, with_text
 from ..vendor_rows import Block, assemble, names_by_rank, ranks_of
@@ -127,8 +128,21 @@ def _copies(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
         7,
         1,
     )
+    direction = np.array([ROCPROF_COPY.get(o, 0) for o in ops], np.int8)[ids] if len(ids) else np.zeros(0, np.int8)
     return Block(
-        v, K_MEMCPY, [common.copy_name(o) for o in ops], ids, start, end, pid, track, device, corr, size, "gpu_memcpy"
+        v,
+        K_MEMCPY,
+        [common.copy_name(o) for o in ops],
+        ids,
+        start,
+        end,
+        pid,
+        track,
+        device,
+        corr,
+        size,
+        "gpu_memcpy",
+        direction,
     )
 
 
