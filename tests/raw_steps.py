@@ -267,3 +267,17 @@ def copies_tokens(sizes: list[int]) -> tuple[int | None, int | None]:
             r = b // 4
             break
     return t, r
+
+
+def vllm_frame_steps(path: Path) -> list[Step]:
+    """The steps of a vLLM trace without step annotations: one per ``gpu_worker.py(N):
+    execute_model`` frame that launched device work."""
+    frames = sorted(
+        (
+            e
+            for e in events(path)
+            if e.cat == "python_function" and re.search(r"/gpu_worker\.py\(\d+\): execute_model$", e.name)
+        ),
+        key=lambda e: e.start,
+    )
+    return [s for s in build_steps(path, [(f.start, f.end) for f in frames]) if s.has_work]

@@ -28,12 +28,13 @@ def _is_h2d(name: str) -> bool:
     return name.startswith("Memcpy HtoD")
 
 
-def make(src: Path, dst: Path, stall_us: float = 0.0) -> dict:
+def make(src: Path, dst: Path, stall_us: float = 0.0, kind: bool = True) -> dict:
     """Write the twin; returns the rule's facts: the stall instants (µs, on the source's clock)
-    and the number of decode steps stalled."""
+    and the stall. ``kind=False`` leaves the copy calls without their ``kind`` argument (a
+    trace whose copies only their labels describe)."""
     doc = json.loads(gzip.decompress(src.read_bytes()))
     ev = doc["traceEvents"]
-    _rename(ev)
+    _rename(ev, kind)
     doc["deviceProperties"] = [{**p, "name": "AMD Instinct MI300X"} for p in doc.get("deviceProperties", [])]
     stalls = _stall_points(ev) if stall_us else []
     for t in sorted(stalls, reverse=True):  # the latest first: each shift leaves the earlier points in place
@@ -49,7 +50,7 @@ def make(src: Path, dst: Path, stall_us: float = 0.0) -> dict:
     return {"stalls": stalls, "stall_us": stall_us}
 
 
-def _rename(ev: list[dict]) -> None:
+def _rename(ev: list[dict], kind: bool) -> None:
     copy_calls = set()
     for e in ev:
         if e.get("cat") == "gpu_memcpy" and _is_h2d(e.get("name", "")):
@@ -63,7 +64,7 @@ def _rename(ev: list[dict]) -> None:
             elif name.startswith("cu"):
                 e["name"] = "hip" + name[2:]
             args = e.setdefault("args", {})
-            if args.get("correlation") in copy_calls and "Memcpy" in e["name"]:
+            if kind and args.get("correlation") in copy_calls and "Memcpy" in e["name"]:
                 args["kind"] = "1"
 
 

@@ -50,7 +50,10 @@ def test_tensor_parallel_ranks_do_not_multiply_tokens(tmp_path: Path) -> None:
     assert s2.totals.prefill_tokens == s1.totals.prefill_tokens == 100
     assert s2.totals.decode_tokens == 4
     assert s2.throughput.prefill_tok_s == pytest.approx(s1.throughput.prefill_tok_s)
-    assert s2.throughput.prefill_tok_s == pytest.approx(100 / 2000e-6)
+    # the prefill step's 100 tokens over its time: its 1 ms host range (its kernel, 40–440 µs,
+    # ran inside it); the window's rate, over both steps' 2 ms, beside it
+    assert s2.throughput.prefill_tok_s == pytest.approx(100 / 1000e-6)
+    assert s2.throughput.span_tok_s == s1.throughput.span_tok_s == pytest.approx(104 / 2000e-6)
     assert [r.rank for r in s2.ranks] == [0, 1]
     assert s2.totals.steps == 2 and s2.totals.step_rows == 4  # engine steps once, a row per rank
 
@@ -65,7 +68,10 @@ def test_token_rates_run_until_the_device_finishes_the_last_step(tmp_path: Path)
     ev += launch(100, 1, 150, 1700) + launch(1100, 2, 1900, 1100)
     _, s = analyze([write(tmp_path / "t.json", {"traceEvents": ev})])
     assert s.throughput.duration_ns == 3_000_000  # first host start to the last device end
-    assert s.throughput.decode_tok_s == pytest.approx(8 / 3000e-6)
+    assert s.throughput.span_tok_s == pytest.approx(8 / 3000e-6)
+    # per phase: the tokens over the steps' time on the critical path, the longer of each
+    # step's host range and device range: 150–1850 µs (1.7 ms), then 1900–3000 µs (1.1 ms)
+    assert s.throughput.decode_tok_s == pytest.approx(8 / 2800e-6)
 
 
 def test_device_work_running_after_the_host_range_counts_for_its_step(tmp_path: Path) -> None:

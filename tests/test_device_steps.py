@@ -203,6 +203,81 @@ def test_host_starved_gaps_are_host_wait_and_saturated_ones_are_not(tmp_path: Pa
     assert saturated.phases[0].device.queue_delay_ns == float(np.median([v for x in delays for v in x]))
 
 
+def graph_replays(steps: int, call_us: float, kernels: int = 3, kernel_us: int = 100) -> tuple[list[dict], list]:
+    """Decode steps that each replay one graph: the ``cudaGraphLaunch`` call lasts ``call_us``
+    on the host, and the replay's kernels run back to back from ``LATENCY`` after it returns.
+    Returns the trace events and, per step, (launch start, launch end, kernels) in ns."""
+    ev: list[dict] = []
+    truth = []
+    t = 0.0
+    for k in range(steps):
+        launch = t + 10
+        start = launch + call_us + LATENCY
+        ks = [(start + j * kernel_us, start + (j + 1) * kernel_us) for j in range(kernels)]
+        end = launch + call_us + 5
+        ev.append({"ph": "X", "cat": "user_annotation", "name": STEP, "pid": 100, "tid": 1, "ts": t, "dur": end - t})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaGraphLaunch",
+                "pid": 100,
+                "tid": 1,
+                "ts": launch,
+                "dur": call_us,
+                "args": {"correlation": k + 1, "cbid": 311},
+            }
+        )
+        for j, (a, b) in enumerate(ks):
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"graph_kernel_{j}",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": a,
+                    "dur": b - a,
+                    "args": {"correlation": k + 1, "device": 0, "stream": 7},
+                }
+            )
+        truth.append(
+            (
+                round(launch * 1000),
+                round((launch + call_us) * 1000),
+                [(round(a * 1000), round(b * 1000)) for a, b in ks],
+            )
+        )
+        t = ks[-1][1] + 1  # the next step starts once the device has drained: nothing overlaps
+    return ev, truth
+
+
+def test_a_long_graph_launch_call_is_host_time(tmp_path: Path) -> None:
+    """A ``cudaGraphLaunch`` call that lasts 980 µs on the host while the device has drained:
+    the device waits for the host until the call returns (host wait), then the launch latency;
+    none of it is a wait on other device work. Replays of 300 µs behind a 980 µs call are
+    host-bound."""
+    ev, truth = graph_replays(4, call_us=980)
+    path = tmp_path / "replays.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    _, s = analyze([path])
+    d = s.device_steps
+    for k in range(1, 4):
+        prev_end = truth[k - 1][2][-1][1]
+        returned, first = truth[k][1], truth[k][2][0][0]
+        assert d.host_wait_ns[k] == returned - prev_end
+        assert d.kernel_wait_ns[k] == first - returned and d.other_ns[k] == 0
+        assert d.waiting_on_host_ns[k] == first - prev_end
+    assert d.bound[1:] == ["host"] * 3
+    (phase,) = s.phases
+    assert phase.bound == "host"
+    # the call is named as the host's time: a graph launch, exposed for as long as it ran
+    top = phase.host.causes[0]
+    assert (top.cause, top.name) == ("graph_launch", "cudaGraphLaunch")
+    exposed = [t[1] - max(t[0], truth[k - 1][2][-1][1]) for k, t in enumerate(truth) if k]
+    assert top.per_step_ns == pytest.approx(sum(exposed) / len(truth))
+
+
 def test_perfetto_flows_and_device_step_track(tmp_path: Path) -> None:
     profile, s, truth = analysed(tmp_path, "flows", 3, 150, 100)
     out = export(profile, s, tmp_path / "out", ["perfetto"])

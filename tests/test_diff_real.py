@@ -99,19 +99,32 @@ def test_sglang_decode_steps_compare_on_the_device():
 
 
 @needs
-@pytest.mark.parametrize(
-    "base, new, why",
-    [
-        (B200, MI300_VLLM, "the phases do not match"),  # one prefill step against one decode step
-        (NO_STEPS, H100, "BASE has no steps"),
-    ],
-)
-def test_runs_that_cannot_be_compared_say_so(base, new, why, tmp_path):
+def test_runs_whose_phases_differ_compare_over_all_their_steps():
+    """One eager prefill step (B200) against one decode step (MI300X): no phase in common, so
+    each run's steps are pooled; the step times are each trace's raw step."""
+    r = compare(analyze([B200])[1], analyze([MI300_VLLM])[1])
+    assert r.comparable and r.pooled and r.phases_compared == ["all"] and not r.reasons
+    assert "the phases differ (BASE ran prefill, NEW ran decode)" in r.notes[0]
+    (s,) = r.steps
+    base, new = annotated_step(B200), annotated_step(MI300_VLLM / "graph_execution.json.gz")
+    assert (s.base_step_p50_ns, s.new_step_p50_ns) == (base.step_time, new.step_time)
+    assert r.headline.startswith("all: step p50 ")
+
+
+@needs
+def test_runs_that_cannot_be_compared_say_so(tmp_path):
+    """A side without steps: nothing per step or per token to align. Each side's numbers are
+    shown, and no line reads as better, worse or unchanged."""
+    base, new = NO_STEPS, H100
     r = compare(analyze([base])[1], analyze([new])[1])
     assert not r.comparable and not r.unchanged and r.phases_compared == []
-    assert any(why in x for x in r.reasons) and r.headline.startswith("cannot compare")
+    assert any("BASE has no steps" in x for x in r.reasons) and r.headline.startswith("cannot compare")
+    assert all(m.change is None for m in r.metrics) and r.fused_ops == r.layers == r.steps == r.host == []
     res = cli("diff", base, new, "-o", tmp_path / "d", "--fail-on", "5")
     assert res.returncode == 1 and "CANNOT COMPARE" in res.stdout and "no change" not in res.stdout
+    assert not re.search(r"\b(worse|better)\b", res.stdout)
+    html = (tmp_path / "d" / "diff.html").read_text()
+    assert "No fused op changed" not in html and "The same findings" not in html
     d = json.loads((tmp_path / "d" / "diff.json").read_text())
     assert d["comparable"] is False and d["gate"]["failed"] and d["gate"]["reason"].startswith("cannot compare")
     # without a gate it is no failure, and still says it

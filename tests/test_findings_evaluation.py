@@ -149,7 +149,7 @@ def test_a_device_spec_given_at_analysis_wins_over_the_saved_one(host_bound_trac
     plain = analysis.summarize(load([saved]))
     assert plain.roofline and all(r.flops_share is None and "unknown peak" in r.note for r in plain.roofline)
     spec = tmp_path / "spec.toml"
-    spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e12}\nmem_bw_bytes_s = 5.0e10\nsource = "measured"\n')
+    spec.write_text('[cpu]\npeak_flops = {bf16 = 2.0e15}\nmem_bw_bytes_s = 5.0e13\nsource = "measured"\n')
     r = subprocess.run(
         [
             sys.executable,
@@ -172,6 +172,6 @@ def test_a_device_spec_given_at_analysis_wins_over_the_saved_one(host_bound_trac
     assert r.returncode == 0, r.stderr
     s = load_summary(tmp_path / "out" / "summary.json")
     pre = next(x for x in s.roofline if x.phase == "prefill" and x.component == "step")
-    assert pre.peak_flop_s == 2.0e12 and pre.flops_share == pytest.approx(pre.flop_s / 2.0e12)
+    assert pre.peak_flop_s == 2.0e15 and pre.flops_share == pytest.approx(pre.flop_s / 2.0e15)
     base = next(x for x in plain.roofline if x.phase == "prefill" and x.component == "step")
     assert pre.flops == pytest.approx(base.flops) and pre.flop_s == pytest.approx(base.flop_s)

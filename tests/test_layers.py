@@ -101,6 +101,29 @@ def test_a_draft_forward_after_sampling_is_counted_apart(tmp_path: Path) -> None
     assert ph.rows[-1].role == "draft"
 
 
+def test_the_tail_after_the_last_layer_is_no_layers_time(tmp_path: Path) -> None:
+    """A dense draft (MTP) layer after MoE target layers: measured by the target's layer
+    length it would run on into the draft's final norm, vocabulary projection and sampling;
+    those are the tail, whatever the lengths: the last layer of each forward runs what a
+    layer runs (4 + 1 + 2 + 3 kernels dense, 6 for MoE), and its time stays comparable."""
+    target = HEAD + [k for _ in range(8) for k in layer(MOE_MLP)] + TAIL
+    draft = HEAD + layer(DENSE_MLP) + TAIL
+    durs = [5.0] * len(target + draft)
+    for i, k in enumerate(target + draft):
+        if k == TAIL[1]:
+            durs[i] = 400.0  # the vocabulary projection: many layers' worth
+    s = summarize(replay_trace(tmp_path / "t.json", target + draft, durs=durs))
+    (ph,) = s.layers.phases
+    assert (ph.layers, ph.draft_layers) == (8, 1)
+    assert [r.kernels_per_step for r in ph.rows] == [13.0] * 8 + [10.0]
+    assert [r.per_step_ns for r in ph.rows] == [13 * 5000.0] * 8 + [10 * 5000.0]
+    # the draft's tail after the last layer, whole; the target's, between the forwards, with
+    # the draft's embedding
+    assert ph.tail_fused_ns == {"norm": 5000, "gemm": 400_000, "sampling": 5000}
+    assert ph.other_ns == (5000 + 400_000 + 5000) + 5000
+    assert ph.layers_ns + ph.head_ns + ph.tail_ns + ph.other_ns == ph.op_time_ns
+
+
 def test_no_regular_period_no_layers(tmp_path: Path) -> None:
     rng = random.Random(3)
     kernels = HEAD + [k for _ in range(12) for k in layer(rng.choice([DENSE_MLP, MOE_MLP, MOE_MLP + DENSE_MLP, []]))]

@@ -7,7 +7,10 @@ counts, the way vLLM's own MFU estimate (``vllm/v1/metrics/perf.py``) models a s
 - attention: ``4·q·d`` per (token, context token) pair; reads the KV cache of the
   context ``2·ctx·kv·d`` and writes the new tokens' K and V;
 - MoE: routed experts ``2·3·D·I_moe`` per token per activated expert, shared experts per
-  token; the weights of the activated experts (at most all of them) read once.
+  token; the weights of the experts the step's tokens were routed to read once: the
+  expected number of distinct experts ``E·(1 − (1 − k/E)^T)`` for T tokens each routed to k
+  of E experts (uniform routing; never more than ``T·k`` nor ``E``: a decode step of one
+  token reads k experts' weights, not all of them).
 
 Per rank (TP divides heads, intermediate sizes and the vocabulary). Context lengths
 come from the requests table (prompt length plus tokens generated so far, interpolated
@@ -210,6 +213,17 @@ def step_costs(
         mi = s.moe_inter // tp
         act = T * s.topk
         moe_f = 2 * D * 3 * mi * (act + T * s.shared) * Lm
-        experts_read = np.minimum(act, s.experts) + s.shared
+        experts_read = routed_experts(T, s.topk, s.experts) + s.shared
         moe_bytes = 3 * D * mi * experts_read * Lm * b + (act + T * s.shared) * (D + 3 * mi + D) * Lm * b
     return {"gemm": (gemm_f, gemm_bytes), "attention": (attn_f, attn_bytes), "moe": (moe_f, moe_bytes)}
+
+
+def routed_experts(tokens: np.ndarray, topk: int, experts: int) -> np.ndarray:
+    """The expected number of distinct experts ``T`` tokens are routed to, each to ``topk``
+    distinct experts of ``experts`` chosen uniformly: ``E·(1 − (1 − k/E)^T)``, bounded by
+    ``T·k`` and ``E``."""
+    if experts <= 0 or topk <= 0:
+        return np.zeros(len(tokens))
+    k = min(topk, experts)
+    t = tokens.astype(np.float64)
+    return np.minimum(experts * (1.0 - (1.0 - k / experts) ** t), t * k)

@@ -4,9 +4,12 @@ FLOPs come from the trace where it has them (``with_flops``, or the recorded inp
 of GEMM ops: comprehensive live runs record both), else from the analytic estimate of
 ``model_cost`` (model config × token counts); bytes only from the estimate. Per phase,
 one row per component (GEMM, attention, MoE: FLOPs over that fused op's op time) and
-one for the whole phase over its wall time ("step": MFU proper). Decode is judged
+one for the whole phase over its steps' time on the critical path ("step": MFU proper;
+the host range would leave out the device work that ran after it). Decode is judged
 against memory bandwidth, prefill and mixed steps against peak FLOP/s. A peak the device
-spec does not have stays None ("unknown peak"), never a made-up figure.
+spec does not have stays None ("unknown peak"), never a made-up figure; a share above
+100% is no measurement (no device beats its peak): it is left None and ``over_peak`` says
+which figure it was and why it cannot be right.
 """
 
 from __future__ import annotations
@@ -26,13 +29,36 @@ from .steps.find import token_steps
 
 COMPONENTS = ("gemm", "attention", "moe")
 JUDGED = {P_PREFILL: "flops", P_MIXED: "flops", P_DECODE: "bandwidth"}
+#: a share of a peak above this is no measurement but a wrong estimate (a little slack for
+#: a peak quoted as rounded)
+OVER_PEAK = 1.0
 
 
 def run_spec(profile: Profile, specs: Mapping[str, devices.DeviceSpec] | None = None) -> dict[str, Any] | None:
     """The spec of the run's device, as a dict: from the device table by the key the run
     recorded (so a ``--device-spec`` given at analysis time wins), else the spec the run
     saved, else the device a trace describes (Kineto ``deviceProperties``: its name, or its
-    properties when the name is empty or generic)."""
+    properties when the name is empty or generic). Its memory size is the one the trace's
+    device properties give (``totalGlobalMem``) where they give one: what the device
+    reported, not a data sheet's rounded figure."""
+    spec = _table_spec(profile, specs)
+    mem = _trace_memory(profile.run)
+    if spec is not None and mem is not None:
+        spec = {**spec, "mem_bytes": mem}
+    return spec
+
+
+def _trace_memory(run) -> int | None:
+    """The device memory the first device of the traces reported (bytes), None without."""
+    for src in run.get("sources") or []:
+        for p in (src.get("device_properties") or []) if isinstance(src, dict) else []:
+            mem = p.get("totalGlobalMem") if isinstance(p, dict) else None
+            if isinstance(mem, (int, float)) and not isinstance(mem, bool) and mem > 0:
+                return int(mem)
+    return None
+
+
+def _table_spec(profile: Profile, specs: Mapping[str, devices.DeviceSpec] | None) -> dict[str, Any] | None:
     run = profile.run
     info = run.get("device_info")
     info = info if isinstance(info, dict) else {}
@@ -92,7 +118,8 @@ class _Context:
 
 def roofline(profile: Profile, time: np.ndarray, wall: dict[int, int], spec: DeviceSpec | None) -> list[Roofline]:
     """Rows for prefill, decode and mixed; ``time`` is the (fused op × phase) op-time matrix,
-    ``wall`` each phase's summed step wall time (over ranks)."""
+    ``wall`` each phase's summed step time (over ranks: on the critical path where the device
+    is asynchronous)."""
     ev, steps = profile.events, profile.steps
     if not len(steps):
         return []
@@ -116,10 +143,11 @@ def _context(profile: Profile, rows: np.ndarray, spec: DeviceSpec | None) -> _Co
     ev, steps, run = profile.events, profile.steps, profile.run
     engine = run.get("engine")
     engine = engine if isinstance(engine, dict) else {}
-    dtype = engine.get("dtype")
     n_ranks = max(1, len(profile.ranks))
     cfg = model_config(run)
-    shape = model_shape(cfg, dtype, int(engine.get("tensor_parallel_size") or n_ranks)) if cfg else None
+    dtype = engine.get("dtype") or (cfg or {}).get("torch_dtype")  # the engine's, else the model's
+    tp, tp_note = _tensor_parallel(run, engine, n_ranks)
+    shape = model_shape(cfg, dtype, tp) if cfg else None
     costs, ctx_note = None, ""
     if shape is not None and len(rows):
         ctx = decode_context(profile, rows)
@@ -129,7 +157,23 @@ def _context(profile: Profile, rows: np.ndarray, spec: DeviceSpec | None) -> _Co
             shape, steps["prefill_tokens"][rows], steps["decode_tokens"][rows], steps["prefill_reqs"][rows], ctx
         )
     traced = (ev["flops"] >= 0) & (ev["kind"] == K_CPU_OP)
-    return _Context(traced, costs, n_ranks, *_peaks(spec, dtype), ctx_note)
+    peak_f, peak_b, peak_note = _peaks(spec, dtype)
+    note = "; ".join(n for n in (peak_note, tp_note if shape is not None else "") if n)
+    return _Context(traced, costs, n_ranks, peak_f, peak_b, note, ctx_note)
+
+
+def _tensor_parallel(run, engine: dict, n_ranks: int) -> tuple[int, str]:
+    """The tensor-parallel size the model's weights are split by: the engine's setting, else
+    the world size a trace declares (one rank of a TP4 run is a quarter of the model), else
+    the ranks traced; with what it was taken from when the engine did not say."""
+    tp = engine.get("tensor_parallel_size")
+    if isinstance(tp, int) and tp > 0:
+        return tp, ""
+    worlds = [s.get("world_size") for s in run.get("sources") or [] if isinstance(s, dict)]
+    world = max((w for w in worlds if isinstance(w, int) and w > 0), default=0)
+    if world > 1:
+        return world, f"tensor-parallel size taken as the traces' world size ({world})"
+    return n_ranks, ""
 
 
 def _work(ev, p: int, comp: str, in_phase: np.ndarray, ctx: _Context) -> tuple[str, float | None, float | None]:
@@ -172,7 +216,7 @@ def _components(ev, time: np.ndarray, p: int, in_phase: np.ndarray, ctx: _Contex
 
 
 def _phase_row(p: int, wall: int, parts: list, ctx: _Context) -> Roofline:
-    """The whole phase over its steps' wall time: MFU proper."""
+    """The whole phase over its steps' time: MFU proper."""
     flops = sum(f for _, f, _ in parts if f is not None) or None
     bytes_ = sum(b for _, _, b in parts if b is not None) or None
     sources = sorted({src for src, _, _ in parts})
@@ -207,6 +251,13 @@ def _row(
     sec = t / 1e9 if t > 0 else None
     flop_s = flops / sec if flops is not None and sec else None
     bytes_s = bytes_ / sec if bytes_ is not None and sec else None
+    f_share = flop_s / peak_f if flop_s is not None and peak_f else None
+    b_share = bytes_s / peak_b if bytes_s is not None and peak_b else None
+    over = [
+        f"{label} {100 * x:.1f}% of the peak"
+        for label, x in (("FLOP/s", f_share), ("bandwidth", b_share))
+        if x is not None and x > OVER_PEAK
+    ]
     return Roofline(
         phase=phase,
         component=comp,
@@ -218,8 +269,35 @@ def _row(
         bytes_s=bytes_s,
         peak_flop_s=peak_f,
         peak_bytes_s=peak_b,
-        flops_share=flop_s / peak_f if flop_s is not None and peak_f else None,
-        bw_share=bytes_s / peak_b if bytes_s is not None and peak_b else None,
+        flops_share=f_share if f_share is None or f_share <= OVER_PEAK else None,
+        bw_share=b_share if b_share is None or b_share <= OVER_PEAK else None,
         judged_by=judged,
         note="; ".join(n for n in notes if n),
+        over_peak=(
+            f"{phase} {comp}: {', '.join(over)}, which no device achieves: the estimate of its work "
+            f"({source or 'unknown'}: model config, token counts, experts routed) or the device spec does "
+            "not match this trace"
+            if over
+            else ""
+        ),
     )
+
+
+#: what the summary says once when MFU and bandwidth cannot be estimated for want of the model
+NEEDS_MODEL = (
+    "MFU and bandwidth need the model's shape: analyze with --model NAME (a built-in or known name such "
+    "as qwen3-30b-a3b or glm-5, a directory or its config.json), or trace with FLOPs (with_flops)"
+)
+
+
+def roofline_missing(profile: Profile, rows: list[Roofline]) -> str:
+    """``NEEDS_MODEL`` when steps counted tokens but no row could be estimated because neither
+    the model's config nor traced FLOPs are there; "" otherwise."""
+    steps = profile.steps
+    if rows or not len(steps) or model_config(profile.run) is not None:
+        return ""
+    ev = profile.events
+    if ((ev["flops"] >= 0) & (ev["kind"] == K_CPU_OP)).any():
+        return ""
+    tokens = steps["prefill_tokens"].astype(np.int64) + steps["decode_tokens"].astype(np.int64)
+    return NEEDS_MODEL if (tokens > 0).any() else ""

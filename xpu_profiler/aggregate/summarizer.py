@@ -27,7 +27,7 @@ from .ranks.layout import layout
 from .ranks.overlap import compute_events, overlap, step_spans
 from .ranks.parallel import parallel_section
 from .requests import requests
-from .roofline import roofline, run_spec
+from .roofline import roofline, roofline_missing, run_spec
 from .sources import attribution_section, graphs_section
 from .steps.device import device_timeline
 from .steps.find import token_steps
@@ -119,7 +119,9 @@ def _summary(
     ov = overlap(profile, coll.idx, coll.work_end, compute, profile.ranks)
     clock_known = coll.clock in ("shared", "collective_ends")
     spec = device_spec(run_spec(profile, specs))
-    wall = {p: int(steps["dur"][steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
+    step_t = tl.step_time if tl is not None else steps["dur"]  # MFU and bandwidth on the step time
+    wall = {p: int(step_t[steps["phase"] == p].sum()) for p in np.unique(steps["phase"]).tolist()}
+    roof = roofline(profile, br.time, wall, spec)
     return Summary(
         run=run_from_metadata(profile.run, profile.derived.step_source),
         has_timeline=profile.has_timeline,
@@ -140,10 +142,13 @@ def _summary(
         comm=comm_section(profile, coll, ov),
         parallel=parallel_section(profile, lay, coll, compute, view),
         memory=mem.result(),
-        throughput=throughput(profile, (tl.eff_start, tl.end, tl.eff_start > tl.start) if tl is not None else None),
+        throughput=throughput(
+            profile, (tl.eff_start, tl.end, tl.eff_start > tl.start) if tl is not None else None, phases
+        ),
         requests=requests(profile),
         device=spec,
-        roofline=roofline(profile, br.time, wall, spec),
+        roofline=roof,
+        roofline_missing=roofline_missing(profile, roof),
         warnings=warnings(profile) + align.warnings + coll.warnings,
         dropped_inputs=dropped_inputs(profile),
         layers=layers_section(profile, basis),

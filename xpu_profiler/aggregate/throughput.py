@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..core.profile import Profile
-from ..summary import Distribution, Throughput
+from ..summary import Distribution, Phase, Throughput
 from .steps.find import token_steps
 
 
@@ -22,12 +24,19 @@ def distribution(values: np.ndarray) -> Distribution:
     )
 
 
-def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Throughput:
-    """Token rates over the steps' time: from the first step's start to the last one's end,
-    each step spanning its host range and its device work (``device``: per step row, the
-    start of its effective device range, the end of its work, -1 without, and whether its
-    front was trimmed): an asynchronous device finishes a step after its host range has
-    ended, and a step whose work first waited on earlier work starts where that wait ends."""
+def throughput(
+    profile: Profile,
+    device: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    phases: Sequence[Phase] = (),
+) -> Throughput:
+    """Token rates. Per phase (``prefill_tok_s``, ``decode_tok_s``): the phase's tokens over its
+    steps' time on the critical path (``Phase.step_per_token_ns``), None where the phase or its
+    tokens are unknown. Over the window (``span_tok_s``): all tokens from the first step's
+    start to the last one's end, the time between steps included, each step spanning its host
+    range and its device work (``device``: per step row, the start of its effective device
+    range, the end of its work, -1 without, and whether its front was trimmed): an
+    asynchronous device finishes a step after its host range has ended, and a step whose work
+    first waited on earlier work starts where that wait ends."""
     steps, req = profile.steps, profile.requests
     out = Throughput()
     if len(steps):
@@ -41,8 +50,9 @@ def throughput(profile: Profile, device: tuple[np.ndarray, np.ndarray, np.ndarra
         span = int(end.max() - start.min())
         pt, dt = int(steps["prefill_tokens"][ts].sum()), int(steps["decode_tokens"][ts].sum())
         out.prefill_tokens, out.decode_tokens, out.duration_ns = pt, dt, span
-        out.prefill_tok_s = (pt / span * 1e9) if span else None
-        out.decode_tok_s = (dt / span * 1e9) if span else None
+        out.span_tok_s = ((pt + dt) / span * 1e9) if span and pt + dt else None
+        rate = {p.phase: 1e9 / p.step_per_token_ns for p in phases if p.tokens and p.step_per_token_ns}
+        out.prefill_tok_s, out.decode_tok_s = rate.get("prefill"), rate.get("decode")
     if len(req):
         ok = req["first_token"] >= 0
         out.requests = int(len(req))

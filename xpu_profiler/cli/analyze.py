@@ -95,8 +95,9 @@ from .common import OUTPUT_RULE, PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, 
     "model",
     default=None,
     metavar="NAME|PATH",
-    help="The model the trace ran (built-in name, directory or config.json, or a Hugging Face id in the "
-    "local cache; nothing is downloaded): its layer count and layer types for the per-layer view.",
+    help="The model the trace ran: a built-in or known name (qwen3-30b-a3b, glm-5, llama-3.1-70b, ...), a "
+    "directory or config.json, or a Hugging Face id in the local cache (nothing is downloaded): its layer "
+    "count and types for the per-layer view, its shape for MFU and bandwidth.",
 )
 @click.option(
     "--no-python-frames",

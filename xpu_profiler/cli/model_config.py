@@ -1,8 +1,9 @@
 """`analyze --model`: the config.json of the model a trace ran, found locally (no network).
 
-The layer view reads the model's layer count and layer types from it: a built-in model's
-name, a directory holding ``config.json``, a ``config.json`` itself, or an alias / Hugging
-Face id whose snapshot is in the local Hugging Face cache.
+The layer view reads the model's layer count and layer types from it, the MFU and bandwidth
+estimate its shape: a built-in model's name, a directory holding ``config.json``, a
+``config.json`` itself, or an alias / Hugging Face id whose snapshot is in the local Hugging
+Face cache, else whose shape the table of known models has (``knowledge.model_configs``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def local_model_config(name: str) -> dict[str, Any]:
     """The config of ``name`` (see the module); one-line error when none is here."""
-    from ..knowledge import model_aliases
+    from ..knowledge import model_aliases, model_configs
     from ..live.models.builtin import BUILTIN_CONFIGS
     from ..live.models.hf_cache import find_in_hf_cache, hf_cache_dirs
 
@@ -46,9 +47,13 @@ def local_model_config(name: str) -> dict[str, Any]:
         snap = find_in_hf_cache(hf_id)
         if snap is not None:
             return _read(snap / "config.json")
+        known = model_configs.known_config(hf_id)
+        if known is not None:
+            return known
     where = ", ".join(str(d) for d in hf_cache_dirs())
+    names = ", ".join(sorted(BUILTIN_CONFIGS)[:3] + ["qwen3-30b-a3b", "glm-5", "llama-3.1-70b", "..."])
     raise XpuProfilerError(
-        f"--model {plain(name)}: no config.json here (not a built-in model, a directory or config.json, "
-        f"nor a Hugging Face id in the local cache: {where}); nothing is downloaded: pass the model's "
-        f"directory or its config.json"
+        f"--model {plain(name)}: no config.json here (not a built-in or known model such as {names}, a "
+        f"directory or config.json, nor a Hugging Face id in the local cache: {where}); nothing is "
+        f"downloaded: pass the model's directory or its config.json"
     )

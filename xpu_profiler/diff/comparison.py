@@ -2,15 +2,18 @@
 
 Aligned by phase and fused op, normalised per token of the phase; step time per phase
 (p50/p99, on each run's critical path: the device range where the device is
-asynchronous), throughput, TTFT/TPOT, the settings that differ, and the findings that
-appeared or disappeared. Kernel families (the fused op a kernel does) present on one side
-only are listed; raw kernel names are aligned only when both runs ran on one vendor's
-devices (names never match across vendors).
+asynchronous), split into the device's work per token and the host time it waited on per
+step, by cause (``split``); throughput, TTFT/TPOT, the settings that differ, and the
+findings that appeared or disappeared. Kernel families (the fused op a kernel does) present
+on one side only are listed; raw kernel names are aligned only when both runs ran on one
+vendor's devices (names never match across vendors).
 
-Runs that cannot be compared say so, never "no change": a side without steps, or no
-phase with steps on both sides (``comparable`` False, ``reasons``); a ``--fail-on`` gate
-fails then. A decode step of a different batch size is compared, with a note that its
-per-token cost is the fairer figure.
+Phases inferred on either side are compared as recorded ones (a note says how each was
+inferred); runs whose phases differ altogether (one side's steps of an unknown phase) are
+compared over all their steps pooled (``pooled``). Runs that cannot be compared say so,
+never "no change", and measure no difference: only a side without steps makes them so
+(``comparable`` False, ``reasons``); a ``--fail-on`` gate fails then. A decode step of a
+different batch size is compared, with a note that its per-token cost is the fairer figure.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from ..knowledge.kernel_names import strip_call_args
 from ..summary import Summary
 from ..summary.diff import DiffReport, Family, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
 from .layers import layer_deltas
+from .pooled import ALL, pooled
+from .split import headline, host_deltas, step_splits
 
-PHASES = ("prefill", "decode", "mixed", "unknown")
+PHASES = ("prefill", "decode", "mixed", "unknown", ALL)
 #: metrics measured per phase (the others are per run)
 PHASE_METRICS = ("step_p50_ns", "step_p99_ns", "step_per_token_ns", "per_token_ns")
 #: relative changes below this count as no change (float noise, identical inputs)
@@ -57,7 +62,7 @@ def metrics(base: Summary, new: Summary) -> list[MetricDelta]:
         out.append(_metric("steps", getattr(b, "steps", None), getattr(n, "steps", None), ph, "higher"))
         out.append(_metric("tokens", getattr(b, "tokens", None), getattr(n, "tokens", None), ph, "higher"))
     bt, nt = base.throughput, new.throughput
-    for name in ("window_output_tok_s", "output_tok_s", "prefill_tok_s", "decode_tok_s"):
+    for name in ("window_output_tok_s", "output_tok_s", "prefill_tok_s", "decode_tok_s", "span_tok_s"):
         out.append(_metric(name, getattr(bt, name), getattr(nt, name), None, "higher"))
     for name in ("ttft_ns", "tpot_ns", "e2e_ns"):
         bd, nd = getattr(bt, name), getattr(nt, name)
@@ -77,7 +82,7 @@ def _tokens(s: Summary) -> dict[str, int]:
 def fused_deltas(base: Summary, new: Summary) -> list[OpDelta]:
     bt, nt = _tokens(base), _tokens(new)
     rows = []
-    for ph in ("prefill", "decode", "mixed"):
+    for ph in ("prefill", "decode", "mixed", ALL):
         if not bt.get(ph) or not nt.get(ph):
             continue
         bmap = {
@@ -146,7 +151,7 @@ def kernel_deltas(base: Summary, new: Summary) -> tuple[list[OpDelta], list[OpDe
     added: list[OpDelta] = []
     removed: list[OpDelta] = []
     unlisted = 0
-    for ph in ("prefill", "decode", "mixed", "unknown"):
+    for ph in PHASES:
         if not bt.get(ph) or not nt.get(ph):
             continue
         b = {k: v for (p, k), v in bmap.items() if p == ph}
@@ -196,29 +201,9 @@ def settings(base: Summary, new: Summary) -> list[SettingDelta]:
     return out
 
 
-def _headline(report: DiffReport) -> tuple[str, str | None]:
-    """The phase whose per-token cost change moves the most op time, and its largest op."""
-    if report.unchanged:
-        return "no change", None
-    per_tok = [(m, m.impact_ns) for m in report.metrics if m.name == "per_token_ns" and m.impact_ns is not None]
-    if not per_tok:
-        return "no phase with tokens in common", None
-    m, impact_ns = max(per_tok, key=lambda mi: abs(mi[1]))
-    step = next((x for x in report.metrics if x.name == "step_p50_ns" and x.phase == m.phase), None)
-    text = f"{m.phase}: op time per token {100 * (m.change or 0):+.1f}% ({impact_ns / 1e6:+,.2f} ms at BASE's tokens)"
-    if step is not None and step.change is not None:
-        text += f", step p50 {100 * step.change:+.1f}%"
-    op = next((r for r in report.fused_ops if r.phase == m.phase and r.status != "unchanged"), None)
-    if op is not None and op.share_of_change is not None:
-        text += (
-            f"; largest part: {op.key} {op.delta_per_token_ns:+,.0f} ns/token "
-            f"({100 * op.share_of_change:.0f}% of the phase's change)"
-        )
-    return text, m.phase
-
-
 def comparability(base: Summary, new: Summary) -> tuple[list[str], list[str]]:
-    """(reasons the runs cannot be compared, the phases both ran steps in)."""
+    """(reasons the runs cannot be compared, the phases both ran steps in: none when their
+    phases differ, and ``compare`` pools them)."""
     reasons = []
     for side, s in (("BASE", base), ("NEW", new)):
         if not s.totals.steps:
@@ -227,11 +212,6 @@ def comparability(base: Summary, new: Summary) -> tuple[list[str], list[str]]:
     bp = {p.phase for p in base.phases if p.steps}
     np_ = {p.phase for p in new.phases if p.steps}
     common = [p for p in PHASES if p in bp and p in np_]
-    if not reasons and not common:
-        reasons.append(
-            f"the phases do not match: BASE ran {', '.join(sorted(bp)) or 'none'}, NEW ran "
-            f"{', '.join(sorted(np_)) or 'none'}; no phase has steps on both sides"
-        )
     return reasons, common
 
 
@@ -265,75 +245,98 @@ def _batch_notes(base: Summary, new: Summary, phases: list[str]) -> list[str]:
                     f"{ph} steps ran {tb:,.0f} tokens per step in BASE and {tn:,.0f} in NEW: step times compare "
                     "different batches, the per-token costs are the fairer figure"
                 )
-        for side, p in (("BASE", b), ("NEW", n)):
-            if p.inferred_from:
-                out.append(f"{side}'s {ph} phase was inferred ({p.inferred_from})")
+    for side, s in (("BASE", base), ("NEW", new)):
+        inferred = [f"{p.phase} {p.inferred_from}" for p in s.phases if p.phase in phases and p.inferred_from]
+        if inferred:
+            out.append(f"{side}'s phases were inferred: " + "; ".join(inferred))
     return out
+
+
+def _pooled_note(base: Summary, new: Summary) -> str:
+    def ran(s: Summary) -> str:
+        return ", ".join(p.phase for p in s.phases if p.steps) or "none"
+
+    return (
+        f"the phases differ (BASE ran {ran(base)}, NEW ran {ran(new)}): the runs are compared over all their "
+        'steps pooled (phase "all"); per-phase figures would need the phases on both sides'
+    )
 
 
 def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = "") -> DiffReport:
     reasons, common = comparability(base, new)
+    report = DiffReport(base=base_label, new=new_label, base_run=_run_facts(base), new_run=_run_facts(new))
+    if not reasons and not common:  # steps on both sides, in no phase of both: all steps pooled
+        report.notes.append(_pooled_note(base, new))
+        base, new = pooled(base), pooled(new)
+        reasons, common = comparability(base, new)
+        report.pooled = True
     vendors = {"base": base.step_search.vendor, "new": new.step_search.vendor}
     one_vendor = vendors["base"] == vendors["new"] or None in vendors.values()
-    both, added, removed, unlisted = kernel_deltas(base, new) if one_vendor else ([], [], [], 0)
+    both, added, removed, unlisted = kernel_deltas(base, new) if one_vendor and not reasons else ([], [], [], 0)
     fam_added, fam_removed = families(base, new, common)
-    report = DiffReport(
-        base=base_label,
-        new=new_label,
-        base_run=_run_facts(base),
-        new_run=_run_facts(new),
-        settings=settings(base, new),
-        metrics=metrics(base, new),
-        fused_ops=fused_deltas(base, new),
-        kernels=both,
-        kernels_added=added,
-        kernels_removed=removed,
-        kernels_unlisted=unlisted,
-        findings=finding_deltas(base, new),
-        comparable=not reasons,
-        reasons=reasons,
-        phases_compared=common,
-        families_added=fam_added,
-        families_removed=fam_removed,
-        vendors=vendors,
-        engines={"base": base.step_search.engine, "new": new.step_search.engine},
-    )
-    report.layers, layer_notes = layer_deltas(base, new)
-    report.notes += layer_notes
-    moved = [m for m in report.metrics if m.change is not None and abs(m.change) > NOISE]
-    report.unchanged = (
-        report.comparable
-        and not moved
-        and not added
-        and not removed
-        and not fam_added
-        and not fam_removed
-        and all(r.status == "unchanged" for r in report.fused_ops + report.kernels)
-    )
-    if report.comparable:
-        report.headline, report.headline_phase = _headline(report)
+    report.settings = settings(base, new)
+    report.metrics = metrics(base, new)
+    report.findings = finding_deltas(base, new)
+    report.comparable, report.reasons, report.phases_compared = not reasons, reasons, common
+    report.families_added, report.families_removed = fam_added, fam_removed
+    report.vendors = vendors
+    report.engines = {"base": base.step_search.engine, "new": new.step_search.engine}
+    if reasons:  # each side's numbers, no difference measured between them
+        for m in report.metrics:
+            m.change = m.impact_ns = None
+        report.headline = "cannot compare: " + "; ".join(reasons)
     else:
-        report.headline, report.headline_phase = "cannot compare: " + "; ".join(reasons), None
+        report.fused_ops = fused_deltas(base, new)
+        report.kernels, report.kernels_added, report.kernels_removed = both, added, removed
+        report.kernels_unlisted = unlisted
+        report.layers, layer_notes = layer_deltas(base, new)
+        report.notes += layer_notes
+        report.steps = step_splits(base, new, common)
+        report.host = host_deltas(base, new, common)
+        report.unchanged = _unchanged(report)
+        report.headline, report.headline_phase = headline(report)
+    report.notes += _vendor_notes(report, base, new, one_vendor, unlisted)
+    report.notes += _batch_notes(base, new, common)
+    return report
+
+
+def _unchanged(report: DiffReport) -> bool:
+    """Nothing moved beyond the noise floor: no metric, op, kernel, layer or host cause."""
+    moved = [m for m in report.metrics if m.change is not None and abs(m.change) > NOISE]
+    rows = report.fused_ops + report.kernels
+    return (
+        not moved
+        and not report.kernels_added
+        and not report.kernels_removed
+        and not report.families_added
+        and not report.families_removed
+        and all(r.status == "unchanged" for r in rows)
+        and all(r.status == "unchanged" for r in report.host)
+    )
+
+
+def _vendor_notes(report: DiffReport, base: Summary, new: Summary, one_vendor: bool, unlisted: int) -> list[str]:
+    notes = []
+    vendors = report.vendors
     if not one_vendor:
-        report.notes.append(
+        notes.append(
             f"the runs ran on different vendors' devices ({vendors['base']} vs {vendors['new']}): kernel names "
             "are not aligned (they never match across vendors); compare the fused ops and kernel families"
         )
     if report.engines["base"] != report.engines["new"] and None not in report.engines.values():
-        report.notes.append(f"different engines: {report.engines['base']} vs {report.engines['new']}")
-    report.notes += _batch_notes(base, new, common)
+        notes.append(f"different engines: {report.engines['base']} vs {report.engines['new']}")
     for side, s in (("BASE", base), ("NEW", new)):
         if s.top_kernels and not any(k.time_ns_by_phase for k in s.top_kernels):
-            report.notes.append(
+            notes.append(
                 f"{side} has no per-phase kernel times (a summary.json of an older "
                 "xpu_profiler): kernels are not compared"
             )
     if unlisted:
-        report.notes.append(
+        notes.append(
             f"{unlisted} kernels appear in one run's top-kernels list only while the other's "
             "list is cut: they may be below its cut rather than added or removed"
         )
-    return report
+    return notes
 
 
 def _run_facts(s: Summary) -> dict[str, Any]:

@@ -108,7 +108,7 @@ def layer_deltas(base: Summary, new: Summary) -> tuple[list[LayerDelta], list[st
                 else "changed"
             )
             top = ""
-            if bk is not None and nk is not None and bk.layers and nk.layers:
+            if status == "changed" and bk is not None and nk is not None and bk.layers and nk.layers:
                 top = _top_change(bk, nk, bd * bk.layers, nd * nk.layers)
             if bk is not None and nk is not None and bk.kind != nk.kind:
                 kind = f"{bk.kind} → {nk.kind}"

@@ -47,8 +47,10 @@ RULES: tuple[Rule, ...] = (
         "the device waits on the host: launches arrive after it has drained",
         "a phase's device waited on the host >= {idle_share} of its step time (the host-bound verdict)",
         checks_ops.host_bound,
-        "graphs and compilation for an eager phase; the host work between replays where graphs already replay; "
-        "async scheduling (in the engine's terms)",
+        "the fix of the host time's first cause when it holds a third of it and is specific (a recompile, a "
+        "graph launch, the sampler, the model's forward: knowledge/host_causes.py); else graphs and compilation "
+        "for an eager phase, the host work between replays where graphs already replay, async scheduling (in "
+        "the engine's terms)",
         "a device that waits for launches runs at the host's speed, not its own",
         {"idle_share": 0.20, "min_steps": 1},
         "phases.device, phases.bound_gaps, phases.kernels",

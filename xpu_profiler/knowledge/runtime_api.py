@@ -44,3 +44,14 @@ KUNLUN_MARKERS = re.compile(
     rb'"(?:xpu_launch[a-z_]*|xpu_wait|xpu_memcpy[a-z_]*|xpu_malloc|xpu_free|xpurt[a-z_]*|'
     rb'XPTI[A-Za-z_]*|xpti[a-z_]*|XPURT[A-Z_]*|SSE|SDNN|sdnn[a-z_]*|XPU ?\d+)"'
 )
+#: a runtime call's vendor prefix (``cudaLaunchKernel``, ``cuLaunchKernel``, ``hipLaunchKernel``,
+#: ``hipModuleLaunchKernel``, ``xpu_launch_async``, ``xpuMemcpy``) and a driver API version suffix
+#: (``_v2``, ``_ptsz``): what one call is called on each vendor's runtime
+_VENDOR_PREFIX = re.compile(r"^(cuda|cu|hip|hsa_|xpu_?)(?=[A-Z_a-z])|(_v\d+|_ptsz|_ptds)$")
+
+
+def neutral_call(name: str) -> str:
+    """A runtime call's name without its vendor prefix and case, so that one call compares
+    across vendors: ``cudaLaunchKernel`` and ``hipLaunchKernel`` → ``launchkernel``,
+    ``cudaGraphLaunch`` and ``hipGraphLaunch`` → ``graphlaunch``."""
+    return _VENDOR_PREFIX.sub("", name).replace("_", "").replace("Module", "").lower()

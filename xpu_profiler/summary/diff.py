@@ -74,6 +74,36 @@ class LayerDelta(_Struct):
     top_change: str = ""  # the fused op whose cost per layer moved most
 
 
+class HostDelta(_Struct):
+    """One cause of a phase's exposed host time (``Phase.host``), per step on each side; the
+    row with ``cause`` "all" is the phase's whole exposed host time per step."""
+
+    phase: str
+    cause: str  # the cause's key (``HostCause.cause``), or "all"
+    what: str = ""
+    name: str = ""  # its evidence: the frame, op or call
+    base_per_step_ns: float | None = None
+    new_per_step_ns: float | None = None
+    delta_ns: float | None = None  # per step, new − base (a side without it counts 0)
+    status: str = "changed"  # changed, unchanged, added, removed
+
+
+class StepSplit(_Struct):
+    """A phase's step time on each side, split into what the device worked per token (its op
+    time per token) and what the host held the device waiting per step (exposed host time)."""
+
+    phase: str
+    base_step_p50_ns: float | None = None
+    new_step_p50_ns: float | None = None
+    base_device_per_token_ns: float | None = None
+    new_device_per_token_ns: float | None = None
+    base_host_per_step_ns: float | None = None
+    new_host_per_step_ns: float | None = None
+    tokens_per_step: float | None = None  # BASE's: how a per-token change adds up to a step
+    #: the step time the phase's change moves at BASE's steps (ns, signed): what ranks phases
+    impact_ns: float | None = None
+
+
 class FindingDelta(_Struct):
     rule: str
     status: str  # appeared, disappeared, kept
@@ -122,6 +152,8 @@ class DiffReport(_Struct):
     kernels_unlisted: int = 0
     findings: list[FindingDelta] = []
     layers: list[LayerDelta] = []  # per phase: the mean layer, then each kind of layer
+    steps: list[StepSplit] = []  # per phase compared: the step time, device work and host time
+    host: list[HostDelta] = []  # per phase: its exposed host time per step, then by cause
     headline: str = ""  # the largest change, in words
     headline_phase: str | None = None  # the phase whose per-token change moves the most op time
     notes: list[str] = []
@@ -131,7 +163,9 @@ class DiffReport(_Struct):
     #: ``reasons`` says why, and nothing here reads as "no change"
     comparable: bool = True
     reasons: list[str] = []
-    phases_compared: list[str] = []  # phases with steps on both sides
+    phases_compared: list[str] = []  # phases with steps on both sides ("all": pooled, see ``pooled``)
+    #: the phases differ and the runs were compared over all their steps pooled (phase "all")
+    pooled: bool = False
     families_added: list[Family] = []  # kernel families (fused ops) in NEW's phase only
     families_removed: list[Family] = []
     #: {"base": ..., "new": ...}: the device vendors and engines the runs came from

@@ -246,8 +246,12 @@ class Throughput(_Struct):
     prefill_tokens: int | None = None
     decode_tokens: int | None = None
     duration_ns: int | None = None  # first step start to last step end
+    #: a phase's tokens over its steps' time on the critical path (None: the phase, or its
+    #: tokens, unknown)
     prefill_tok_s: float | None = None
     decode_tok_s: float | None = None
+    #: all the steps' tokens over ``duration_ns`` (the window: the time between steps included)
+    span_tok_s: float | None = None
     # from the requests table
     requests: int | None = None
     ttft_ns: Distribution | None = None
@@ -363,6 +367,9 @@ class Summary(_Struct):
     top_kernels: list[Kernel] = []
     device: DeviceSpec | None = None
     roofline: list[Roofline] = []
+    #: why there is no MFU or bandwidth row although steps counted tokens ("" when there are
+    #: rows, or nothing to estimate): what to give for them
+    roofline_missing: str = ""
     warnings: list[str] = []
     dropped_inputs: list[DroppedInput] = []  # files of a directory left out (unreadable), with why
     attribution: Attribution = msgspec.field(default_factory=Attribution)

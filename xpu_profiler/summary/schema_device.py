@@ -109,6 +109,9 @@ class Roofline(_Struct):
     bw_share: float | None = None  # of peak memory bandwidth
     judged_by: str = "flops"  # which peak bounds it: "flops" (prefill GEMMs) or "bandwidth" (decode)
     note: str = ""  # what is unknown (peak, dtype, model config)
+    #: a figure above its peak, which no device achieves: the share is left None and this
+    #: says which figure it was and why it cannot be right ("" when none is)
+    over_peak: str = ""
 
 
 # -- findings and the reserved diff --------------------------------------------------------

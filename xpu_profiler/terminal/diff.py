@@ -54,6 +54,8 @@ def blocks(report: DiffReport) -> list[Block]:
     out = header_lines(report)
     out += settings_table(report)
     out += metric_table(report)
+    out += split_table(report)
+    out += host_table(report)
     out += op_tables(report)
     out += layer_table(report)
     out += added_removed_lines(report)
@@ -79,6 +81,7 @@ def header_lines(report: DiffReport) -> list[Block]:
         out.append(
             f"BASE: {v.get('base') or '?'} / {e.get('base') or '?'};  NEW: {v.get('new') or '?'} / "
             f"{e.get('new') or '?'}  (vendor / engine); phases compared: {', '.join(report.phases_compared) or 'none'}"
+            + (" (all steps pooled: the phases differ)" if report.pooled else "")
         )
     return out
 
@@ -110,6 +113,51 @@ def metric_table(report: DiffReport) -> list[Block]:
     ]
     return titled("Step time, throughput, latency") + table(
         ["phase", "metric", "base", "new", "change", ""], rows, "llrrrl"
+    )
+
+
+def split_table(report: DiffReport) -> list[Block]:
+    """Per phase: its step p50, the device's work per token and the host time it waited on
+    per step, BASE → NEW."""
+    if not report.steps:
+        return []
+
+    def arrow(b: float | None, n: float | None) -> str:
+        return f"{fmt.ns(b, fmt.TERMINAL)} → {fmt.ns(n, fmt.TERMINAL)}"
+
+    rows = [
+        [
+            s.phase,
+            arrow(s.base_step_p50_ns, s.new_step_p50_ns),
+            arrow(s.base_device_per_token_ns, s.new_device_per_token_ns),
+            arrow(s.base_host_per_step_ns, s.new_host_per_step_ns),
+        ]
+        for s in report.steps
+    ]
+    return titled("Where the step time went (BASE → NEW)") + table(
+        ["phase", "step p50", "device work per token", "exposed host time per step"], rows, "lrrr"
+    )
+
+
+def host_table(report: DiffReport) -> list[Block]:
+    """Per phase, the causes of exposed host time whose time per step moved most."""
+    rows = [
+        [
+            r.phase,
+            fmt.plain(r.cause),
+            _name(r.name) if r.name else "-",
+            fmt.ns(r.base_per_step_ns, fmt.TERMINAL),
+            fmt.ns(r.new_per_step_ns, fmt.TERMINAL),
+            fmt.ns(r.delta_ns, fmt.TERMINAL),
+            r.status,
+        ]
+        for r in report.host
+        if r.cause != "all" and r.status != "unchanged"
+    ]
+    if not rows:
+        return []
+    return titled("Exposed host time per step, by cause (largest changes per phase)") + table(
+        ["phase", "cause", "frame, op or call", "base/step", "new/step", "delta", ""], rows, "lllrrrl"
     )
 
 

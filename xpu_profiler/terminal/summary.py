@@ -7,6 +7,7 @@ from ..summary import Summary
 from ..summary.labels import ATTRIBUTION_SOURCES, BOUND
 from .layers import render_layers
 from .layout import (
+    BAD,
     DIM,
     GOOD,
     NAME,
@@ -77,13 +78,17 @@ def render_roofline(summary: Summary) -> list[Block]:
                 r.source,
                 fmt.count(r.flop_s and r.flop_s / 1e9, fmt.TERMINAL),
                 fmt.count(r.bytes_s and r.bytes_s / 1e9, fmt.TERMINAL),
-                _pct(r.flops_share) if r.flops_share is not None else "unknown peak",
-                _pct(r.bw_share) if r.bw_share is not None else "unknown peak",
+                _share(r.flops_share, r.over_peak, "FLOP/s"),
+                _share(r.bw_share, r.over_peak, "bandwidth"),
                 r.judged_by,
             ]
         )
     if not rows:
-        return []
+        return (
+            ["", line(("MFU and bandwidth:", "bold"), f" {summary.roofline_missing}")]
+            if summary.roofline_missing
+            else []
+        )
     out: list[Block] = titled("MFU and bandwidth (against the device's peak)")
     out += table(
         ["phase", "component", "source", "GFLOP/s", "GB/s", "of peak FLOP/s", "of peak BW", "bound by"],
@@ -91,7 +96,14 @@ def render_roofline(summary: Summary) -> list[Block]:
         "lllrrrrl",
     )
     notes = sorted({r.note for r in summary.roofline if r.note})
-    return out + [f"  note: {n}" for n in notes]
+    over = [r.over_peak for r in summary.roofline if r.over_peak]
+    return out + [f"  note: {n}" for n in notes] + [line(("  over peak: ", BAD), fmt.plain(x)) for x in over]
+
+
+def _share(share: float | None, over_peak: str, figure: str) -> str:
+    if share is not None:
+        return _pct(share)
+    return "over peak (wrong)" if f"{figure} " in over_peak else "unknown peak"
 
 
 def render(summary: Summary, top: int = 10, screen: Screen = PLAIN) -> str:
@@ -195,12 +207,20 @@ def phase_table(summary: Summary) -> list[Block]:
     return out
 
 
+def _rate(tok_s: float | None) -> str:
+    return "unknown" if tok_s is None else f"{tok_s:,.1f} tok/s"
+
+
 def throughput_lines(summary: Summary) -> list[Block]:
     """Token throughput and latency, and the requests seen."""
     out: list[Block] = []
     tp = summary.throughput
     if tp.duration_ns:
-        parts = [f"prefill {tp.prefill_tok_s or 0:,.1f} tok/s", f"decode {tp.decode_tok_s or 0:,.1f} tok/s"]
+        parts = [
+            f"prefill {_rate(tp.prefill_tok_s)}, decode {_rate(tp.decode_tok_s)} (over each phase's steps)",
+        ]
+        if tp.span_tok_s:
+            parts.append(f"{tp.span_tok_s:,.1f} tok/s over the {fmt_ns(tp.duration_ns)} window")
         if tp.ttft_ns is not None and tp.ttft_ns.p50 is not None:
             parts.append(f"TTFT p50 {fmt_ns(tp.ttft_ns.p50)}")
         if tp.tpot_ns is not None and tp.tpot_ns.p50 is not None:

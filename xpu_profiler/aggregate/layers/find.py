@@ -45,6 +45,9 @@ _F = {name: i for i, name in enumerate(FUSED_OPS)}
 MERGEABLE = [_F[x] for x in ("kv_cache", "rope", "memcpy", "memset")]
 #: what starts another forward between two attention runs
 BREAKS = [_F[x] for x in ("sampling", "embedding")]
+#: what lies between a forward's final norm and its sampling (the vocabulary projection,
+#: the logits' processing): the tail
+TAIL_LEAD = [_F[x] for x in ("gemm", "elementwise", "memcpy", "memset", "quantization")]
 #: fused ops under which two differently named events are the same step of a layer
 _NOT_SIMILAR = [_F[x] for x in ("other", "elementwise", "memcpy", "memset")]
 _INDUCTOR_SUFFIX = re.compile(r"_\d+$")
@@ -257,7 +260,8 @@ def _from_stream(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray, Any, np.nd
     if a.dropped:
         detail += f"; {a.dropped} attention run(s) at the edge taken for helpers, not layers"
     similar = np.where(np.isin(fused, _NOT_SIMILAR), -1, fused.astype(np.int64))
-    seg = ls.segment(a, len(s_rows), tokens, similar, per)
+    lead = np.where(fused == _F["norm"], 2, np.isin(fused, TAIL_LEAD).astype(np.int64))
+    seg = ls.segment(a, len(s_rows), tokens, similar, per, np.isin(fused, BREAKS), lead)
     count = seg.main
     lay = _spread(ctx, rows, on, seg.layer)
     n = int(lay.max()) + 1 if (lay >= 0).any() else 0

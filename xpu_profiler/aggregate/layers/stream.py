@@ -14,8 +14,9 @@ start order:
 4. boundaries: ``o`` events before each anchor, ``o`` = how far back the stretch before
    the first anchor equals the stretch before the second (layer 0's pre-attention part);
    the last layer of a forward is as long as the last one of the same phase of the
-   period. What comes before layer 0 is the head (embedding...), after the last layer
-   the tail (final norm, lm_head, sampling).
+   period, and ends sooner at the tail: before the final norm and the vocabulary projection
+   that lead to the sampling (``_last_end``). What comes before layer 0 is the head (embedding...), after
+   the last layer the tail (final norm, lm_head, sampling).
 """
 
 from __future__ import annotations
@@ -136,11 +137,22 @@ def confidence(p: Period, distances: int, layers: int) -> float:
     return round(share * min(1.0, layers / FULL_CONFIDENCE_LAYERS), 3)
 
 
-def segment(anchors: Anchors, n: int, tokens: np.ndarray, similar: np.ndarray, per_layer: int = 1) -> Segmentation:
+def segment(
+    anchors: Anchors,
+    n: int,
+    tokens: np.ndarray,
+    similar: np.ndarray,
+    per_layer: int = 1,
+    brk: np.ndarray | None = None,
+    lead: np.ndarray | None = None,
+) -> Segmentation:
     """Layer number of every stream event from its anchors (``per_layer`` anchors make one
     layer when a known count says the model launches attention that often per layer).
     ``similar[i, j]``-like test: ``similar`` is per event a class id (fused op) under which
-    two events of different names still count as the same step of a layer (-1: never)."""
+    two events of different names still count as the same step of a layer (-1: never).
+    ``brk``: per event, whether it starts another forward or the sampling; ``lead``: 2 for a
+    norm, 1 for a GEMM or elementwise event (what leads a forward's tail): a forward's last
+    layer ends before its tail (``_last_end``)."""
     pos, fwd = anchors.pos, anchors.forward
     if per_layer > 1:
         keep = np.zeros(len(pos), bool)
@@ -183,7 +195,30 @@ def segment(anchors: Anchors, n: int, tokens: np.ndarray, similar: np.ndarray, p
                 same = count - 1 - q if f == forwards[0] else -1
                 length = int(d[same]) if 0 <= same < len(d) else mode
                 e = min(s + length, nxt, n)
+                e = _last_end(int(b[k]) + o, e, brk, lead)
             layer[s:e] = number
             number += 1
     period = int(d[:q].sum()) if len(d) >= q else mode
     return Segmentation(layer, count, number - count, q, period, share, o)
+
+
+def _last_end(a: int, e: int, brk: np.ndarray | None, lead: np.ndarray | None) -> int:
+    """Where a forward's last layer ends: at ``e`` (as long as its like in the period), or
+    sooner at the forward's tail. The tail ends in the sampling (or another forward: ``brk``);
+    when one comes inside the layer's stretch after its attention (``a``), the layer stops
+    before the final norm that leads the tail's projections (``lead``: the norm, the GEMMs
+    and elementwise work of the vocabulary projection and the logits between it and the
+    sampling), else before the sampling: the tail's time is no layer's, and a layer kind's
+    time stays comparable across layers."""
+    if brk is None:
+        return e
+    hits = np.flatnonzero(brk[a + 1 : e])
+    if not len(hits):
+        return e
+    b = a + 1 + int(hits[0])
+    if lead is None:
+        return b
+    i = b - 1
+    while i > a and lead[i] == 1:  # the vocabulary projection, the logits
+        i -= 1
+    return i if i > a and lead[i] == 2 else b  # the final norm starts the tail

@@ -19,7 +19,9 @@ from .report import PlotlyMode
 SECTIONS = {
     "change": "Change",
     "metrics": "Step time & throughput",
+    "split": "Device & host",
     "fused_ops": "Fused ops per token",
+    "layers": "Layers",
     "kernels": "Kernels",
     "findings": "Findings",
 }
@@ -68,9 +70,11 @@ def build_diff(report: DiffReport, *, plotly: PlotlyMode = "inline") -> dict[str
         "metrics": [m for m in doc["metrics"] if m["name"] not in ("steps", "tokens")],
         "fused_moved": moved,
         "kernels_moved": [r for r in doc["kernels"] if r["status"] != "unchanged"][:50],
+        "host_moved": [r for r in doc["host"] if r["cause"] != "all" and r["status"] != "unchanged"],
         "plotly": {"mode": plotly, "version": plotly_version()},
     }
-    out["nav"] = [{"id": k, "title": t} for k, t in SECTIONS.items()]
+    shown = {"split": bool(doc["steps"]), "layers": bool(doc["layers"])}
+    out["nav"] = [{"id": k, "title": t} for k, t in SECTIONS.items() if shown.get(k, True)]
     return json_ready(out)
 
 

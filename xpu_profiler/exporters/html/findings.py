@@ -57,7 +57,8 @@ def build_findings(summary: Summary) -> dict[str, Any] | None:
 def build_roofline(summary: Summary) -> dict[str, Any] | None:
     """Achieved FLOP/s and bytes/s per phase and component, with their share of the peaks."""
     if not summary.roofline:
-        return None
+        return None  # the header says why, where steps counted tokens (``roofline_missing``)
+    dev = summary.device
     rows = [
         {
             "phase": r.phase,
@@ -69,13 +70,16 @@ def build_roofline(summary: Summary) -> dict[str, Any] | None:
             "flops_share": number(r.flops_share),
             "bw_share": number(r.bw_share),
             "judged_by": r.judged_by,
+            "over_peak": r.over_peak,
+            "over_flops": "FLOP/s " in r.over_peak,
+            "over_bw": "bandwidth " in r.over_peak,
         }
         for r in summary.roofline
     ]
-    dev = summary.device
     return {
         "rows": rows,
         "notes": sorted({r.note for r in summary.roofline if r.note}),
+        "over_peak": [r.over_peak for r in summary.roofline if r.over_peak],
         "device": dev.name if dev is not None else None,
         "peak_flop_s": next((number(r.peak_flop_s) for r in summary.roofline if r.peak_flop_s), None),
         "peak_bytes_s": next((number(r.peak_bytes_s) for r in summary.roofline if r.peak_bytes_s), None),

@@ -38,6 +38,8 @@ def build_header(summary: Summary) -> dict[str, Any]:
         notes.append(f"Device spec: {dev.source}.")
     if not summary.has_timeline:
         notes.append("The sources carry no timeline (kernel logs only): no step or memory charts.")
+    if summary.roofline_missing:
+        notes.append(summary.roofline_missing + ".")
     return {
         "title": str(run.model or _source_title(run.sources) or "xpu_profiler report"),
         "facts": items,

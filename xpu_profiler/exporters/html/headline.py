@@ -74,7 +74,7 @@ def _throughput_cards(cards: list[dict[str, Any]], summary: Summary) -> None:
         "Prefill throughput",
         tp.prefill_tok_s or None,
         "tok/s",
-        f"{tp.prefill_tokens:,} tokens" if tp.prefill_tokens is not None else None,
+        f"{tp.prefill_tokens:,} tokens over its steps" if tp.prefill_tokens is not None else None,
     )
     _card(
         cards,
@@ -82,7 +82,15 @@ def _throughput_cards(cards: list[dict[str, Any]], summary: Summary) -> None:
         "Decode throughput",
         tp.decode_tok_s or None,
         "tok/s",
-        f"{tp.decode_tokens:,} tokens" if tp.decode_tokens is not None else None,
+        f"{tp.decode_tokens:,} tokens over its steps" if tp.decode_tokens is not None else None,
+    )
+    _card(
+        cards,
+        "span_tok_s",
+        "Tokens over the window",
+        tp.span_tok_s or None,
+        "tok/s",
+        f"first step to last, {fmt.ns(tp.duration_ns, fmt.REPORT)}, gaps included" if tp.duration_ns else None,
     )
 
 
