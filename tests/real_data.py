@@ -67,6 +67,29 @@ def entries() -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
+def runs() -> list[Path]:
+    """Each run among the entries: a file, or a directory of one run's rank files (distinct
+    ranks in their names); a directory that collects traces of several runs (several rank-0
+    files, or no ranks at all) gives each of its traces and run directories, side files (a
+    capture's execution details) left out."""
+    from xpu_profiler.readers.base import rank_from_name
+
+    out = []
+    for e in entries():
+        if e.is_file():
+            out.append(e)
+            continue
+        members = sorted(p for p in e.iterdir() if not p.name.startswith(("LICENSE", "README", ".")))
+        # (a capture's execution details are a side file; an .nsys-rep needs nsys to be read)
+        traces = [p for p in members if p.is_file() and "details" not in p.name and p.suffix != ".nsys-rep"]
+        ranks = [rank_from_name(p) for p in traces]
+        if traces and None not in ranks and len(set(ranks)) == len(ranks):
+            out.append(e)  # one run's ranks
+        else:
+            out += [p for p in members if p.is_dir()] + traces
+    return out
+
+
 class RealPath(os.PathLike):
     """``REAL / "gpu-inference" / "x.json.gz"``: a path under real-traces/ resolved each time it
     is used (``path``: the copy here when there is one, else the shared one). It is a path-like

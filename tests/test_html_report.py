@@ -572,7 +572,7 @@ def test_registry_picks_the_html_exporter():
 
 
 def _real_traces():
-    return [pytest.param(p, id=p.name) for p in real_data.entries()]
+    return [pytest.param(p, id=p.name) for p in real_data.runs()]
 
 
 @pytest.mark.parametrize("trace", _real_traces())

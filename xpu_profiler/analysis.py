@@ -158,6 +158,13 @@ def summarize(
 
 #: the suffix that names the bundle (the exporters name theirs)
 BUNDLE_SUFFIXES = (".npz",)
+#: the endings of the outputs' file names, as ``--help`` says them
+OUTPUT_ENDINGS = (".summary.json", ".html", ".trace.json.gz", ".csv", ".npz")
+#: endings of files that are no output of ours: ``-o out.txt`` is no directory to create
+FILE_ENDINGS = frozenset(
+    ".json .txt .gz .log .out .md .png .svg .pdf .zip .tar .tgz .xz .bz2 .zst .jsonl .yaml .yml .toml .xml .pb "
+    ".sqlite .db .nsys-rep".split()
+)
 
 
 def _named_format(output: Path) -> tuple[str, tuple[str, ...]] | None:
@@ -186,7 +193,7 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
         fmt, suffixes = named
         folder = output.parent
         stem = output.name
-        for suf in suffixes:
+        for suf in sorted(suffixes, key=len, reverse=True):  # the longest: x.trace.json.gz → x
             if stem.lower().endswith(suf):
                 stem = stem[: -len(suf)].rstrip(".")  # report.summary.json → report
                 break
@@ -204,6 +211,12 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
         return {f: output if f == fmt else beside(f) for f in formats}
     if output.exists() and not is_dir:
         raise XpuProfilerError(f"{plain(str(output))}: exists and is not a directory")
+    if not is_dir and output.suffix.lower() in FILE_ENDINGS:
+        example = output.with_name(f"{output.name.split('.')[0]}.{FILE_NAMES[formats[0]]}") if formats else output
+        raise XpuProfilerError(
+            f"--output {plain(str(output))}: a file's name, but of no output (the outputs' names end in "
+            f"{', '.join(OUTPUT_ENDINGS)}): name one of them (e.g. {plain(example.name)}), or a directory for all"
+        )
     return {f: output / FILE_NAMES[f] for f in formats}
 
 

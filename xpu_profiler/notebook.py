@@ -179,10 +179,15 @@ def load(
     record directory), a bundle, or several of them, as ``xpu_profiler analyze`` does; a
     ``summary.json`` is read back as it is (sections, no trace). ``steps="A:B"`` and
     ``max_events`` keep part of a large trace; ``python_frames=False`` leaves the Python
-    stack frames out of the trace."""
+    stack frames out of the trace. A file that is no usable input raises ``XpuProfilerError``
+    (``TraceError``) with the line ``analyze`` prints."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if len(items) == 1 and _is_summary(Path(items[0])):
-        return Analysis(load_summary(items[0]), None, str(items[0]))
+        try:
+            return Analysis(load_summary(items[0]), None, str(items[0]))
+        except ValueError as e:  # a JSON document that is no summary of ours: what analyze says of it
+            if "not an xpu_profiler summary" not in str(e):
+                raise XpuProfilerError(str(e)) from None
     profile, capture_profile = load_run(items, list(capture), ReadOptions(rank=rank), engine="auto")
     if not python_frames:
         profile.frames = Table(FRAME_SCHEMA)

@@ -28,8 +28,10 @@ from .common import OUTPUT_RULE, PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, 
     help="Comma list of perfetto, json, csv, html, bundle (default: all but bundle).",
 )
 @click.option("--taxonomy", type=click.Path(path_type=Path), help="TOML file with extra fused-op patterns.")
-@click.option("--top", type=int, default=15, show_default=True, help="Rows of the top-kernels table.")
-@click.option("--rank", type=int, default=None, help="Rank of a single-rank input that does not say it.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the top-kernels table.")
+@click.option(
+    "--rank", type=click.IntRange(min=0), default=None, help="Rank of a single-rank input that does not say it."
+)
 @click.option(
     "--xpu-gen",
     type=click.Choice(["1", "2", "3"]),

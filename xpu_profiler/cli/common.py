@@ -12,9 +12,10 @@ from ..core.errors import XpuProfilerError
 PROGRESS_MIN_BYTES = 32 << 20  # show a progress bar for inputs larger than this
 #: the ``-o`` rule of the commands that write every format (``analysis.output_paths``), one sentence
 OUTPUT_RULE = (
-    "A directory that receives every output, or one output's file whose suffix names its format "
-    "(.html, .json.gz / .json trace, summary.json, .csv, .npz), the others written beside it as "
-    "STEM.trace.json.gz, STEM.summary.json, ...; a file name of a format --format leaves out is an error."
+    "A directory that receives every output (created if need be), or one output's file named by its "
+    "ending (.html, .summary.json, .trace.json.gz or .json.gz, .csv, .npz), the others written beside it "
+    "as STEM.trace.json.gz, STEM.summary.json, ...; any other file name (.json, .txt, .gz...) or a "
+    "format --format leaves out is an error."
 )
 
 

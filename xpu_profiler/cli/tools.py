@@ -14,8 +14,9 @@ from .common import _fail, _os_error
 @click.command()
 @click.argument("trace", type=click.Path(path_type=Path))
 def validate(trace: Path) -> None:
-    """Check a Chrome/Perfetto trace JSON against Perfetto's import rules."""
-    from ..exporters.validate import validate_file
+    """Check a Chrome/Perfetto trace JSON against Perfetto's import rules: what Perfetto rejects
+    or drops fails it (exit 1); what it imports through (precision, order, names) is a warning."""
+    from ..exporters.validate import by_kind, split_problems, validate_file
 
     try:
         problems = validate_file(trace)
@@ -25,13 +26,13 @@ def validate(trace: Path) -> None:
         _fail(_os_error(e))
     from ..core.fmt import plain
 
-    if problems:
-        for p in problems[:50]:
-            click.echo(plain(p))
-        if len(problems) > 50:
-            click.echo(f"... and {len(problems) - 50} more")
+    errors, warnings = split_problems(problems)
+    for prefix, found in (("", errors), ("warning: ", warnings)):
+        for first, n in by_kind(found):
+            click.echo(f"{prefix}{plain(first)}" + (f" (and {n - 1:,} more like it)" if n > 1 else ""))
+    if errors:
         sys.exit(1)
-    click.echo(f"{plain(str(trace))}: ok")
+    click.echo(f"{plain(str(trace))}: ok" + (f" ({len(warnings):,} warnings)" if warnings else ""))
 
 
 @click.command("view")

@@ -265,7 +265,11 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 @contextmanager
 def replacing(
-    path: str | os.PathLike[str], mode: str = "wb", encoding: str | None = None, newline: str | None = None
+    path: str | os.PathLike[str],
+    mode: str = "wb",
+    encoding: str | None = None,
+    newline: str | None = None,
+    errors: str | None = None,
 ) -> Iterator[IO[Any]]:
     """A file object for a new version of ``path``: a temporary file in the same directory,
     renamed over ``path`` when the block ends without an exception; removed otherwise.
@@ -282,7 +286,7 @@ def replacing(
         done = False
         f = None
         try:
-            f = os.fdopen(fd, mode, encoding=encoding, newline=newline)
+            f = os.fdopen(fd, mode, encoding=encoding, newline=newline, errors=errors)
             yield f
             f.close()  # a full disk may first show here, when the buffer is flushed
             os.chmod(tmp, stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask())
@@ -312,6 +316,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
-    with replacing(path, "w", encoding=encoding, newline="") as f:
+    """``text`` written whole; a lone surrogate in it (a name that was no UTF-8) as its escape."""
+    with replacing(path, "w", encoding=encoding, newline="", errors="backslashreplace") as f:
         f.write(text)
     return Path(path)

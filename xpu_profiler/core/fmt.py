@@ -81,12 +81,22 @@ def pct(share: Any, style: Style = REPORT, scale: float = 100.0) -> str:
 # C0 and C1 control characters, DEL, the Unicode line/paragraph separators, and the
 # bidirectional marks, embeddings, overrides and isolates (text shown in another order
 # than it is stored: "Trojan Source")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def clip(text: str, width: int) -> str:
     """At most ``width`` characters: the start of a longer text, and "…"."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def safe_text(text: str) -> str:
+    """``text`` as valid UTF-8 can hold it: a lone surrogate (a file name's byte that is no
+    UTF-8, as Python decodes it; a ``\\udcff`` escape in a trace) written as its escape."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def plain(text: str) -> str:

@@ -39,7 +39,8 @@ from .trace_layers import layer_slices
 from .validate import JS_SAFE
 
 NAME = "perfetto"
-SUFFIXES = (".json", ".json.gz", ".trace.json", ".trace.json.gz")
+#: a bare ".json" is no Perfetto trace's name: it could as well be the summary's (``-o`` refuses it)
+SUFFIXES = (".json.gz", ".trace.json", ".trace.json.gz")
 
 HOST_TID0 = 100
 DEVICE_TID0 = 10_000

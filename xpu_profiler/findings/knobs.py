@@ -114,6 +114,35 @@ KNOBS: dict[str, dict[str, str]] = {
         ),
         "other": "overlap the collectives with compute, or trade tensor parallelism for data parallelism",
     },
+    # a device-bound decode whose time is GEMMs: each step reads the weights for a few tokens
+    "decode_weights": {
+        "vllm": (
+            "more tokens per weight read: a larger decode batch (max_num_seqs, more concurrent requests), "
+            "fp8 or int4 weights (--quantization fp8: half the bytes a step reads), or speculative decoding "
+            "(speculative_config) to verify several tokens per step"
+        ),
+        "sglang": (
+            "more tokens per weight read: a larger decode batch (--max-running-requests, more concurrent "
+            "requests), fp8 or int4 weights (--quantization fp8), or speculative decoding (--speculative-algorithm)"
+        ),
+        "other": "more tokens per weight read: batch more requests per step, quantize the weights (fp8, int4)",
+    },
+    # a device-bound prefill whose time is GEMMs: compute-bound; fewer, faster FLOPs
+    "prefill_compute": {
+        "vllm": "fp8 GEMMs (--quantization fp8) on hardware that has them; prefix caching skips prompt "
+        "tokens already computed (enable_prefix_caching); chunked prefill overlaps them with decode",
+        "sglang": "fp8 GEMMs (--quantization fp8); the radix cache skips prompt tokens already computed; "
+        "--chunked-prefill-size overlaps them with decode",
+        "other": "fp8 GEMMs where the device has them, and reuse of prompt prefixes already computed",
+    },
+    # a device-bound phase whose time is attention
+    "attention_backend": {
+        "vllm": "a faster attention backend for this device (VLLM_ATTENTION_BACKEND: FLASH_ATTN, FLASHINFER), an "
+        "fp8 KV cache (--kv-cache-dtype fp8) to halve its reads, prefix caching for shared prompts",
+        "sglang": "a faster attention backend (--attention-backend fa3 / flashinfer), an fp8 KV cache "
+        "(--kv-cache-dtype fp8_e5m2), the radix cache for shared prompts",
+        "other": "a faster attention kernel for this device, an fp8 KV cache, shorter or shared contexts",
+    },
     "sampler": {
         "vllm": (
             "a larger decode batch amortises the lm_head's vocabulary GEMM; tensor_parallel_size shards the "

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..summary import Summary
-from . import checks_ops, checks_ranks, checks_run, checks_sched
+from . import checks_device, checks_ops, checks_ranks, checks_run, checks_sched
 from .base import Context, Hit, Thresholds
 
 Check = Callable[[Summary, Thresholds, Context], Hit | None]
@@ -138,6 +138,17 @@ RULES: tuple[Rule, ...] = (
         "every collective waits for the slowest rank",
         {"arrived_last": 0.5},
         "comm.ranks",
+    ),
+    Rule(
+        "device_bound",
+        "a device-bound phase spends its time in one kind of op",
+        "a device-bound phase's largest fused op (GEMM or attention) > {share} of its op time",
+        checks_device.device_bound,
+        "for decode GEMMs: more tokens per weight read (a larger batch, fp8 weights, speculative decoding); for "
+        "prefill GEMMs: fp8, prefix caching; for attention: its backend, an fp8 KV cache (in the engine's terms)",
+        "the device is busy: only making its largest part cheaper (or doing more per step) shortens the steps",
+        {"share": 0.4},
+        "phases",
     ),
     Rule(
         "moe_share",

@@ -60,6 +60,9 @@ class StepName(NamedTuple):
     exact: bool = True  # False: the prefill/decode token split is inferred
     capture_mode: str = ""  # FULL, PIECEWISE, DECODE...: captures only
     step: int = -1  # ProfilerStep#N only
+    #: the name carried request or token counts no step can have (more than ``PLAUSIBLE``): they
+    #: are left out (0) and the analysis warns; the step is a step
+    absurd: bool = False
 
     @property
     def phase(self) -> str:
@@ -79,6 +82,9 @@ class StepName(NamedTuple):
 
 
 MAX_COUNT = 1 << 53  # larger request, token or step counts are no real step's (and overflow int64 columns)
+#: more requests or tokens than this in one step is no count but a writer's mistake (4 billion: far
+#: past any batch; vLLM's quadratic aggregate, ``total_tokens``, is not held to it)
+PLAUSIBLE = 1 << 32
 
 FAMILY_PRIORITY = {"vllm": 0, "sglang": 1, "atom": 2, "trtllm": 3, "profiler": 4}
 
@@ -261,9 +267,12 @@ def parse_step_name(name: str) -> StepName | None:
                 return None
             if parsed is None:
                 return None
-            # a count no engine step can have (more digits than int64) makes it no step name
-            counts = parsed[2:7] + (parsed.step,)
-            return parsed if all(abs(v) < MAX_COUNT for v in counts) else None
+            if any(abs(v) >= PLAUSIBLE for v in parsed[2:6]):  # the step is one, its counts are not
+                parsed = parsed._replace(
+                    prefill_reqs=0, prefill_tokens=0, decode_reqs=0, decode_tokens=0, total_tokens=0, absurd=True
+                )
+            # a step number or aggregate no engine step can have (beyond int64) makes it no step name
+            return parsed if abs(parsed.total_tokens) < MAX_COUNT and abs(parsed.step) < MAX_COUNT else None
     return None
 
 

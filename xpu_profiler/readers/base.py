@@ -77,3 +77,9 @@ def looks_like_kineto(head: bytes) -> bool:
 
 def has_kineto_markers(head: bytes) -> bool:
     return any(m in head for m in KINETO_MARKERS)
+
+
+#: what a trace of Python frames alone is (no op, kernel or step): a process that ran no model,
+#: vLLM's front-end above all; in a directory it is skipped as no rank, alone it is one line
+FRONT_END = "the trace of vLLM's front-end process (the API server's AsyncLLM)"
+NO_MODEL = "the trace of a process that ran no model"

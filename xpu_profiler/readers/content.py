@@ -1,20 +1,22 @@
-"""A file's content, gzip-compressed or not: its first bytes (what readers sniff), all of
-it, and its size without reading it."""
+"""A file's content, compressed or not (gzip, xz, bzip2, Zstandard: ``core.compression``, told
+by the first bytes): its first bytes (what readers sniff), all of it, and its size without
+reading it."""
 
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 import stat
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..core import deflate
+from ..core import compression
 from ..core.errors import TraceError
 
 HEAD_BYTES = 64 * 1024
+#: a UTF-8 byte-order mark, which a parser may ignore (RFC 8259 §8.1): left out of what is read
+BOM = b"\xef\xbb\xbf"
 
 ProgressFn = Callable[[int], None]  # called with a number of bytes just processed
 
@@ -22,6 +24,12 @@ ProgressFn = Callable[[int], None]  # called with a number of bytes just process
 def is_gzip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
+
+
+def compression_of(path: Path) -> str | None:
+    """The file's compression (``core.compression``: gzip, xz, bzip2, zstd), None for none."""
+    with open(path, "rb") as f:
+        return compression.kind_of(f.read(6))
 
 
 def content_size(path: Path) -> int:
@@ -38,8 +46,16 @@ def content_size(path: Path) -> int:
 @functools.lru_cache(maxsize=64)
 def _content_size(path: str, size: int, mtime_ns: int) -> int:
     with open(path, "rb") as f:
-        if size < 18 or f.read(2) != b"\x1f\x8b":
+        kind = compression.kind_of(f.read(6))
+        if kind is None or size < 18:
             return size
+        if kind != compression.GZIP:  # no size in the stream: the first MiB's ratio, for the rest
+            f.seek(0)
+            try:
+                out = len(compression.head(f, kind, 1 << 20))
+            except compression.READ_ERRORS:
+                return size
+            return size if out < 1 << 20 and f.tell() >= size else round(out / max(f.tell(), 1) * size)
         f.seek(-4, os.SEEK_END)
         n = int.from_bytes(f.read(4), "little")
         if size * _DEFLATE_MAX_RATIO < 1 << 32:
@@ -61,42 +77,63 @@ _DEFLATE_MAX_RATIO = 1032  # deflate's most: 258 bytes from one code of a few bi
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
     """First ``n`` bytes of the (decompressed) file; b"" when unreadable."""
     try:
-        if is_gzip(path):
-            with gzip.open(path, "rb") as f:
-                return f.read(n)
         with open(path, "rb") as f:
-            return f.read(n)
-    except (OSError, EOFError, zlib.error):
+            kind = compression.kind_of(f.read(6))
+            f.seek(0)
+            head = compression.head(f, kind, n + 3) if kind else f.read(n + 3)
+    except compression.READ_ERRORS:
         return b""
+    return head[3:] if head.startswith(BOM) else head[:n]
+
+
+def iter_content(path: Path, block_bytes: int = 4 << 20) -> Iterator[bytes]:
+    """The (decompressed) content in blocks. Raises OSError, EOFError, MissingPackage or one of
+    ``compression.ERRORS`` as the stream does."""
+    with open(path, "rb") as f:
+        kind = compression.kind_of(f.read(6))
+        f.seek(0)
+        if kind is None:
+            while block := f.read(block_bytes):
+                yield block
+            return
+        for part, _ in compression.blocks(f, kind, block_bytes >> 2):
+            if part:
+                yield part
 
 
 def read_bytes(path: Path, progress: ProgressFn | None = None) -> bytes:
-    """Whole (decompressed) content; gzip is stream-decompressed in chunks.
+    """Whole (decompressed) content; a compressed file is stream-decompressed in chunks.
 
-    Raises TraceError naming the problem for a corrupt or truncated gzip.
+    Raises TraceError naming the problem for a corrupt or truncated compressed stream, or a
+    compression whose package is not installed.
     """
+    kind = None
     try:
         size = os.path.getsize(path)
-        if not is_gzip(path):
+        kind = compression_of(path)
+        if kind is None:
             with open(path, "rb", buffering=0) as raw:  # unbuffered: no second copy of the file
                 data = raw.readall()
             if progress:
                 progress(size)
-            return data
+            return data[3:] if data.startswith(BOM) else data
         parts = []
         with open(path, "rb") as f:
-            for part, n in deflate.gunzip_blocks(f, 1 << 20):
+            for part, n in compression.blocks(f, kind, 1 << 20):
                 parts.append(part)
                 if progress and n:
                     progress(n)
-        return b"".join(parts)
+        data = b"".join(parts)
+        return data[3:] if data.startswith(BOM) else data
+    except compression.MissingPackage as e:
+        raise TraceError(path, str(e)) from None
     except EOFError:
-        raise TraceError(path, "truncated gzip file (compressed stream ends early)") from None
-    except deflate.ERRORS as e:
-        raise TraceError(path, f"corrupt gzip data ({e})") from None
+        raise TraceError(path, f"truncated {kind} file (compressed stream ends early)") from None
     except IsADirectoryError:
         raise TraceError(path, "is a directory") from None
     except FileNotFoundError:
         raise TraceError(path, "no such file") from None
     except PermissionError:
         raise TraceError(path, "permission denied") from None
+    except compression.ERRORS as e:
+        raise TraceError(path, f"corrupt {kind} data ({e})" if kind else f"unreadable ({e})") from None

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
+from ..core import compression
 from ..core.errors import TraceError
 from . import own_outputs, sqlite_db
 from .base import DroppedInput, rank_from_name
-from .content import is_gzip, read_bytes, read_head
+from .content import compression_of, read_bytes, read_head
 
 #: the readers, in the order a file is offered to them (more specific formats first:
 #: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
@@ -74,7 +75,7 @@ def expand(
 
     ``dropped``: when a list, the files of a directory that look like its traces (a rank
     in the name, or the same kind of name as a trace found beside them) but are no
-    readable trace (empty, garbage, corrupt gzip) go there with the reason (``DroppedInput``)
+    readable trace (empty, garbage, a corrupt compressed stream, an archive) go there with the reason (``DroppedInput``)
     instead of vanishing. ``in_dirs``: when a set, the files found in directories are added to it.
     A trace we wrote there ourselves (``own_outputs``) is left out when the directory
     holds other traces; ``skipped``: when a list, those go there with the reason.
@@ -121,11 +122,15 @@ def expand(
             if st.st_size == 0:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
-            if mod is None and not read_head(p).strip() and not is_gzip(p):
+            packed = compression_of(p)
+            if mod is None and not read_head(p).strip() and not packed:
                 raise TraceError(p, "empty file (only whitespace)")
             if mod is None:
-                if is_gzip(p) and not read_bytes(p).strip():  # raises for a broken compressed stream
-                    raise TraceError(p, "empty file (nothing inside the gzip)")
+                if packed and not read_bytes(p).strip():  # raises for a broken compressed stream
+                    raise TraceError(p, f"empty file (nothing inside the {packed})")
+                archive = compression.archive_of(read_head(p, 512))
+                if archive:
+                    raise TraceError(p, f"{archive}: extract it and pass the directory it holds")
                 encoding = _text_encoding(read_head(p, 4))
                 if encoding:
                     raise TraceError(p, f"{encoding}: the trace formats are UTF-8 text without one; convert it")
@@ -156,10 +161,8 @@ def _file_kind(mode: int) -> str:
 
 
 def _text_encoding(head: bytes) -> str | None:
-    """What a byte-order mark at the start says (a text saved by an editor or a Windows
-    tool), or None."""
-    if head.startswith(b"\xef\xbb\xbf"):
-        return "UTF-8 with a byte-order mark"
+    """What a UTF-16 byte-order mark at the start says (a text saved by a Windows tool), or
+    None (a UTF-8 one is left out where files are read: ``content.BOM``)."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "UTF-16 text"
     return None
@@ -173,7 +176,7 @@ def _kind_of_name(path: Path) -> str:
 
 #: endings of the names traces and logs have (a file with a rank in its name but another
 #: ending, vLLM's `rank0.profiler_out.txt` table, is no trace of that rank)
-TRACE_ENDINGS = (".json", ".json.gz", ".gz", ".log", ".npz", ".jsonl")
+TRACE_ENDINGS = (".json", ".gz", ".xz", ".bz2", ".zst", ".log", ".npz", ".jsonl", ".tar", ".tgz", ".zip")
 
 
 def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
@@ -189,12 +192,16 @@ def why_unreadable(path: Path) -> str:
     try:
         if path.stat().st_size == 0:
             return "empty file"
-        if is_gzip(path) and not read_bytes(path).strip():
-            return "empty file (nothing inside the gzip)"
+        packed = compression_of(path)
+        if packed and not read_bytes(path).strip():
+            return f"empty file (nothing inside the {packed})"
     except TraceError as e:
         return e.problem
     except OSError as e:
         return f"unreadable ({e.strerror})"
     if sqlite_db.is_sqlite(read_head(path, 16)):
         return sqlite_db.why_unreadable(path)
+    archive = compression.archive_of(read_head(path, 512))
+    if archive:
+        return f"{archive}: extract it and pass the directory it holds"
     return "not a supported trace or log format"

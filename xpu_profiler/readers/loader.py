@@ -3,6 +3,7 @@ merged into one Profile with ranks side by side; inputs that could not be read a
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,9 +11,13 @@ from pathlib import Path
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from . import executors
-from .base import DroppedInput, ReadOptions
+from .base import FRONT_END, NO_MODEL, DroppedInput, ReadOptions, rank_from_name
 from .capture_files import DETAILS_FILES, capture_details, details_files, is_capture_profile, split_capture_files
 from .formats import expand
+from .own_outputs import OWN_TRACE
+
+#: what a file of a directory may be that is no rank of the run: skipped, not dropped
+NO_RANK = (OWN_TRACE, FRONT_END, NO_MODEL)
 
 
 def load(
@@ -54,6 +59,7 @@ def load(
     else:
         in_dirs: set[Path] = set()
         found = expand(paths, drops, in_dirs, skipped_files)
+        _no_duplicates([p for p, _ in found])
         tasks = runs_only(
             [executors.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
         )
@@ -62,11 +68,15 @@ def load(
             name = "process" if len(tasks) > 1 and jobs > 1 and executors.fork_is_safe() else "serial"
         profiles = executors.EXECUTORS[name](tasks, options, jobs, address)
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
+    devices: list[tuple[Path, tuple]] = []  # the first input's device, to hold the others to
     kept_profiles: list[Profile] = []
     aside: list[tuple[Path, Profile]] = []
     for t, prof in zip(tasks, profiles):
         if isinstance(prof, DroppedInput):
-            drops.append(prof)
+            if prof.reason.startswith(NO_RANK):  # our own trace, a front-end's: no rank, nothing lost
+                skipped_files.append((Path(prof.path), prof.reason))
+            else:
+                drops.append(prof)
             continue
         prof.run.setdefault("sources", [])
         if not prof.run["sources"]:
@@ -74,6 +84,7 @@ def load(
         if captures is not None and len(tasks) > 1 and is_capture_profile(prof):
             aside.append((Path(t.path), prof))
             continue
+        _one_run(Path(t.path), prof, devices)
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
         kept_profiles.append(prof)
     if aside and not kept_profiles:  # only capture traces by content: the first one is the run
@@ -104,6 +115,69 @@ def _note_dropped(prof: Profile, drops: list[DroppedInput]) -> None:
         )
         prof.warn(f"{d['path']}: dropped ({d['reason']}); {missing}")
     prof.run.setdefault("dropped_inputs", []).extend(entries)
+
+
+def _fingerprint(path: Path) -> tuple[int, bytes] | None:
+    """The size and a hash of the first and last MiB: identical files (a copy) have the same."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            h = hashlib.blake2b(f.read(1 << 20), digest_size=16)
+            if size > 2 << 20:
+                f.seek(-(1 << 20), os.SEEK_END)
+                h.update(f.read(1 << 20))
+    except OSError:
+        return None
+    return size, h.digest()
+
+
+def _no_duplicates(files: list[Path]) -> None:
+    """Two copies of one file would be read as two ranks of one run: one line instead. (Files
+    whose names give different ranks stay ranks: two ranks' logs may well be alike.)"""
+    seen: dict[tuple[int, bytes], Path] = {}
+    for f in files:
+        key = _fingerprint(f) if f.is_file() else None
+        if key is None:
+            continue
+        other = seen.get(key)
+        if other is not None and key[0] and other.resolve() != f.resolve():
+            ranks = rank_from_name(other), rank_from_name(f)
+            if None in ranks or ranks[0] == ranks[1]:
+                raise TraceError(f, f"the same file as {other} (identical content): pass one of them")
+        seen.setdefault(key, f)
+
+
+def _device_of(prof: Profile) -> tuple | None:
+    """What a trace says its (first) device is: its name, else its properties; None unsaid."""
+    for src in prof.run.get("sources") or []:
+        for p in src.get("device_properties") or [] if isinstance(src, dict) else []:
+            name = str(p.get("name") or "").strip()
+            props = tuple(p.get(k) for k in ("warpSize", "computeMajor", "computeMinor"))
+            if name or any(v is not None for v in props):
+                return name, props
+    return None
+
+
+def _one_run(path: Path, prof: Profile, devices: list[tuple[Path, tuple]]) -> None:
+    """Rank files of different devices are different runs (an H100 and an MI300X trace side by
+    side): merged as ranks, every cross-rank figure would be false. One line instead."""
+    dev = _device_of(prof)
+    if dev is None:
+        return
+    if not devices:
+        devices.append((path, dev))
+        return
+    first_path, first = devices[0]
+    names_differ = bool(first[0] and dev[0] and first[0] != dev[0])
+    props_differ = all(v is not None for v in first[1] + dev[1]) and first[1] != dev[1]
+    if names_differ or props_differ:
+        label = dev[0] or f"warp {dev[1][0]}, compute {dev[1][1]}.{dev[1][2]}"
+        first_label = first[0] or f"warp {first[1][0]}, compute {first[1][1]}.{first[1][2]}"
+        raise TraceError(
+            path,
+            f"a trace of another run: its device is {label}, {first_path.name}'s is {first_label}: analyse each "
+            "run on its own (and compare them with `xpu_profiler diff`)",
+        )
 
 
 def _file_size(path: Path) -> int:

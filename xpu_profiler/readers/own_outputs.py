@@ -3,7 +3,8 @@ default output directory inside it) leaves an earlier analysis's outputs beside 
 they were made from. Its Perfetto trace, read again, would be one more rank holding every
 event twice; and its outputs are no inputs that a new analysis must not replace.
 
-They are told by their names and their summary: ``trace.json.gz``, ``fused_ops.csv``,
+Our Perfetto trace is told by its content wherever it is (its ``metadata.producer``: the
+Kineto reader refuses it); the other outputs by their names and their summary: ``trace.json.gz``, ``fused_ops.csv``,
 ``report.html`` beside our ``summary.json`` (``X.trace.json.gz``, ``X.fused_ops.csv``,
 ``X.html`` beside ``X.summary.json`` for ``--output X.html``). A bundle (``profile.npz``)
 is an input: it holds the whole profile.
@@ -19,6 +20,12 @@ import msgspec
 TRACE_NAMES = ("trace.json.gz", "trace.json")
 SUMMARY_NAME = "summary.json"
 REASON = "an earlier xpu_profiler output: its summary.json is beside it"
+#: what reading our own Perfetto trace says, whatever its name or place (its events are the
+#: analysed ones again: read as a rank, every number would count them twice)
+OWN_TRACE = (
+    "a Perfetto trace xpu_profiler wrote (an output, never an input): analyse the traces it was made "
+    "from, or its bundle (--format bundle)"
+)
 
 
 class _SummaryMark(msgspec.Struct):

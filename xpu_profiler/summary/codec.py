@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from ..core.fmt import safe_text
 from .metadata import run_from_metadata
 from .schema import SCHEMA, SCHEMA_VERSION, Summary, Throughput
 
@@ -25,9 +26,24 @@ _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook, order="sorted")
 
 
 def encode(summary: Summary, indent: int = 1) -> bytes:
-    """``summary.json``: sorted keys, NaN/inf as null, UTF-8."""
-    data = _ENCODER.encode(summary)
+    """``summary.json``: sorted keys, NaN/inf as null, UTF-8 (a name that was no UTF-8, a file
+    name's odd byte, written as its escape)."""
+    try:
+        data = _ENCODER.encode(summary)
+    except UnicodeEncodeError:
+        data = _ENCODER.encode(_safe(msgspec.to_builtins(summary, enc_hook=_enc_hook)))
     return msgspec.json.format(data, indent=indent) if indent else data
+
+
+def _safe(x: Any) -> Any:
+    """Plain data with every string made valid UTF-8 (``fmt.safe_text``)."""
+    if isinstance(x, str):
+        return safe_text(x)
+    if isinstance(x, dict):
+        return {safe_text(k) if isinstance(k, str) else k: _safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_safe(v) for v in x]
+    return x
 
 
 def to_builtins(summary: Summary) -> dict[str, Any]:

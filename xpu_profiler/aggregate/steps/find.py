@@ -88,6 +88,13 @@ def steps_from_annotations(profile: Profile) -> Table:
     sel = idx[np.isin(name_ids, np.fromiter(table.keys(), dtype=np.int64))]
     sel = sel[lexsort((ev["start"][sel], ev["rank"][sel]))]
     rows = [table[i] for i in ev["name"][sel].tolist()]
+    absurd = [profile.strings[nid] for nid, p in table.items() if p.absurd]
+    if absurd:
+        n = sum(p.absurd for p in rows)
+        profile.derived.warn(
+            f"{n} step annotation(s) carry request or token counts no step can have (first: {absurd[0][:80]!r}): "
+            "the steps are kept, their counts left out"
+        )
     cols: dict[str, Any] = {
         "rank": ev["rank"][sel],
         "name": ev["name"][sel],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -180,10 +181,26 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
         if "peak_flops" in val:
             if not isinstance(val["peak_flops"], dict):
                 raise XpuProfilerError(f"{p}: entry {key!r}: peak_flops must map dtypes to FLOP/s")
-            fields["peak_flops"] = {**fields["peak_flops"], **{k: float(v) for k, v in val["peak_flops"].items()}}
-        for f in ("name", "mem_bw_bytes_s", "mem_bytes", "source"):
+            peaks = {str(k): _positive(p, key, f"peak_flops.{k}", v) for k, v in val["peak_flops"].items()}
+            fields["peak_flops"] = {**fields["peak_flops"], **peaks}
+        for f in ("mem_bw_bytes_s", "mem_bytes"):
             if f in val:
+                fields[f] = _positive(p, key, f, val[f])
+        for f in ("name", "source"):
+            if f in val:
+                if not isinstance(val[f], str):
+                    raise XpuProfilerError(f"{p}: entry {key!r}: {f} must be a string")
                 fields[f] = val[f]
-        fields["source"] = fields.get("source") or f"override from {p.name}"
+        # the figures are the file's: its source says so, unless the file names one
+        fields["source"] = val.get("source") or f"override from {p.name}"
         table[key] = DeviceSpec(**fields)
     return table
+
+
+def _positive(path: Path, key: str, field: str, value: object) -> float:
+    """A spec figure: a positive finite number (a peak of 0 or below, or text, is a mistake)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise XpuProfilerError(f"{path}: entry {key!r}: {field} must be a number, not {value!r:.40}")
+    if not math.isfinite(value) or value <= 0:
+        raise XpuProfilerError(f"{path}: entry {key!r}: {field} must be a positive number, not {value!r}")
+    return float(value)

@@ -10,11 +10,13 @@ one Profile's tables on one time base, which ``read`` here completes with the ru
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ...core.errors import TraceError
 from ...core.profile import Profile
-from ..base import ReadOptions, looks_like_kineto, resolve_rank
+from .. import own_outputs
+from ..base import FRONT_END, NO_MODEL, ReadOptions, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
 from .columns import MAX_US, REDUNDANT_UNUSED
@@ -38,6 +40,8 @@ def sniff(path: Path, head: bytes) -> bool:
 def read(path: Path, options: ReadOptions) -> Profile:
     streamed = read_streamed(path, options.progress)
     trace, parts, notes = (*streamed, []) if streamed is not None else _read_whole(path)
+    if trace is not None and isinstance(trace.metadata, dict) and trace.metadata.get("producer") == "xpu_profiler":
+        raise TraceError(path, own_outputs.OWN_TRACE)
     return _assemble(path, options, trace, parts, notes)
 
 
@@ -45,6 +49,7 @@ def _read_whole(path: Path) -> tuple:
     """The whole (decompressed) file in memory: for files the stream cannot take."""
     data = read_bytes(path)
     notes: list[str] = []
+    data = closed_array(path, data, notes)
     try:
         trace, raw = top_level(path, data)
     except TraceError as e:  # NaN, a huge number, an odd top-level field: the tolerant parse
@@ -64,6 +69,35 @@ def _read_whole(path: Path) -> tuple:
                 parts = [decode_whole(path, raw, trace is not None)]
     del raw, data
     return trace, parts, notes
+
+
+#: the last complete event of an array a crashed writer left open: "}" then "," (or the end)
+_LAST_EVENT_END = re.compile(rb"\}\s*,?\s*$")
+
+
+def closed_array(path: Path, data: bytes, notes: list[str]) -> bytes:
+    """The JSON Array Format without its closing "]" (optional in the Trace Event Format: a
+    process that crashed writes exactly that), closed; a partial event after the last complete
+    one is left out. Each repair is a note; a document that is no bare array is returned as is."""
+    head = data[:4096].lstrip()
+    if not head.startswith(b"[") or data.rstrip().endswith(b"]"):
+        return data
+    body = data.rstrip()
+    cut = 0
+    if not _LAST_EVENT_END.search(body[-4096:]):
+        end = body.rfind(b"}")
+        while end > 0 and not re.match(rb"\s*,", body[end + 1 : end + 64]):
+            end = body.rfind(b"}", 0, end)
+        if end <= 0:
+            return data  # no complete event: the parser says what is wrong
+        cut, body = len(body) - end - 1, body[: end + 1]
+    body = body.rstrip().rstrip(b",")
+    notes.append(
+        f"{path.name}: the JSON array has no closing ']' (a writer that stopped early; the Trace Event Format "
+        "allows it): read as closed"
+        + (f", the partial event after the last complete one left out ({cut} bytes)" if cut else "")
+    )
+    return body + b"]"
 
 
 def _assemble(path: Path, options: ReadOptions, trace, parts: list, notes: list[str]) -> Profile:
@@ -134,6 +168,19 @@ def _note_run(prof: Profile, path: Path, parts: list, rank: int) -> None:
         prof.run.setdefault("dropped_events", {})[str(path)] = dropped
 
 
+def only_frames(parts: list, frames: int) -> str:
+    """Why a trace of Python frames alone is no rank: what it is, and what to analyse instead."""
+    engines: dict[str, int] = {}
+    for c in parts:
+        for k, v in c.py_engines.items():
+            engines[k] = engines.get(k, 0) + v
+    what = FRONT_END if engines.get("vllm") else NO_MODEL
+    return (
+        f"{what}: {frames:,} Python frames, no op, kernel or step: no rank of the run; analyse the rank traces "
+        "written beside it (the directory)"
+    )
+
+
 def _skipped(path: Path, parts: list) -> dict:
     """The odd events every chunk skipped, numbered in the whole array; a file whose events
     were all odd is no usable trace."""
@@ -145,6 +192,9 @@ def _skipped(path: Path, parts: list) -> dict:
     if offset == 0:
         raise TraceError(path, "not a valid trace: no events (its traceEvents array is empty)")
     skipped = merge_skips(found)
+    frames = sum(len(c.frame_ts_ns) for c in parts)
+    if sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0 and frames:
+        raise TraceError(path, only_frames(parts, frames))
     if not skipped and sum(len(c.ts_ns) + len(c.mem_t) for c in parts) == 0:
         raise TraceError(
             path, f"not a valid trace: no timed event among its {offset:,} (metadata, instants or kinds not read)"

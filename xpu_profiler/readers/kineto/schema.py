@@ -187,6 +187,7 @@ class Trace(msgspec.Struct, gc=False):
     schemaVersion: int | None = None
     displayTimeUnit: str | None = None
     host_name: str | None = None  # newer Kineto: the host that wrote the trace
+    metadata: dict | None = None  # our own Perfetto trace's ("producer": "xpu_profiler"): never an input
 
 
 TRACE_DECODER = msgspec.json.Decoder(Trace)

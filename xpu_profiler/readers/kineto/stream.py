@@ -1,11 +1,11 @@
-"""Reading a Kineto trace as a stream: the file (or its gzip stream) is read in blocks
+"""Reading a Kineto trace as a stream: the file (or its compressed stream) is read in blocks
 and cut between two events into chunks that are decoded as they come, by forked
 workers for large files; the whole raw text is never held.
 
 The top-level fields are what comes before the events array and after it: the head
 up to ``"traceEvents": [`` and, at the end of the file, what follows the array's
 closing ``]``. Anything this cannot handle on its own (no events array where Kineto
-puts it, a chunk that does not decode, a broken gzip stream) returns None, and the
+puts it, a chunk that does not decode, a broken compressed stream) returns None, and the
 reader reads the whole file instead, with its exact error messages and tolerance of
 odd events everywhere (a chunk with odd events is decoded tolerantly here too).
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import msgspec
 
-from ...core import deflate
+from ...core import compression
 from ...core.forking import fork_pool, fork_workers
-from ..content import content_size, is_gzip
+from ..content import compression_of, content_size
 from . import decode, handoff
 from .columns import Cols
 from .decode import _BOUNDARY, ChunkFailed
@@ -36,11 +36,11 @@ class Unstreamable(Exception):
 
 
 def _blocks(path: Path, progress: Callable[[int], None] | None) -> Iterator[bytes]:
-    """The (decompressed) content in blocks; Unstreamable on a broken gzip stream."""
+    """The (decompressed) content in blocks; Unstreamable on a broken compressed stream."""
     with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
+        kind = compression.kind_of(f.read(6))
         f.seek(0)
-        if not gz:
+        if kind is None:
             while block := f.read(BLOCK_BYTES):
                 if progress:
                     progress(len(block))
@@ -48,11 +48,11 @@ def _blocks(path: Path, progress: Callable[[int], None] | None) -> Iterator[byte
             return
         try:
             # a trace's text compresses ~10-20x
-            for out, n in deflate.gunzip_blocks(f, BLOCK_BYTES >> 4):
+            for out, n in compression.blocks(f, kind, BLOCK_BYTES >> 4):
                 if progress and n:
                     progress(n)
                 yield out
-        except (EOFError,) + deflate.ERRORS:
+        except compression.READ_ERRORS:
             raise Unstreamable() from None
 
 
@@ -234,11 +234,11 @@ def read_streamed(
 ) -> tuple[Trace | None, list[Cols]] | None:
     """(top-level fields, the columns of each chunk), or None when the file needs the
     whole-file reader. An uncompressed file is read by byte ranges (each chunk, or
-    worker, reads its own); a gzip stream is decompressed here and its chunks handed on."""
+    worker, reads its own); a compressed stream is decompressed here and its chunks handed on."""
     size = chunk_bytes or decode.CHUNK_BYTES  # read at call time: tests set it
     split = _Split()
     try:
-        if not is_gzip(path):
+        if compression_of(path) is None:
             return read_ranges(path, progress, size)
         chunks = split.chunks(_blocks(path, progress), size)
         est = content_size(path)

@@ -44,20 +44,19 @@ demangled once per distinct name (about 1.5 s per million kernel lines).
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
 
+from ...core import compression
 from ...core.errors import TraceError
 from ...core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
 from ...knowledge.devices import kunlun
 from ...knowledge.kernel_names import demangle_names
 from ..base import RANK_IN_NAME, ReadOptions, resolve_rank
-from ..content import is_gzip, read_bytes
+from ..content import iter_content, read_bytes
 
 NAME = "xpurt_log"
 
@@ -100,18 +99,15 @@ def _binary(head: bytes) -> bool:
 
 def _scan_for_tag(path: Path) -> bool:
     try:
-        opener = gzip.open if is_gzip(path) else open
-        with opener(path, "rb") as f:
-            seen, tail = 0, b""
-            while seen < _SCAN_LIMIT:
-                chunk = f.read(4 << 20)
-                if not chunk:
-                    return False
-                if TAG in tail + chunk[: len(TAG)] or TAG in chunk:
-                    return True
-                tail = chunk[-len(TAG) :]
-                seen += len(chunk)
-    except (OSError, EOFError, zlib.error):
+        seen, tail = 0, b""
+        for chunk in iter_content(path):
+            if TAG in tail + chunk[: len(TAG)] or TAG in chunk:
+                return True
+            tail = chunk[-len(TAG) :]
+            seen += len(chunk)
+            if seen >= _SCAN_LIMIT:
+                return False
+    except compression.READ_ERRORS:
         return False
     return False
 
