@@ -269,6 +269,7 @@ def copies_tokens(sizes: list[int]) -> tuple[int | None, int | None]:
     return t, r
 
 
+@cache
 def vllm_frame_steps(path: Path) -> list[Step]:
     """The steps of a vLLM trace without step annotations: one per ``gpu_worker.py(N):
     execute_model`` frame that launched device work."""

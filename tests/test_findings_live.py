@@ -776,7 +776,14 @@ def test_the_demo_end_to_end(runs):
     assert tp["window_output_tokens"] == prompts * output_len
     # rates are the token counts over the measured time
     assert tp["window_output_tok_s"] == pytest.approx(prompts * output_len / tp["window_ns"] * 1e9, rel=1e-9)
-    assert tp["decode_tok_s"] == pytest.approx(tp["decode_tokens"] / tp["duration_ns"] * 1e9, rel=1e-9)
+    assert tp["span_tok_s"] == pytest.approx(
+        (tp["prefill_tokens"] + tp["decode_tokens"]) / tp["duration_ns"] * 1e9, rel=1e-9
+    )
+    # a phase's rate: its tokens over its steps' time (one rank: each row is an engine step)
+    st = s["steps"]
+    dec = [i for i, ph in enumerate(st["phase"]) if ph == "decode"]
+    dec_tokens, dec_ns = sum(st["decode_tokens"][i] for i in dec), sum(st["step_ns"][i] for i in dec)
+    assert tp["decode_tok_s"] == pytest.approx(dec_tokens / dec_ns * 1e9, rel=1e-9)
     assert s["totals"]["steps"] >= output_len
     # the measured time covers the steps, inside the command's own lifetime
     assert tp["duration_ns"] <= tp["window_ns"] <= ended - started

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 import rocm_twin
-from cli_run import run
 from raw_steps import copies_tokens, vllm_frame_steps
 from real_data import REAL
 
 from xpu_profiler.analysis import analyze
 from xpu_profiler.diff import compare
+from xpu_profiler.exporters.html.diff_page import write_diff
+from xpu_profiler.terminal.diff import render
 
 H100 = REAL / "gpu-inference" / "vllm-llama-tp4-h100-rank0.pt.trace.json.gz"
 STALL_US = 25_000
@@ -29,8 +30,6 @@ pytestmark = pytest.mark.skipif(not H100.is_file(), reason=f"the shared real tra
 def twins(tmp_path_factory) -> dict:
     d = tmp_path_factory.mktemp("twins")
     out = {"dir": d}
-    out["plain"] = d / "mi300x.pt.trace.json.gz"
-    rocm_twin.make(H100, out["plain"])
     out["stalled"] = d / "mi300x-stalled.pt.trace.json.gz"
     out["facts"] = rocm_twin.make(H100, out["stalled"], stall_us=STALL_US)
     out["labels_only"] = d / "mi300x-labels.pt.trace.json.gz"
@@ -62,16 +61,17 @@ def host_to_device_sizes(path: Path) -> list[list[int]]:
     return out
 
 
-def test_rocm_phases_come_from_the_copy_calls_direction(twins):
-    sizes = host_to_device_sizes(twins["plain"])
+def test_rocm_phases_come_from_the_copy_calls_direction(twins, summaries):
+    """(On the stalled twin: the stall moves times, not copies.)"""
+    sizes = host_to_device_sizes(twins["stalled"])
     tokens = [copies_tokens(s) for s in sizes]
     phases = ["decode" if t == r else "prefill" if r == 1 and t > 1 else "unknown" for t, r in tokens]
     assert phases == ["prefill"] + ["decode"] * 9 and tokens[0] == (1049, 1)  # the rule finds them
     # every one of those copies is labelled device-to-device: the label alone says nothing
-    doc = json.loads(gzip.decompress(twins["plain"].read_bytes()))
+    doc = json.loads(gzip.decompress(twins["stalled"].read_bytes()))
     labels = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "gpu_memcpy"}
     assert not any("HtoD" in x or "Host" in x for x in labels)
-    _, s = analyze([twins["plain"]])
+    s = summaries["stalled"]
     assert s.steps.phase == phases and s.steps.phase_from == ["copies"] * 10
     assert s.steps.prefill_tokens[0] == 1049 and s.steps.decode_tokens[1:] == [1] * 9
     assert s.step_search.vendor == "amd"
@@ -139,18 +139,18 @@ def test_diff_pools_the_steps_when_one_sides_phases_are_unknown(twins, summaries
     assert not r.headline.startswith("cannot compare") and "phases differ" in r.notes[0]
     (all_,) = r.steps
     base_times = sorted(s.step_time for s in steps_of(H100))
-    new_times = sorted(s.step_time for s in steps_of(twins["labels_only"]))
+    # the same events and times as the stalled twin's (the rule leaves the kind argument out only)
+    new_times = sorted(s.step_time for s in steps_of(twins["stalled"]))
     # ten steps: the p50 is the mean of the middle two
     assert all_.base_step_p50_ns == (base_times[4] + base_times[5]) / 2
     assert all_.new_step_p50_ns == (new_times[4] + new_times[5]) / 2
     assert "llama.py(343): forward" in r.headline
 
 
-def test_diff_cli_and_html_put_base_before_new(twins, tmp_path):
-    out = tmp_path / "diff"
-    res = run("diff", H100, twins["stalled"], "-o", out)
-    assert res.returncode == 0, res.stderr
-    assert "Where the step time went (BASE → NEW)" in res.stdout
-    html = (out / "diff.html").read_text()
+def test_diff_terminal_and_html_put_base_before_new(twins, summaries, tmp_path):
+    r = compare(summaries["h100"], summaries["stalled"], str(H100), str(twins["stalled"]))
+    text = render(r)
+    assert "Where the step time went (BASE → NEW)" in text and "llama.py(343): forward" in text
+    html = write_diff(r, tmp_path / "diff.html").read_text()
     assert html.index(H100.name) < html.index(twins["stalled"].name)
     assert 'id="host-table"' in html and 'id="layer-table"' in html and "llama.py(343): forward" in html

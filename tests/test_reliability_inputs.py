@@ -205,7 +205,8 @@ def test_absurd_token_counts_are_a_warning(tmp_path):
     res = invoke("analyze", f, "-o", tmp_path / "o", "--format", "json")
     assert res.exit_code == 0 and "1 step annotation(s) carry request or token counts no step can have" in res.output
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert s["totals"]["steps"] == 1 and s["totals"]["prefill_tokens"] == 0
+    # one prefill step (one context request), its token count unknown
+    assert s["totals"]["steps"] == 1 and s["totals"]["prefill_tokens"] == 0 and s["steps"]["phase"] == ["prefill"]
 
 
 def test_traces_of_two_devices_are_two_runs_not_two_ranks(tmp_path):
@@ -224,6 +225,17 @@ def test_two_copies_of_one_file_are_refused(tmp_path):
     shutil.copy(RANK0, d / "rank0 (copy).json.gz")
     err = one_line_error(run("analyze", d, "-o", tmp_path / "o"))
     assert "identical content" in err
+
+
+def test_one_file_reached_twice_is_read_once(reference, tmp_path):
+    """Named twice, or found again through a link: one rank, and a note."""
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(RANK0, d / "rank0.json.gz")
+    os.symlink(d / "rank0.json.gz", d / "latest.json.gz")
+    res = invoke("analyze", d, d / "rank0.json.gz", "-o", tmp_path / "o", "--format", "json")
+    assert res.exit_code == 0 and "read once" in res.output
+    same_numbers(json.loads((tmp_path / "o" / "summary.json").read_text()), reference["one"])
 
 
 def test_vllms_front_end_trace_is_named_for_what_it_is(reference, tmp_path):

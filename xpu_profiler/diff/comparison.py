@@ -25,7 +25,7 @@ from ..summary import Summary
 from ..summary.diff import DiffReport, Family, FindingDelta, Gate, MetricDelta, OpDelta, SettingDelta
 from .layers import layer_deltas
 from .pooled import ALL, pooled
-from .split import headline, host_deltas, step_splits
+from .split import headline, host_deltas, status_of, step_splits
 
 PHASES = ("prefill", "decode", "mixed", "unknown", ALL)
 #: metrics measured per phase (the others are per run)
@@ -101,13 +101,7 @@ def _deltas(
     for key in sorted(set(bmap) | set(nmap)):
         b, n = bmap.get(key), nmap.get(key)
         d = (n or 0.0) - (b or 0.0)
-        status = (
-            "added"
-            if b is None
-            else "removed"
-            if n is None
-            else ("unchanged" if abs(d) <= NOISE * max(abs(b), 1.0) else "changed")
-        )
+        status = status_of(b, n)
         rows.append(
             OpDelta(
                 phase=ph,
@@ -352,8 +346,10 @@ def _run_facts(s: Summary) -> dict[str, Any]:
 
 
 def gate(report: DiffReport, pct: float, phase: str = "decode", metric: str = "per_token_ns") -> Gate:
-    """Fail when ``metric`` (of ``phase`` for per-phase metrics) regressed by more than ``pct`` %,
-    or when the runs cannot be compared."""
+    """Fail when ``metric`` (of ``phase`` for per-phase metrics; of all the steps when the runs
+    were compared pooled) regressed by more than ``pct`` %, or when the runs cannot be compared."""
+    if report.pooled and metric in PHASE_METRICS:
+        phase = ALL
     if not report.comparable:
         return Gate(
             metric=metric,

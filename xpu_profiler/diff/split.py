@@ -90,17 +90,18 @@ def _by_key(causes: list[HostCause]) -> dict[tuple[str, str], tuple[HostCause, f
     return out
 
 
+def status_of(b: float | None, n: float | None) -> str:
+    """added, removed, unchanged (within the noise floor) or changed: a row of the diff."""
+    if b is None:
+        return "added"
+    if n is None:
+        return "removed"
+    return "unchanged" if abs(n - b) <= NOISE * max(abs(b), 1.0) else "changed"
+
+
 def _row(ph: str, cause: str, what: str, name: str, b: float | None, n: float | None) -> HostDelta:
     d = (n or 0.0) - (b or 0.0)
-    status = (
-        "added"
-        if b is None
-        else "removed"
-        if n is None
-        else "unchanged"
-        if abs(d) <= NOISE * max(abs(b), 1.0)
-        else "changed"
-    )
+    status = status_of(b, n)
     return HostDelta(
         phase=ph, cause=cause, what=what, name=name, base_per_step_ns=b, new_per_step_ns=n, delta_ns=d, status=status
     )

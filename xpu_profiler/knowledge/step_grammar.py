@@ -60,7 +60,7 @@ class StepName(NamedTuple):
     exact: bool = True  # False: the prefill/decode token split is inferred
     capture_mode: str = ""  # FULL, PIECEWISE, DECODE...: captures only
     step: int = -1  # ProfilerStep#N only
-    #: the name carried request or token counts no step can have (more than ``PLAUSIBLE``): they
+    #: the name carried request or token counts no step can have (more than ``PLAUSIBLE``): those
     #: are left out (0) and the analysis warns; the step is a step
     absurd: bool = False
 
@@ -267,10 +267,10 @@ def parse_step_name(name: str) -> StepName | None:
                 return None
             if parsed is None:
                 return None
-            if any(abs(v) >= PLAUSIBLE for v in parsed[2:6]):  # the step is one, its counts are not
-                parsed = parsed._replace(
-                    prefill_reqs=0, prefill_tokens=0, decode_reqs=0, decode_tokens=0, total_tokens=0, absurd=True
-                )
+            if any(abs(v) >= PLAUSIBLE for v in parsed[2:6]):  # the step is one, those counts are not
+                fields = ("prefill_reqs", "prefill_tokens", "decode_reqs", "decode_tokens")
+                odd = {f: 0 for f, v in zip(fields, parsed[2:6]) if abs(v) >= PLAUSIBLE}
+                parsed = parsed._replace(**odd, total_tokens=0, absurd=True)
             # a step number or aggregate no engine step can have (beyond int64) makes it no step name
             return parsed if abs(parsed.total_tokens) < MAX_COUNT and abs(parsed.step) < MAX_COUNT else None
     return None

@@ -59,7 +59,8 @@ def load(
     else:
         in_dirs: set[Path] = set()
         found = expand(paths, drops, in_dirs, skipped_files)
-        _no_duplicates([p for p, _ in found])
+        once = _no_duplicates([p for p, _ in found], skipped_files)
+        found = [x for x in found if x[0] in once]
         tasks = runs_only(
             [executors.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
         )
@@ -131,20 +132,29 @@ def _fingerprint(path: Path) -> tuple[int, bytes] | None:
     return size, h.digest()
 
 
-def _no_duplicates(files: list[Path]) -> None:
-    """Two copies of one file would be read as two ranks of one run: one line instead. (Files
-    whose names give different ranks stay ranks: two ranks' logs may well be alike.)"""
+def _no_duplicates(files: list[Path], skipped: list[tuple[Path, str]]) -> set[Path]:
+    """The files to read, each once. One file reached twice (named twice, through a link) is
+    read once and the other name noted in ``skipped``; two copies of one file would be two
+    ranks of one run: one line instead. (Files whose names give different ranks stay ranks:
+    two ranks' logs may well be alike.)"""
     seen: dict[tuple[int, bytes], Path] = {}
+    keep: set[Path] = set()
     for f in files:
         key = _fingerprint(f) if f.is_file() else None
-        if key is None:
+        other = seen.get(key) if key is not None else None
+        if other is None or not key or not key[0]:
+            keep.add(f)
+            if key is not None:
+                seen.setdefault(key, f)
             continue
-        other = seen.get(key)
-        if other is not None and key[0] and other.resolve() != f.resolve():
-            ranks = rank_from_name(other), rank_from_name(f)
-            if None in ranks or ranks[0] == ranks[1]:
-                raise TraceError(f, f"the same file as {other} (identical content): pass one of them")
-        seen.setdefault(key, f)
+        if other.resolve() == f.resolve():
+            skipped.append((f, f"the same file as {other}: read once"))
+            continue
+        ranks = rank_from_name(other), rank_from_name(f)
+        if None in ranks or ranks[0] == ranks[1]:
+            raise TraceError(f, f"the same file as {other} (identical content): pass one of them")
+        keep.add(f)
+    return keep
 
 
 def _device_of(prof: Profile) -> tuple | None:

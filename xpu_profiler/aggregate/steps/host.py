@@ -94,6 +94,9 @@ def host_pieces(profile: Profile, tl: DeviceTimeline | None) -> HostPieces | Non
     # one thread id space for the items and the stretches
     keys, gid = distinct_rows(np.concatenate([i_rank, rank]), np.concatenate([i_track, thread]))
     i_gid, q_gid = gid[: len(i_rank)], gid[len(i_rank) :]
+    # only the items that overlap a stretch of their thread can hold a piece of it
+    near = _overlapping(i_gid, i_start, i_end, q_gid, a, b)
+    i_gid, i_start, i_end, i_kind, i_name = i_gid[near], i_start[near], i_end[near], i_kind[near], i_name[near]
     seg_step, seg_a, seg_b, seg_gid, seg_src = _cut(q_gid, a, b, step, i_gid, i_start, i_end)
     mid = (seg_a + seg_b) // 2
     hit = innermost(i_gid, i_start, i_end, seg_gid, mid) if len(i_gid) else np.full(len(mid), -1, np.int64)
@@ -107,6 +110,21 @@ def host_pieces(profile: Profile, tl: DeviceTimeline | None) -> HostPieces | Non
         rank=rank[seg_src],
         thread=thread[seg_src],
     )
+
+
+def _overlapping(
+    i_gid: np.ndarray, i_start: np.ndarray, i_end: np.ndarray, q_gid: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    """Which items overlap one of the stretches [a, b) of their thread (a thread's stretches
+    are disjoint: the device's gaps, in time order)."""
+    if not len(a) or not len(i_gid):
+        return np.zeros(len(i_gid), bool)
+    big = int(max(a.max(), b.max(), i_end.max(), i_start.max())) + 2
+    order = np.argsort(q_gid * big + a, kind="stable")
+    qa, qb = (q_gid * big + a)[order], (q_gid * big + b)[order]
+    k = np.searchsorted(qb, i_gid * big + i_start, side="right")  # the first stretch ending after its start
+    kk = np.minimum(k, len(qb) - 1)
+    return (k < len(qb)) & (qa[kk] < i_gid * big + i_end) & (qb[kk] // big == i_gid)
 
 
 def _cut(
