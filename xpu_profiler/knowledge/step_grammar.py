@@ -268,9 +268,10 @@ def parse_step_name(name: str) -> StepName | None:
             if parsed is None:
                 return None
             if any(abs(v) >= PLAUSIBLE for v in parsed[2:6]):  # the step is one, those counts are not
-                fields = ("prefill_reqs", "prefill_tokens", "decode_reqs", "decode_tokens")
-                odd = {f: 0 for f, v in zip(fields, parsed[2:6]) if abs(v) >= PLAUSIBLE}
-                parsed = parsed._replace(**odd, total_tokens=0, absurd=True)
+                pr, pt, dr, dt = (0 if abs(v) >= PLAUSIBLE else v for v in parsed[2:6])
+                parsed = parsed._replace(
+                    prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, total_tokens=0, absurd=True
+                )
             # a step number or aggregate no engine step can have (beyond int64) makes it no step name
             return parsed if abs(parsed.total_tokens) < MAX_COUNT and abs(parsed.step) < MAX_COUNT else None
     return None
