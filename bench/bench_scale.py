@@ -9,6 +9,10 @@ measures them: the process's own peak RSS, or the process tree's PSS when it for
              decompression first
   summary    ``analyze FILE --format json``
   default    ``analyze FILE`` (Perfetto trace, summary.json, CSV, HTML report)
+  pure       the summary on the pure-Python reader (.json): its summary.json must equal the
+             native reader's byte for byte
+  stages     the default outputs' stages timed in one process (import, read, attribute,
+             summarize, export): their shares, so that the next regression is visible
 
 on the 1M-event trace (.json and .json.gz) and, for memory, the 5M-event .json
 (floor and default outputs, one run each). Ratios are against the floor of the same
@@ -33,7 +37,7 @@ from xpu_profiler.testing import gen_trace
 HERE = Path(__file__).resolve().parent
 import bench_analyze as ba  # noqa: E402
 
-TARGETS = {"summary": 1.3, "default": 2.0, "summary.gz": 1.6, "default.gz": 2.0}
+TARGETS = {"summary": 1.0, "default": 1.5, "summary.gz": 1.0, "default.gz": 1.5}
 TARGET_RSS_5M = 0.5  # peak RSS / uncompressed size on the 5M-event trace
 
 FLOOR = r"""
@@ -71,6 +75,50 @@ print(f"events={len(trace.traceEvents)}")
 """
 
 
+#: the stages of ``analyze FILE`` (default outputs) timed in one process: each wrapped where
+#: ``analysis.run`` and ``analysis.export`` call it
+STAGES = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from xpu_profiler import aggregate, analysis, findings
+from xpu_profiler.analysis import AnalyzeOptions
+spent = {"import": time.perf_counter() - t0}
+
+def timed(label, fn):
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.perf_counter() - t
+    return wrapper
+
+analysis.load_run = timed("read", analysis.load_run)
+aggregate.attribute = timed("attribute", aggregate.attribute)
+aggregate.summarize = timed("summarize", aggregate.summarize)
+findings.attach = timed("summarize", findings.attach)
+done = analysis.run([sys.argv[1]], AnalyzeOptions(formats=analysis.DEFAULT_FORMATS))
+t = time.perf_counter()
+analysis.export(done.profile, done.summary, sys.argv[2], ahead=done.ahead)
+spent["export"] = time.perf_counter() - t
+print(json.dumps(spent))
+"""
+STAGE_ORDER = ("import", "read", "attribute", "summarize", "export")
+
+
+def stages(trace: Path, tmp: Path, timeout: float) -> dict[str, float]:
+    """Seconds per stage of the default outputs, in one fresh process."""
+    import json
+
+    out = tmp / "out_stages"
+    shutil.rmtree(out, ignore_errors=True)
+    r = ba.run_measured([sys.executable, "-c", STAGES, str(trace), str(out)], timeout)
+    if r["rc"] != 0:
+        raise SystemExit(f"stages on {trace.name} failed (rc {r['rc']}):\n{r['stderr'][-2000:]}")
+    return json.loads(r["stdout"].strip().splitlines()[-1])
+
+
 def ensure(events: int, gz: bool) -> Path:
     """The cached trace (bench/.cache/, git-ignored), made by gen_trace.py when missing or stale."""
     path = ba.CACHE / f"trace_{events}_s0.json"
@@ -88,15 +136,20 @@ def ensure(events: int, gz: bool) -> Path:
 
 
 def run_case(kind: str, trace: Path, tmp: Path, timeout: float) -> dict:
+    """One fresh process: ``floor``, ``summary``, ``default``, or ``pure`` (the summary on the
+    pure-Python reader, ``XPU_PROFILER_PURE_PYTHON=1``)."""
+    env = None
     if kind == "floor":
         cmd = [sys.executable, "-c", FLOOR, str(trace)]
     else:
         out = tmp / f"out_{kind}"
         shutil.rmtree(out, ignore_errors=True)
         cmd = [sys.executable, "-m", "xpu_profiler", "analyze", str(trace), "--output", str(out), "-q"]
-        if kind == "summary":
+        if kind in ("summary", "pure"):
             cmd += ["--format", "json"]
-    r = ba.run_measured(cmd, timeout)
+        if kind == "pure":
+            env = {**os.environ, "XPU_PROFILER_PURE_PYTHON": "1"}
+    r = ba.run_measured(cmd, timeout, env=env)
     if r["rc"] != 0:
         raise SystemExit(f"{kind} on {trace.name} failed (rc {r['rc']}):\n{r['stderr'][-2000:]}")
     if kind != "floor":
@@ -133,19 +186,27 @@ def main(argv=None) -> int:
     inputs = [("json", small), ("gz", Path(str(small) + ".gz"))]
     res: dict[tuple[str, str], list[dict]] = {}
     problems: list[str] = []
+    shares: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as td:
         tmp = Path(td)
         for _ in range(args.repeat):
             for label, trace in inputs:  # alternate: background load spreads over all cases
                 floor = run_case("floor", trace, tmp, args.timeout)
                 res.setdefault((label, "floor"), []).append(floor)
-                for kind in ("summary", "default"):
+                for kind in ("summary", "default") + (("pure",) if label == "json" else ()):
                     r = run_case(kind, trace, tmp, args.timeout)
                     r["ratio"] = r["wall_s"] / floor["wall_s"]
                     res.setdefault((label, kind), []).append(r)
                     for line in checks(r, exp):
                         if " PASS" not in line:
                             problems.append(f"{trace.name} {kind}: {line}")
+                if label == "json":  # the two readers: one summary, byte for byte
+                    native = (tmp / "out_summary" / "summary.json").read_bytes()
+                    if native != (tmp / "out_pure" / "summary.json").read_bytes():
+                        problems.append(
+                            f"{trace.name}: summary.json differs between the native and pure-Python readers"
+                        )
+                    shares.append(stages(trace, tmp, args.timeout))
         big_rows = []
         if args.big_case:
             big = ensure(args.big, gz=False)
@@ -168,7 +229,9 @@ def main(argv=None) -> int:
     )
     for label, _ in inputs:
         floor_wall = med(res[(label, "floor")], "wall_s")
-        for kind in ("floor", "summary", "default"):
+        for kind in ("floor", "summary", "default", "pure"):
+            if (label, kind) not in res:
+                continue
             rs = res[(label, kind)]
             ratio = med(rs, "ratio") if kind != "floor" else 1.0
             tkey = kind + (".gz" if label == "gz" else "")
@@ -180,6 +243,18 @@ def main(argv=None) -> int:
                 f"{'' if target is None else f'<={target}':>7} {med(rs, 'cpu_s'):6.2f} {best:8.2f} "
                 f"{med(rs, 'peak_mib'):9.0f} {med(rs, 'peak_mib') * 1048576 / size:8.2f}x {verdict}"
             )
+    if shares:
+        stage_s = {k: statistics.median(s.get(k, 0.0) for s in shares) for k in STAGE_ORDER}
+        total = sum(stage_s.values())
+        print(
+            "stages of the default outputs (.json, one process, median): "
+            + ", ".join(f"{k} {v:.2f} s ({v / total:.0%})" for k, v in stage_s.items())
+        )
+        print(
+            "native and pure-Python readers: summary.json byte-identical"
+            if not any("differs" in p for p in problems)
+            else ""
+        )
     for big, big_size, f, d in big_rows:
         rss_x = d["peak_mib"] * 1048576 / big_size
         print(

@@ -74,21 +74,33 @@ def _run(cmd: list, cwd: Path, timeout: int = 300) -> subprocess.CompletedProces
 def _sources(dst: Path) -> Path:
     """What a clone holds of the package (no build outputs, no caches)."""
     dst.mkdir(parents=True)
-    shutil.copytree(ROOT / "xpu_profiler", dst / "xpu_profiler", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for f in ("pyproject.toml", "README.md", "LICENSE"):
+    shutil.copytree(
+        ROOT / "xpu_profiler", dst / "xpu_profiler", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
+    )
+    for f in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy(ROOT / f, dst / f)
     return dst
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The project's wheel, built once from a copy of the sources, as `pip install .` does."""
-    src = _sources(tmp_path_factory.mktemp("src") / "xpu_profiler-src")
-    out = src.parent / "dist"
-    r = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, src], src.parent)
-    assert r.returncode == 0, r.stdout + r.stderr
+def sources(tmp_path_factory) -> Path:
+    return _sources(tmp_path_factory.mktemp("src") / "xpu_profiler-src")
+
+
+def build_wheel(src: Path, python: str, out: Path, **env: str) -> tuple[Path, str]:
+    """The project's wheel for ``python`` (its native reader compiled for it), built from a copy
+    of the sources as `pip install .` builds it; and the build's output (``-v``)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "wheel", "-v", "--no-deps", "-w", str(out), str(src)],
+        cwd=src.parent,
+        env={**_clean_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     (found,) = out.glob("xpu_profiler-*.whl")
-    return found
+    return found, r.stdout + r.stderr
 
 
 class Venv:
@@ -111,14 +123,19 @@ class Venv:
         return _run([self.bin / "xpu_profiler", *args], cwd)
 
 
+def _this_python() -> str:
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
 @pytest.fixture(scope="module", params=["this-python", "python3.10"])
-def venv(request, tmp_path_factory, wheel) -> Venv:
+def venv(request, tmp_path_factory, sources) -> Venv:
     if request.param == "python3.10":
         python = _python310()
         if python is None:
             pytest.skip("no Python 3.10 on this machine (PATH or pyenv): the 3.10 install check did not run")
     else:
-        python = getattr(sys, "_base_executable", None) or sys.executable
+        python = _this_python()
+    wheel, _ = build_wheel(sources, python, tmp_path_factory.mktemp(f"dist-{request.param}"))
     return Venv(tmp_path_factory.mktemp(f"venv-{request.param}") / "venv", python, wheel)
 
 
@@ -215,3 +232,29 @@ def test_the_vllm_extra_installs_no_torch_or_vllm(venv, tmp_path):
     assert "tokenizers" in names  # the extra's own requirement was resolved
     assert not names & set(NEVER_IN_EXTRA), names
     assert not any(n.startswith("nvidia-") for n in names), names
+
+
+def test_the_native_reader_is_built_where_a_compiler_is(venv, tmp_path):
+    r = venv.cli("--version", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == ("native reader: yes" if shutil.which("gcc") else "native reader: no")
+
+
+def test_without_a_compiler_the_install_goes_on_with_the_pure_python_reader(tmp_path):
+    """No C compiler (``CC`` names one that fails): the wheel still builds, saying so in one
+    line; the installed command says which reader it uses and analyses as the native one does."""
+    # a fresh copy: a build directory left by an earlier build would hold the compiled scanner
+    wheel, log = build_wheel(
+        _sources(tmp_path / "src"), _this_python(), tmp_path / "dist", CC="false", LDSHARED="false"
+    )
+    said = [line for line in log.splitlines() if "native reader not built" in line]
+    assert len(said) == 1 and "pure-Python reader reads every trace" in said[0], log[-2000:]
+    env = Venv(tmp_path / "venv", _this_python(), wheel)
+    r = env.cli("--version", cwd=tmp_path)
+    assert r.stdout.splitlines()[-1] == "native reader: no (not built at install: the pure-Python reader)"
+    trace = _trace()
+    r = env.cli("analyze", trace, "-o", tmp_path / "out", "--format", "json", "-q", cwd=tmp_path)
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    _, here = analysis.analyze([trace])
+    there = load_summary(tmp_path / "out" / "summary.json")
+    assert there.totals == here.totals and there.fused_ops == here.fused_ops

@@ -14,8 +14,29 @@ from . import analyze, diff_cmd, record_cmd, tools
 from .common import _fail, _interrupted, _os_error
 
 
+def _version(ctx: click.Context) -> None:
+    """``xpu_profiler X.Y.Z`` and whether the native (compiled) trace reader is in use."""
+    from ..readers.kineto import native
+
+    if native.in_use():
+        reader = "yes"
+    elif native.built():
+        reader = f"no ({native.PURE_ENV} is set: the pure-Python reader)"
+    else:
+        reader = "no (not built at install: the pure-Python reader)"
+    click.echo(f"xpu_profiler {__version__}\nnative reader: {reader}")
+    ctx.exit()
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="xpu_profiler")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _version(ctx) if value else None,
+    help="Show the version and which trace reader is in use, and exit.",
+)
 @click.option(
     "--model",
     help="Hugging Face id or a known name (glm-5, qwen3-30b-a3b, ...), a local path, or a "

@@ -19,7 +19,7 @@ from .. import own_outputs
 from ..base import FRONT_END, NO_MODEL, ReadOptions, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
-from .columns import MAX_US, REDUNDANT_UNUSED
+from .cols import MAX_US, REDUNDANT_UNUSED
 from .columns import columns as to_columns
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
 from .join import add_tables

@@ -136,13 +136,21 @@ def _ids(argss: list[SliceArgs], field: str) -> np.ndarray:
 
 
 def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np.ndarray:
-    """FLOPs per event: what with_flops wrote, else what the recorded shapes of a known
-    GEMM op give (``op_flops``), else -1."""
-    out = np.full(len(argss), -1, np.int64)
+    """FLOPs per event (``flops_column``) of decoded args."""
     try:
         raw = np.fromiter(map(attrgetter("flops"), argss), dtype=np.float64, count=len(argss))
     except (ValueError, TypeError):  # a non-numeric string somewhere: those rows stay unknown
         raw = np.array([_num(v) for v in map(attrgetter("flops"), argss)], np.float64)
+    return flops_column(
+        raw, names, name_ids, lambda rows: list(map(bytes, map(attrgetter("input_dims"), map(argss.__getitem__, rows))))
+    )
+
+
+def flops_column(raw: np.ndarray, names: list[str], name_ids: np.ndarray, dims_of) -> np.ndarray:
+    """FLOPs per event: what with_flops wrote (``raw``, NaN: none), else what the recorded shapes
+    of a known GEMM op give (``op_flops``; ``dims_of(rows)``: those rows' raw ``Input Dims``),
+    else -1."""
+    out = np.full(len(raw), -1, np.int64)
     ok = np.isfinite(raw) & (raw >= 0) & (raw < 2.0**62)
     out[ok] = raw[ok].astype(np.int64)
     gemm_ids = [i for i, n in enumerate(names) if n in SHAPE_FLOPS]
@@ -152,7 +160,7 @@ def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np
     for g in gemm_ids:
         rows = np.flatnonzero((name_ids == g) & unknown)
         # a model's GEMMs repeat a few shapes: each distinct raw shape of an op is worked out once
-        dims = list(map(bytes, map(attrgetter("input_dims"), map(argss.__getitem__, rows.tolist()))))
+        dims = dims_of(rows.tolist())
         known = {d: _shape_flops(names[g], d) for d in dict.fromkeys(dims)}
         out[rows] = np.fromiter(map(known.__getitem__, dims), dtype=np.int64, count=len(dims))
     return out
@@ -160,7 +168,11 @@ def _flops(argss: list[SliceArgs], names: list[str], name_ids: np.ndarray) -> np
 
 def _bytes(argss: list[SliceArgs]) -> np.ndarray:
     """Bytes a copy or fill moved (its ``bytes`` arg), -1 when absent or odd."""
-    raw = np.array([_num(v) for v in map(attrgetter("bytes"), argss)], np.float64)
+    return bytes_column(np.array([_num(v) for v in map(attrgetter("bytes"), argss)], np.float64))
+
+
+def bytes_column(raw: np.ndarray) -> np.ndarray:
+    """Bytes moved (``raw``: NaN where absent), -1 when absent or odd."""
     ok = np.isfinite(raw) & (raw >= 0) & (raw < 2.0**62)
     return np.where(ok, raw, -1).astype(np.int64)
 
@@ -186,10 +198,15 @@ def _num(v) -> float:
 def _copy_directions(argss: list[SliceArgs], rows: np.ndarray) -> np.ndarray:
     """Per row, the copy direction a runtime call's ``kind`` argument gives (``copy_kinds``),
     0 without one (only ROCm's copy calls carry it: a few rows)."""
-    copy = np.zeros(len(argss), np.int8)
-    for i in rows.tolist():
-        if argss[i].kind != -1:
-            copy[i] = direction_of_kind(argss[i].kind)
+    return copy_column(len(argss), rows, [argss[i].kind for i in rows.tolist()])
+
+
+def copy_column(n: int, rows: np.ndarray, kinds: list) -> np.ndarray:
+    """The copy directions of ``n`` rows: ``kinds``, the ``kind`` arguments of ``rows`` (-1: none)."""
+    copy = np.zeros(n, np.int8)
+    for i, k in zip(rows.tolist(), kinds):
+        if k != -1:
+            copy[i] = direction_of_kind(k)
     return copy
 
 
@@ -200,17 +217,21 @@ def _ints(xs: list[Event], field: str) -> np.ndarray:
     try:
         return np.fromiter(map(attrgetter(field), xs), dtype=np.int64, count=len(xs))
     except (TypeError, ValueError, OverflowError):
-        values = list(map(attrgetter(field), xs))
-        out = np.empty(len(values), dtype=np.int64)
-        seen: dict[str, int] = {}
-        for i, v in enumerate(values):
-            if isinstance(v, (int, float)) and -(2**63) <= v < 2**63 and v == int(v):
-                out[i] = int(v)
-            elif isinstance(v, int) and 2**63 <= v < 2**64:
-                out[i] = v - 2**64
-            else:
-                try:
-                    out[i] = int(v, 0)
-                except (TypeError, ValueError, OverflowError):
-                    out[i] = seen.setdefault(str(v), -2 - len(seen))  # stable negative ids
-        return out
+        return odd_ints(list(map(attrgetter(field), xs)))
+
+
+def odd_ints(values: list) -> np.ndarray:
+    """``_ints`` of values that are not all integers."""
+    out = np.empty(len(values), dtype=np.int64)
+    seen: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, (int, float)) and -(2**63) <= v < 2**63 and v == int(v):
+            out[i] = int(v)
+        elif isinstance(v, int) and 2**63 <= v < 2**64:
+            out[i] = v - 2**64
+        else:
+            try:
+                out[i] = int(v, 0)
+            except (TypeError, ValueError, OverflowError):
+                out[i] = seen.setdefault(str(v), -2 - len(seen))  # stable negative ids
+    return out

@@ -1,8 +1,9 @@
 """Columns out of decoded Kineto events: C-level attrgetter maps, no per-event Python loop.
 
-``columns(path, events)`` turns one chunk of decoded events into a ``Cols`` of numpy
-arrays in chunk-local string ids: what the event kinds are, times in integer ns, ids,
-the ``[memory]`` instants as counter samples, and the track names.
+``columns(path, events)`` turns one chunk of msgspec-decoded events into a ``Cols`` (``cols``)
+of numpy arrays in chunk-local string ids: what the event kinds are, times in integer ns, ids,
+the ``[memory]`` instants as counter samples, and the track names. This is the pure-Python
+reader, the reference of the native one (``native``).
 """
 
 from __future__ import annotations
@@ -11,109 +12,25 @@ from itertools import repeat
 from operator import attrgetter, eq
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from ...core.errors import TraceError
-from ...core.profile import K_ANNOTATION, K_CPU_OP, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN, StringTable
-from ...knowledge.step_grammar import STEP_FRAME, frame_engine
+from ...core.profile import K_MEMCPY, K_MEMSET, K_RUNTIME, StringTable
 from .args import _bytes, _copy_directions, _floats, _flops, _ids, _ints, comm_columns
-from .schema import PH_CODE, PH_IDS, PH_LETTERS, UNUSED_PHASES, Event
-
-# category → event kind; anything else keeps its category name and kind "unknown".
-CATEGORY_KINDS = {
-    "kernel": K_KERNEL,
-    "gpu_memcpy": K_MEMCPY,
-    "gpu_memset": K_MEMSET,
-    "Memcpy": K_MEMCPY,
-    "Memset": K_MEMSET,
-    "cpu_op": K_CPU_OP,
-    "operator": K_CPU_OP,
-    "Operator": K_CPU_OP,
-    "cuda_runtime": K_RUNTIME,
-    "cuda_driver": K_RUNTIME,
-    "Runtime": K_RUNTIME,
-    "runtime": K_RUNTIME,
-    "driver": K_RUNTIME,
-    "privateuse1_runtime": K_RUNTIME,
-    "privateuse1_driver": K_RUNTIME,
-    "mtia_runtime": K_RUNTIME,
-    "xpu_runtime": K_RUNTIME,  # Kineto's "xpu" is Intel's XPUPTI, still a host runtime call
-    "xpu_driver": K_RUNTIME,
-    "user_annotation": K_ANNOTATION,
-    "gpu_user_annotation": K_ANNOTATION,
-    "python_function": K_ANNOTATION,
-}
-# X events of these categories carry nothing the analysis uses; they are counted, not kept.
-SKIPPED_CATEGORIES = {"Trace", "overhead"}
-# Of python_function frames only module ranges (fused-op attribution) and the engine's
-# per-step calls (step evidence, ``step_grammar.STEP_FRAME``) are events; the other frames are
-# kept apart, for the timeline (``Profile.frames``), and counted per engine whose source tree
-# they are in (``py_engines``: which engine ran).
-MODULE_PREFIX = "nn.Module: "
-
-MAX_US = 4e15  # ~127 years: anything larger cannot be a trace time (and overflows int64 ns)
-MAX_DUR_US = 1e12  # ~11.6 days: a longer event is absurd, and a few of them would overflow int64 sums
-MEMORY_SERIES = ("host_allocated_bytes", "device_allocated_bytes", "device_reserved_bytes")
-#: the instants Kineto writes around its own window (pytorch/kineto libkineto/src/output_json.cpp)
-PROFILER_INSTANTS = frozenset(("Iteration Start: PyTorch Profiler", "Record Window End"))
-#: unused events that only repeat what the analysis reads elsewhere: flows link a launch to its
-#: kernel (the analysis joins them by args.correlation) and ops to their backward (External id);
-#: the profiler's own instants mark its window. Counted in the run record, never warned.
-REDUNDANT_UNUSED = ("flow", "profiler instant")
-
-
-class Cols(msgspec.Struct):
-    """Columns of one chunk of events, in chunk-local string ids (picklable, compact)."""
-
-    names: list
-    name_ids: np.ndarray
-    cats: list
-    cat_ids: np.ndarray
-    kind: np.ndarray
-    ts_ns: np.ndarray
-    dur_ns: np.ndarray
-    pid: np.ndarray
-    tid: np.ndarray
-    ext: np.ndarray
-    corr: np.ndarray
-    flops: np.ndarray  # -1: none recorded
-    copy: np.ndarray  # runtime copy calls: the direction their ``kind`` argument gives (copy_kinds), 0
-    launch_names: list  # kernel names runtime launches carry (chunk-local table)
-    launch_rows: np.ndarray  # rows (of this chunk's kept events) that carry one
-    launch_ids: np.ndarray
-    # collective metadata of the (few) events that carry it: their rows, chunk-local strings
-    comm_rows: np.ndarray
-    comm_strings: list
-    comm_coll: np.ndarray  # ids into comm_strings, -1
-    comm_pg: np.ndarray
-    comm_pg_ranks: np.ndarray
-    comm_dtype: np.ndarray
-    comm_seq: np.ndarray  # -1 unknown
-    comm_in_nelems: np.ndarray
-    comm_out_nelems: np.ndarray
-    comm_group_size: np.ndarray
-    mem_t: np.ndarray  # ns, not yet shifted
-    mem_series: np.ndarray  # index into MEMORY_SERIES
-    mem_v: np.ndarray
-    thread_names: dict[str, str]  # "pid:tid" → name
-    process_names: dict[str, str]  # pid → name
-    # the Python frames apart from the events: names (chunk-local table), times in ns, pid, tid
-    frame_names: list
-    frame_name_ids: np.ndarray
-    frame_ts_ns: np.ndarray
-    frame_dur_ns: np.ndarray
-    frame_pid: np.ndarray
-    frame_tid: np.ndarray
-    n_events: int
-    dropped: int
-    odd: int
-    skipped: dict = {}  # odd events skipped by kind: kind → [count, first index, first name] (``tolerant``)
-    # Begin/End (B/E) and async (b/e) events, for pairing across chunks (``begin_end``):
-    # (index in the chunk, phase code, pairing key, name, ts in µs, the Begin event or None)
-    marks: list = []
-    unused: dict = {}  # events of phases the analysis does not use: label → [count, first index, first name]
-    py_engines: dict[str, int] = {}  # python frames per engine source tree (vllm, sglang, ...)
+from .cols import (
+    MAX_DUR_US,
+    MAX_US,
+    Cols,
+    core_columns,
+    engine_counts,
+    frame_columns,
+    frame_kind,
+    kinds_of,
+    memory_columns,
+    other_instants,
+    unused_phases,
+)
+from .schema import PH_CODE, PH_IDS, Event
 
 
 def _local_ids(values: list) -> tuple[list, np.ndarray]:
@@ -126,7 +43,7 @@ def columns(path: Path, events: list[Event]) -> Cols:
     """Pull the model's columns out of decoded events with C-level maps, no per-event loop."""
     ph = _phases(path, events)
     marks = _marks(events, ph)
-    unused = _unused(events, ph)
+    unused = unused_phases(ph, lambda i: getattr(events[i], "name", ""))
     slices = _slices(path, events, ph)
     memory = _memory(path, events, ph, unused)
     thread_names, process_names = _track_names(events, ph)
@@ -159,10 +76,7 @@ def _slices(path: Path, events: list[Event], ph: np.ndarray) -> dict:
     xs = [events[i] for i in x_idx.tolist()] if len(x_idx) != len(events) else events
     # category → kind; drop what the model does not use before pulling more columns
     cats, cat_ids = _local_ids(list(map(attrgetter("cat"), xs)))
-    cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cats], dtype=np.int8)
-    cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
-    kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
-    keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
+    kind, keep = kinds_of(cats, cat_ids)
     frame_cols, py_engines = _python_frames(path, xs, x_idx, cats, cat_ids, keep)
     dropped = int(np.count_nonzero(~keep))
     if dropped:
@@ -179,15 +93,7 @@ def _slices(path: Path, events: list[Event], ph: np.ndarray) -> dict:
     uniq_names, name_ids = _local_ids(names)
     del names
     return {
-        "names": uniq_names,
-        "name_ids": name_ids,
-        "cats": cats,
-        "cat_ids": cat_ids,
-        "kind": kind,
-        "ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
-        "dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
-        "pid": pid,
-        "tid": tid,
+        **core_columns(uniq_names, name_ids, cats, cat_ids, kind, ts_us, dur_us, pid, tid),
         **_arg_columns(argss, kind, uniq_names, name_ids),
         **frame_cols,
         "dropped": dropped,
@@ -204,10 +110,10 @@ def _python_frames(
         return _frames(path, [], x_idx[:0]), {}
     py_rows = np.flatnonzero(cat_ids == cats.index("python_function"))
     py_names = [xs[i].name for i in py_rows.tolist()]
-    kinds = {n: 2 if n.startswith(MODULE_PREFIX) else int(STEP_FRAME.search(n) is not None) for n in set(py_names)}
+    kinds = {n: frame_kind(n) for n in set(py_names)}
     kind_of = np.fromiter(map(kinds.__getitem__, py_names), dtype=np.int8, count=len(py_rows))
     keep[py_rows[kind_of == 0]] = False  # module ranges (2) and step calls (1) are events
-    py_engines = _engine_counts(py_names)
+    py_engines = engine_counts(py_names)
     frame_rows = py_rows[kind_of < 2]  # every frame but the module ranges is on the timeline
     frames = [xs[i] for i in frame_rows.tolist()]
     return _frames(path, frames, x_idx[frame_rows]), py_engines
@@ -277,33 +183,17 @@ def _memory(path: Path, events: list[Event], ph: np.ndarray, unused: dict) -> di
     else:
         mem_idx = inst_idx[is_mem].tolist()
         mem = [events[i] for i in mem_idx]
-        other = inst_idx[~is_mem].tolist()
-        for label, rows in (
-            ("profiler instant", [i for i in other if events[i].name in PROFILER_INSTANTS]),
-            ("instant", [i for i in other if events[i].name not in PROFILER_INSTANTS]),
-        ):
-            if rows:
-                unused[label] = [len(rows), rows[0], _text(events[rows[0]].name)]
+        other_instants(unused, inst_idx[~is_mem].tolist(), lambda i: events[i].name)
     del inst
-    m_ts = np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem))
     m_args = list(map(attrgetter("args"), mem))
-    alloc = np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem))
-    reserved = np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem))
-    host = np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)) == 0
-    if ((alloc < 0) | (alloc > 2.0**62) | (reserved < 0) | (reserved > 2.0**62)).any():  # NaN: absent
-        raise TraceError(path, "a [memory] event has a negative or absurd size")  # → the tolerant decode
-    ok = np.isfinite(m_ts) & (np.abs(m_ts) <= MAX_US)
-    odd = int(np.count_nonzero(~ok))
-    skipped = {"with odd [memory] args (no usable time)": [odd, mem_idx[int(np.argmin(ok))], "[memory]"]} if odd else {}
-    t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
-    has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
-    return {
-        "mem_t": np.concatenate([t_ns[has_a], t_ns[has_r]]),
-        "mem_series": np.concatenate([np.where(host[has_a], 0, 1), np.full(int(has_r.sum()), 2)]).astype(np.int8),
-        "mem_v": np.concatenate([alloc[has_a], reserved[has_r]]),
-        "odd": odd,
-        "skipped": skipped,
-    }
+    return memory_columns(
+        path,
+        mem_idx,
+        np.fromiter(map(attrgetter("ts"), mem), dtype=np.float64, count=len(mem)),
+        np.fromiter(map(attrgetter("total_allocated"), m_args), dtype=np.float64, count=len(mem)),
+        np.fromiter(map(attrgetter("total_reserved"), m_args), dtype=np.float64, count=len(mem)),
+        np.fromiter(map(attrgetter("device_type"), m_args), dtype=np.int64, count=len(mem)),
+    )
 
 
 def _track_names(events: list[Event], ph: np.ndarray) -> tuple[dict[str, str], dict[str, str]]:
@@ -322,30 +212,15 @@ def _track_names(events: list[Event], ph: np.ndarray) -> tuple[dict[str, str], d
 
 
 def _frames(path: Path, frames: list[Event], x_idx: np.ndarray) -> dict:
-    """The Python frames' columns (``Cols.frame_*``); a frame with no usable time is left
-    out (they are no events of the analysis: counted with the dropped ones)."""
+    """The Python frames' columns (``Cols.frame_*``) of decoded frame events."""
     names = list(map(attrgetter("name"), frames))
-    ts_us = _floats(path, frames, "ts", x_idx, names)
-    dur_us = _floats(path, frames, "dur", x_idx, names)
-    ok = np.isfinite(ts_us) & np.isfinite(dur_us) & (np.abs(ts_us) <= MAX_US) & (dur_us >= 0) & (dur_us <= MAX_DUR_US)
-    pid, tid = _ints(frames, "pid"), _ints(frames, "tid")
-    if not ok.all():
-        keep = np.flatnonzero(ok)
-        names = [names[i] for i in keep.tolist()]
-        ts_us, dur_us, pid, tid = ts_us[keep], dur_us[keep], pid[keep], tid[keep]
-    uniq, ids = _local_ids(names)
-    return {
-        "frame_names": uniq,
-        "frame_name_ids": ids,
-        "frame_ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
-        "frame_dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
-        "frame_pid": pid,
-        "frame_tid": tid,
-    }
-
-
-def _text(v) -> str:
-    return v[:80] if isinstance(v, str) else ""
+    return frame_columns(
+        _floats(path, frames, "ts", x_idx, names),
+        _floats(path, frames, "dur", x_idx, names),
+        _ints(frames, "pid"),
+        _ints(frames, "tid"),
+        lambda rows: _local_ids(names if rows is None else [names[i] for i in rows.tolist()]),
+    )
 
 
 def _marks(events: list, ph: np.ndarray) -> list:
@@ -360,37 +235,6 @@ def _marks(events: list, ph: np.ndarray) -> list:
             ts = float("nan")
         key = (e.pid, e.tid) if code <= 4 else (e.pid, e.cat, getattr(e, "id", None))
         out.append((i, code, key, e.name if isinstance(e.name, str) else "", ts, e if code in (3, 5) else None))
-    return out
-
-
-def _unused(events: list, ph: np.ndarray) -> dict:
-    """Events of phases the analysis does not use, by what they are: [count, first index, first name]."""
-    out: dict[str, list] = {}
-    rows = np.flatnonzero((ph == 9) | (ph >= 10))
-    if not len(rows):
-        return out
-    codes, first, counts = np.unique(ph[rows], return_index=True, return_counts=True)
-    for c, f, k in zip(codes.tolist(), first.tolist(), counts.tolist()):
-        letter = PH_LETTERS.get(c, "?")
-        label = UNUSED_PHASES.get(letter, "unknown phase")
-        i = int(rows[f])
-        got = out.setdefault(label, [0, i, _text(getattr(events[i], "name", ""))])
-        got[0] += k
-        if i < got[1]:
-            got[1:] = [i, _text(getattr(events[i], "name", ""))]
-    return out
-
-
-def _engine_counts(names: list[str]) -> dict[str, int]:
-    """How many python frames lie in each engine's source tree (distinct names looked up once)."""
-    out: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for n in names:
-        counts[n] = counts.get(n, 0) + 1
-    for n, k in counts.items():
-        e = frame_engine(n)
-        if e:
-            out[e] = out.get(e, 0) + k
     return out
 
 

@@ -19,7 +19,9 @@ import msgspec
 
 from ...core.errors import TraceError
 from ...core.forking import fork_pool, fork_workers
-from .columns import Cols, columns, where
+from .cols import Cols
+from .columns import columns, where
+from .native import native_cols
 from .schema import EVENTS_DECODER, TAGGED_DECODER, TRACE_DECODER, Trace
 from .tolerant import tolerant_cols
 
@@ -125,9 +127,12 @@ class ChunkFailed(Exception):
 
 
 def decode_cols(data: bytes | bytearray | memoryview) -> Cols:
-    """The columns of one chunk (``[`` events ``]``): typed, else (an odd event in it, NaN)
-    tolerant, skipping and counting the odd events; ChunkFailed when it is no JSON on its
-    own (cut at a bad place)."""
+    """The columns of one chunk (``[`` events ``]``): the native scanner's where it takes the
+    chunk (``native``), else typed, else (an odd event in it, NaN) tolerant, skipping and
+    counting the odd events; ChunkFailed when it is no JSON on its own (cut at a bad place)."""
+    got = native_cols(data)
+    if got is not None:
+        return got
     try:
         try:
             events = TAGGED_DECODER.decode(data)

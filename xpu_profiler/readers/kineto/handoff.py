@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from .columns import Cols
+from .cols import Cols
 from .decode import decode_cols, framed
 
 _RING: Ring | None = None  # the ring of the read in progress, inherited by forked workers

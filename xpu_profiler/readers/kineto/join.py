@@ -23,7 +23,7 @@ from ...core.profile import (
     StringTable,
     Table,
 )
-from .columns import MEMORY_SERIES
+from .cols import MEMORY_SERIES
 
 
 def add_tables(prof: Profile, path: Path, trace, parts: list, rank: int, notes: list[str]) -> None:

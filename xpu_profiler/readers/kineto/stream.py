@@ -22,7 +22,7 @@ from ...core import compression
 from ...core.forking import fork_pool, fork_workers
 from ..content import compression_of, content_size
 from . import decode, handoff
-from .columns import Cols
+from .cols import Cols
 from .decode import _BOUNDARY, ChunkFailed
 from .schema import TRACE_DECODER, Trace
 

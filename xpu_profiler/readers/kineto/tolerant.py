@@ -21,7 +21,8 @@ from typing import Any
 import msgspec
 
 from ...core.errors import TraceError
-from .columns import MAX_DUR_US, MAX_US, Cols, columns
+from .cols import MAX_DUR_US, MAX_US, Cols
+from .columns import columns
 from .schema import Event, Trace
 
 Skips = dict  # kind → [count, first index, first name]

@@ -10,7 +10,7 @@ from pathlib import Path
 from ...core.profile import K_COMM, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIME, K_UNKNOWN
 from ...knowledge.runtime_api import KUNLUN_API, KUNLUN_MARKERS
 from ..base import has_kineto_markers, is_chrome_json
-from ..kineto.columns import MAX_DUR_US, MAX_US
+from ..kineto.cols import MAX_DUR_US, MAX_US
 
 SETTINGS_NAME = "xprofiler.settings.json"
 
