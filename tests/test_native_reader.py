@@ -10,6 +10,7 @@ byte-identical with the scanner on and off.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -294,9 +295,9 @@ def test_deep_nesting_and_long_numbers_are_declined_or_equal() -> None:
     agrees(b"")
 
 
-def test_summary_identical_with_the_scanner_on_and_off(tmp_path: Path) -> None:
-    """A whole analysis, in two processes: summary.json byte for byte, on a real vLLM
-    trace and a generated one large enough to be read in parallel chunks."""
+def test_outputs_identical_with_the_compiled_parts_on_and_off(tmp_path: Path) -> None:
+    """A whole analysis, in two processes: summary.json and the Perfetto trace byte for byte,
+    on a real vLLM trace and a generated one large enough to be read in parallel chunks."""
     from xpu_profiler.testing import gen_trace
 
     gen = tmp_path / "gen.json"
@@ -308,11 +309,55 @@ def test_summary_identical_with_the_scanner_on_and_off(tmp_path: Path) -> None:
             out = tmp_path / f"{p.name}.{pure}"
             env = {**os.environ, native.PURE_ENV: pure}
             r = subprocess.run(
-                [sys.executable, "-m", "xpu_profiler", "analyze", str(p), "--format", "json", "-o", str(out)],
+                [sys.executable, "-m", "xpu_profiler", "analyze", str(p), "--format", "json,perfetto", "-o", str(out)],
                 env=env,
                 capture_output=True,
                 text=True,
             )
             assert r.returncode == 0, r.stderr
-            outs.append((out / "summary.json").read_bytes())
-        assert outs[0] == outs[1], p.name
+            outs.append(((out / "summary.json").read_bytes(), gzip.decompress((out / "trace.json.gz").read_bytes())))
+        assert outs[0][0] == outs[1][0], f"{p.name}: summary.json"
+        assert outs[0][1] == outs[1][1], f"{p.name}: the Perfetto trace"
+
+
+# ---- template filling (the trace writer's, core/_fill.c) against Python's own % ----------
+
+_piece = st.one_of(
+    st.sampled_from([b"%d", b"%s", b"%%", b"%x", b"%03d", b"%", b'{"ph":"X","ts":', b"\xff\x00"]),
+    st.binary(max_size=8).map(lambda b: b.replace(b"%", b"")),
+)
+_fill_value = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.integers(-(2**70), 2**70),
+    st.binary(max_size=6),
+    st.booleans(),
+    st.text(max_size=3),
+    st.none(),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_piece, max_size=12), st.lists(_fill_value, max_size=8))
+def test_fill_is_pythons_percent(pieces: list, values: list) -> None:
+    from xpu_profiler.core import compiled
+
+    fmt = b"".join(pieces)
+    try:
+        want: object = fmt % tuple(values)
+    except Exception as e:  # noqa: BLE001 (the same error either way)
+        want = type(e)
+    try:
+        got: object = compiled.fill(fmt, values)
+    except Exception as e:  # noqa: BLE001
+        got = type(e)
+    assert got == want
+
+
+def test_fill_of_typed_templates_is_done_in_c() -> None:
+    """The trace writer's templates (%d ints, %s bytes, %%) never fall back to Python's %."""
+    _fill = pytest.importorskip("xpu_profiler.core._fill")
+
+    fmt = b'{"name":"a%%b","pid":%d,"ts":%d.%s},\n' * 3
+    values = [1, -(2**63), b"000", 0, 2**63 - 1, b"999", -7, 12, b""]
+    assert _fill.fill(fmt, values) == fmt % tuple(values)
+    assert _fill.fill(b"%d", [True]) is None and _fill.fill(b"%d", [2**64]) is None

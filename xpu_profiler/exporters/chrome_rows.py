@@ -16,6 +16,8 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from ..core import compiled
+
 ROW_SEP = b",\n"
 _enc = msgspec.json.Encoder()
 
@@ -245,7 +247,7 @@ class Rows:
         for at, cols in filled:
             for j, col in enumerate(cols):
                 values[first[at] + j] = col
-        return ROW_SEP.join(fmts.tolist()) % tuple(values.tolist())
+        return compiled.fill(ROW_SEP.join(fmts.tolist()), values.tolist())
 
     def chunk(self, lo: int, hi: int) -> list[bytes]:
         """The texts of sorted rows lo..hi, in order (no row's text holds ROW_SEP: a JSON

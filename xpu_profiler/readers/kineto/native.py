@@ -14,13 +14,13 @@ The extension is built by ``pip install .`` where a C compiler exists; without i
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from ...core import compiled
 from ...core.errors import TraceError
 from ...core.profile import K_MEMCPY, K_MEMSET, K_RUNTIME
 from .args import _num, bytes_column, comm_columns, copy_column, flops_column, odd_ints
@@ -44,7 +44,7 @@ try:
 except ImportError:  # not built (no C compiler at install): the pure-Python reader
     _scan = None
 
-PURE_ENV = "XPU_PROFILER_PURE_PYTHON"
+PURE_ENV = compiled.PURE_ENV
 #: ph letter → the scanner's phase code (``schema.PH_IDS``); 255: a phase it leaves to the reference
 _PHASE_CODES = bytes(PH_IDS.get(chr(c), 255) if chr(c) in PH_IDS else 255 for c in range(256))
 _COMM = ("collective_name", "pg_name", "pg_ranks", "seq", "in_nelems", "out_nelems", "group_size", "dtype")
@@ -59,7 +59,7 @@ def built() -> bool:
 
 def in_use() -> bool:
     """Whether chunks are read by the compiled scanner: built, and not turned off."""
-    return _scan is not None and os.environ.get(PURE_ENV, "") in ("", "0")
+    return _scan is not None and compiled.enabled()
 
 
 def native_cols(data: bytes | bytearray | memoryview) -> Cols | None:
