@@ -138,6 +138,7 @@ def test_every_chunk_of_a_real_trace(path: Path) -> None:
             assert not plain(chunk), f"the scanner declined a plain chunk of {path.name} (bytes {a}..{b})"
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # a case writes a bundle with one on purpose
 def test_the_bad_input_corpus() -> None:
     """Every Kineto case of the bad-input corpus, as chunks: the same columns or declined."""
     if not bad_inputs.CASES:
@@ -293,6 +294,15 @@ def test_deep_nesting_and_long_numbers_are_declined_or_equal() -> None:
     agrees(long_num)
     agrees(b'[{"ph":"X","name":"a","ts":1,"dur":1}')  # the array left open
     agrees(b"")
+    # numbers past a double's range, in every kind of field: inf or 0, as the reference reads them
+    for event in (
+        b'{"ph":"X","name":"a","cat":"kernel","ts":1e400,"dur":1}',
+        b'{"ph":"X","name":"a","cat":"kernel","ts":1,"dur":-1e400}',
+        b'{"ph":"X","name":"a","cat":"kernel","ts":1,"dur":1,"args":{"flops":1e400}}',
+        b'{"ph":"X","name":"a","cat":"gpu_memcpy","ts":1,"dur":1,"args":{"bytes":1e-400}}',
+    ):
+        agrees(b"[" + event + b"]")
+    agrees(b'[{"ph":"i","name":"[memory]","ts":1,"args":{"Total Allocated":1e400,"Device Type":0}}]')
 
 
 def test_outputs_identical_with_the_compiled_parts_on_and_off(tmp_path: Path) -> None:

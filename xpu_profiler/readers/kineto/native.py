@@ -46,9 +46,8 @@ except ImportError:  # not built (no C compiler at install): the pure-Python rea
 
 PURE_ENV = compiled.PURE_ENV
 #: ph letter → the scanner's phase code (``schema.PH_IDS``); 255: a phase it leaves to the reference
-_PHASE_CODES = bytes(PH_IDS.get(chr(c), 255) if chr(c) in PH_IDS else 255 for c in range(256))
+_PHASE_CODES = bytes(PH_IDS.get(chr(c), 255) for c in range(256))
 _COMM = ("collective_name", "pg_name", "pg_ranks", "seq", "in_nelems", "out_nelems", "group_size", "dtype")
-_NO_ARGS = SliceArgs()
 _PATH = Path("-")
 
 
@@ -97,7 +96,7 @@ def _build(data, scanned: tuple) -> Cols:
     ph = _arr(ev_ph, np.int8)
     name_of_event = _arr(ev_name, np.int32)
     unused = unused_phases(ph, lambda i: names[int(name_of_event[i])])
-    xs = dict(zip(_X_FIELDS, (_arr(b, t) for b, t in zip(x, _X_TYPES))))
+    xs = {k: _arr(b, t) for (k, t), b in zip(_X_ARRAYS.items(), x)}
     slices = _slices(data, names, xs, _arr(comm, np.int64).reshape(-1, 1 + 2 * len(_COMM)))
     mem = _memory(names, unused, _arr(i_idx, np.int64), _arr(i_name, np.int32), i_ts, i_alloc, i_reserved, i_devtype)
     thread_names: dict[str, str] = {}
@@ -121,46 +120,31 @@ def _build(data, scanned: tuple) -> Cols:
     )
 
 
-_X_FIELDS = (
-    "idx",
-    "name",
-    "cat",
-    "pid",
-    "tid",
-    "ts",
-    "dur",
-    "ext",
-    "corr",
-    "kernel",
-    "kind",
-    "flops",
-    "bytes",
-    "dims",
-    "strs",
-)
-_X_TYPES = (
-    np.int64,
-    np.int32,
-    np.int32,
-    np.int64,
-    np.int64,
-    np.float64,
-    np.float64,
-    np.int64,
-    np.int64,
-    np.int32,
-    np.int64,
-    np.float64,
-    np.float64,
-    np.int64,
-    np.int32,
-)
+#: the scanner's arrays per complete (X) event, in its order: field → type ("dims": (start,
+#: end) of the raw Input Dims; "strs": the ids of pid, tid, args kind and bytes written as strings)
+_X_ARRAYS = {
+    "idx": np.int64,
+    "name": np.int32,
+    "cat": np.int32,
+    "pid": np.int64,
+    "tid": np.int64,
+    "ts": np.float64,
+    "dur": np.float64,
+    "ext": np.int64,
+    "corr": np.int64,
+    "kernel": np.int32,
+    "kind": np.int64,
+    "flops": np.float64,
+    "bytes": np.float64,
+    "dims": np.int64,
+    "strs": np.int32,
+}
 
 
 def _slices(data, names: list[str], xs: dict, comm: np.ndarray) -> dict:
     """``columns._slices`` on the scanner's arrays."""
     xs["dims"] = xs["dims"].reshape(-1, 2)
-    xs["strs"] = xs["strs"].reshape(-1, 4)  # pid, tid, kind, bytes written as strings: their ids
+    xs["strs"] = xs["strs"].reshape(-1, 4)
     cats, cat_ids = first_seen(xs["cat"], names)
     kind, keep = kinds_of(cats, cat_ids)
     frame_cols, py_engines = _python_frames(names, xs, cats, cat_ids, keep)
