@@ -10,6 +10,7 @@ byte-identical with the scanner on and off.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -285,6 +286,39 @@ def test_random_bytes_changed(events: list, data) -> None:
     elif at < len(raw):
         del raw[at]
     agrees(bytes(raw))
+
+
+@functools.cache
+def _real_events() -> list[dict]:
+    """A few hundred events of real traces of every vendor (the copies in this checkout)."""
+    out: list[dict] = []
+    for p in _kineto_files()[:8]:
+        doc = json.loads(read_bytes(p))
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        out += events[:: max(1, len(events) // 60)][:60]
+    return out
+
+
+_KEYS = ["ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", *_ARG_KEYS]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_real_events_with_a_field_changed(data) -> None:
+    """Real events of other projects' traces, one field (or an args field) set to any value."""
+    real = _real_events()
+    if not real:
+        pytest.skip(real_data.MISSING)
+    events = [json.loads(json.dumps(e)) for e in data.draw(st.lists(st.sampled_from(real), min_size=1, max_size=8))]
+    for _ in range(data.draw(st.integers(1, 3))):
+        e = data.draw(st.sampled_from(events))
+        key = data.draw(st.sampled_from(_KEYS))
+        value = data.draw(st.one_of(_value, st.dictionaries(st.sampled_from(_ARG_KEYS), _value, max_size=3)))
+        if key in _ARG_KEYS and isinstance(e.get("args"), dict):
+            e["args"][key] = value
+        else:
+            e[key] = value
+    agrees(_dumps(events, data.draw(st.sampled_from([None, 1]))))
 
 
 def test_deep_nesting_and_long_numbers_are_declined_or_equal() -> None:
