@@ -339,6 +339,21 @@ static int number_span(P *p, Span *s) {
 
 static int value(P *p, Span *s, int depth);
 
+/* after a member or an element: 1 another follows (its "," skipped), 0 the container closes
+   (its `close` skipped), -1 neither */
+static inline int next_item(P *p, unsigned char close) {
+    ws(p);
+    if (p->i >= p->n) return -1;
+    if (p->b[p->i] == ',') {
+        p->i++;
+        ws(p);
+        return 1;
+    }
+    if (p->b[p->i] != close) return -1;
+    p->i++;
+    return 0;
+}
+
 /* skip an object or array (p->i on its opening bracket), checking its syntax */
 static int container(P *p, Span *s, int depth) {
     if (depth > MAX_DEPTH) return -1;
@@ -363,15 +378,9 @@ static int container(P *p, Span *s, int depth) {
             ws(p);
         }
         if (value(p, &tmp, depth + 1) < 0) return -1;
-        ws(p);
-        if (p->i >= p->n) return -1;
-        if (p->b[p->i] == ',') {
-            p->i++;
-            ws(p);
-            continue;
-        }
-        if (p->b[p->i] != close) return -1;
-        p->i++;
+        int more = next_item(p, close);
+        if (more < 0) return -1;
+        if (more) continue;
         s->end = p->i;
         return 0;
     }
@@ -577,16 +586,8 @@ static int members(P *p, int level, Ev *ev) {
             slots[k] = val;
             *set |= 1u << k;
         }
-        ws(p);
-        if (p->i >= p->n) return -1;
-        if (p->b[p->i] == ',') {
-            p->i++;
-            ws(p);
-            continue;
-        }
-        if (p->b[p->i] != '}') return -1;
-        p->i++;
-        return 0;
+        int more = next_item(p, '}');
+        if (more <= 0) return more;
     }
 }
 
@@ -803,16 +804,9 @@ static int scan_all(P *p, Out *o, const unsigned char *codes, int64_t *n_events)
         for (;;) {
             if (event(p, &ev) < 0 || take(p, o, &ev, index, codes) < 0) return -1;
             index++;
-            ws(p);
-            if (p->i >= p->n) return -1;
-            if (p->b[p->i] == ',') {
-                p->i++;
-                ws(p);
-                continue;
-            }
-            if (p->b[p->i] != ']') return -1;
-            p->i++;
-            break;
+            int more = next_item(p, ']');
+            if (more < 0) return -1;
+            if (!more) break;
         }
     }
     ws(p);

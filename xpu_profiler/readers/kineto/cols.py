@@ -112,6 +112,11 @@ class Cols(msgspec.Struct):
     py_engines: dict[str, int] = {}  # python frames per engine source tree (vllm, sglang, ...)
 
 
+def ns(us: np.ndarray) -> np.ndarray:
+    """Times in µs (float) → integer ns, rounded half to even."""
+    return np.rint(us * 1000.0).astype(np.int64)
+
+
 def core_columns(
     names: list, name_ids: np.ndarray, cats: list, cat_ids: np.ndarray, kind: np.ndarray, ts_us, dur_us, pid, tid
 ) -> dict:
@@ -122,8 +127,8 @@ def core_columns(
         "cats": cats,
         "cat_ids": cat_ids,
         "kind": kind,
-        "ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
-        "dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
+        "ts_ns": ns(ts_us),
+        "dur_ns": ns(dur_us),
         "pid": pid,
         "tid": tid,
     }
@@ -165,7 +170,7 @@ def memory_columns(
     ok = np.isfinite(m_ts) & (np.abs(m_ts) <= MAX_US)
     odd = int(np.count_nonzero(~ok))
     skipped = {"with odd [memory] args (no usable time)": [odd, mem_idx[int(np.argmin(ok))], "[memory]"]} if odd else {}
-    t_ns = np.rint(np.where(ok, m_ts, 0) * 1000.0).astype(np.int64)
+    t_ns = ns(np.where(ok, m_ts, 0))
     has_a, has_r = ok & np.isfinite(alloc), ok & np.isfinite(reserved) & ~host
     return {
         "mem_t": np.concatenate([t_ns[has_a], t_ns[has_r]]),
@@ -190,8 +195,8 @@ def frame_columns(ts_us: np.ndarray, dur_us: np.ndarray, pid: np.ndarray, tid: n
     return {
         "frame_names": uniq,
         "frame_name_ids": ids,
-        "frame_ts_ns": np.rint(ts_us * 1000.0).astype(np.int64),
-        "frame_dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
+        "frame_ts_ns": ns(ts_us),
+        "frame_dur_ns": ns(dur_us),
         "frame_pid": pid,
         "frame_tid": tid,
     }
