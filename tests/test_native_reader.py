@@ -405,3 +405,17 @@ def test_fill_of_typed_templates_is_done_in_c() -> None:
     values = [1, -(2**63), b"000", 0, 2**63 - 1, b"999", -7, 12, b""]
     assert _fill.fill(fmt, values) == fmt % tuple(values)
     assert _fill.fill(b"%d", [True]) is None and _fill.fill(b"%d", [2**64]) is None
+
+
+def test_version_says_which_reader(monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from xpu_profiler.cli.main import main
+
+    monkeypatch.delenv(native.PURE_ENV, raising=False)
+    out = CliRunner().invoke(main, ["--version"])
+    assert out.exit_code == 0 and out.output.splitlines()[-1] == "native reader: yes"
+    monkeypatch.setenv(native.PURE_ENV, "1")
+    out = CliRunner().invoke(main, ["--version"])
+    assert out.output.splitlines()[-1] == f"native reader: no ({native.PURE_ENV} is set: the pure-Python reader)"
+    assert native.native_cols(b'[{"ph":"X","name":"a","ts":1,"dur":1}]') is None  # and it is not used
