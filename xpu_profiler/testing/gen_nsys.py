@@ -120,18 +120,25 @@ def _record(w: _Writer, r: Rec, domains: dict) -> None:
         _range(w, r, domains)
 
 
+def _on_device(r: Rec) -> dict:
+    """The columns every device activity row has: its span, device, stream and launch."""
+    return {
+        "start": r.start,
+        "end": r.end,
+        "deviceId": r.device,
+        "contextId": 1,
+        "greenContextId": 0,
+        "streamId": r.stream,
+        "correlationId": r.corr,
+        "globalPid": gtid(r.pid, 0),
+    }
+
+
 def _graph_trace(w: _Writer, r: Rec) -> None:
     """A CUDA graph traced as a whole: one row for its launch."""
     w.add(
         "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-        start=r.start,
-        end=r.end,
-        deviceId=r.device,
-        contextId=1,
-        greenContextId=0,
-        streamId=r.stream,
-        correlationId=r.corr,
-        globalPid=gtid(r.pid, 0),
+        **_on_device(r),
         graphId=r.graph,
         graphExecId=r.graph,
     )
@@ -142,14 +149,7 @@ def _kernel(w: _Writer, r: Rec) -> None:
     name = w.sid(r.name)
     w.add(
         "CUPTI_ACTIVITY_KIND_KERNEL",
-        start=r.start,
-        end=r.end,
-        deviceId=r.device,
-        contextId=1,
-        greenContextId=0,
-        streamId=r.stream,
-        correlationId=r.corr,
-        globalPid=gtid(r.pid, 0),
+        **_on_device(r),
         demangledName=name,
         shortName=w.sid(r.name.split("(")[0].split("<")[0].split()[-1]),
         launchType=1,
@@ -174,14 +174,7 @@ def _memcpy(w: _Writer, r: Rec) -> None:
     h2d = r.name == "HtoD"
     w.add(
         "CUPTI_ACTIVITY_KIND_MEMCPY",
-        start=r.start,
-        end=r.end,
-        deviceId=r.device,
-        contextId=1,
-        greenContextId=0,
-        streamId=r.stream,
-        correlationId=r.corr,
-        globalPid=gtid(r.pid, 0),
+        **_on_device(r),
         bytes=r.nbytes,
         copyKind=COPY_KIND[r.name],
         srcKind=1 if h2d else 2,
