@@ -138,3 +138,12 @@ class RealPath(os.PathLike):
 
 #: the real traces, wherever each one is
 REAL = RealPath()
+
+
+def kineto_files(pattern: str = "*.json.gz") -> list[Path]:
+    """``files(pattern, recursive=True)`` that are Chrome/Kineto JSON by their content (a
+    rocprofv3 JSON is not), judged on their first bytes."""
+    from xpu_profiler.readers import kineto
+    from xpu_profiler.readers.content import read_head
+
+    return [p for p in files(pattern, recursive=True) if kineto.sniff(p, read_head(p))]

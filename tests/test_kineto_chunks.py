@@ -11,7 +11,6 @@ import real_data
 from conftest import same_columns
 
 from xpu_profiler.readers import ReadOptions, kineto, read_bytes
-from xpu_profiler.readers.content import read_head
 from xpu_profiler.readers.kineto import columns, decode, schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,12 +104,7 @@ def test_unusual_phase_falls_back_to_plain_schema(tmp_path: Path) -> None:
     assert prof.events["dur"].tolist() == [2000, 2000]
 
 
-def _kineto_files() -> list[Path]:
-    """The shared traces that are Chrome/Kineto JSON by their content (a rocprofv3 JSON is not)."""
-    return [p for p in real_data.files(recursive=True) if kineto.sniff(p, read_head(p))]
-
-
-@pytest.mark.parametrize("trace", _kineto_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("trace", real_data.kineto_files(), ids=lambda p: p.name)
 def test_byte_search_finds_the_exact_events_array(trace: Path) -> None:
     """The quick byte search lands on the same array a full parse finds (INFO arrays after it)."""
     data = read_bytes(trace)

@@ -119,15 +119,7 @@ def plain(chunk) -> bool:
     )
 
 
-def _kineto_files() -> list[Path]:
-    out = []
-    for p in real_data.files("*.json*", recursive=True):
-        if p.suffix in (".json", ".gz") and looks_like_kineto(read_bytes(p)[:65536]):
-            out.append(p)
-    return out
-
-
-@pytest.mark.parametrize("path", _kineto_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_data.kineto_files("*.json*"), ids=lambda p: p.name)
 def test_every_chunk_of_a_real_trace(path: Path) -> None:
     """Each chunk of every shared Kineto trace: equal columns, and every plain chunk taken."""
     data = read_bytes(path)
@@ -292,7 +284,7 @@ def test_random_bytes_changed(events: list, data) -> None:
 def _real_events() -> list[dict]:
     """A few hundred events of real traces of every vendor (the copies in this checkout)."""
     out: list[dict] = []
-    for p in _kineto_files()[:8]:
+    for p in real_data.kineto_files("*.json*")[:8]:
         doc = json.loads(read_bytes(p))
         events = doc["traceEvents"] if isinstance(doc, dict) else doc
         out += events[:: max(1, len(events) // 60)][:60]
