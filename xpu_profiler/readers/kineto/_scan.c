@@ -11,8 +11,7 @@
  * which is the reference (the tests hold the two equal on every input they make). Every
  * read is checked against the buffer's end.
  *
- * scan(buffer, phase_codes, where=False) -> None | tuple (see the end of this file for its
- * fields); with where, the offset it stopped at instead of None.
+ * scan(buffer, phase_codes) -> None | tuple (see the end of this file for its fields).
  * phase_codes: 256 bytes, the ph letter's code (schema.PH_IDS; 255: no phase this scanner
  * takes). The GIL is released while scanning.
  */
@@ -831,8 +830,7 @@ static void out_free(Out *o) {
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer buf, codes;
-    int where = 0;
-    if (!PyArg_ParseTuple(args, "y*y*|p", &buf, &codes, &where)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*", &buf, &codes)) return NULL;
     if (codes.len != 256) {
         PyBuffer_Release(&buf);
         PyBuffer_Release(&codes);
@@ -853,7 +851,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (rc < 0) {
         out_free(&o);
-        if (where) return PyLong_FromSize_t(p.i); /* where it stopped: for tests and debugging */
         Py_RETURN_NONE;
     }
     PyObject *names = PyList_New((Py_ssize_t)o.names.n);
