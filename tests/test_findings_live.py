@@ -562,17 +562,25 @@ def test_diff_of_two_budgets_names_the_change(runs, tmp_path):
     d = json.loads((tmp_path / "d" / "diff.json").read_text())
     assert [s["key"] for s in d["settings"]] == ["engine.max_num_batched_tokens"]
     assert (d["settings"][0]["base"], d["settings"][0]["new"]) == (64, 1024)
-    # the headline names the phase whose per-token change moves the most op time at BASE's
-    # tokens: the budget shapes both mixed steps (prefill chunks) and decode (how many requests
-    # decode together once their prompts are in); which of the two weighs more is the run's own
+    # the headline names the phase whose step time moves the most over BASE's tokens (step time
+    # per token, then at BASE's tokens): the budget shapes both mixed steps (prefill chunks) and
+    # decode (how many requests decode together once their prompts are in); which of the two
+    # weighs more is the run's own
+    small, big = runs.summary("small"), runs.summary("big")
+    moved = {
+        ph: (phase(big, ph).step_per_token_ns - phase(small, ph).step_per_token_ns) * phase(small, ph).tokens
+        for ph in ("mixed", "decode")
+    }
+    top = max(moved, key=lambda ph: abs(moved[ph]))
+    assert d["headline_phase"] == top and d["headline"].startswith(f"{top}:")
+    assert {s["phase"]: s["impact_ns"] for s in d["steps"]}[top] == pytest.approx(moved[top])
+    # the op time the change moves, per phase, at BASE's tokens
     impact = {
         m["phase"]: m["impact_ns"]
         for m in d["metrics"]
         if m["name"] == "per_token_ns" and m.get("impact_ns") is not None
     }
-    top = max(impact, key=lambda ph: abs(impact[ph]))
-    assert top in ("mixed", "decode") and d["headline_phase"] == top and d["headline"].startswith(f"{top}:")
-    small, big = runs.summary("small"), runs.summary("big")
+    assert {"mixed", "decode"} <= set(impact)
     for ph in impact:
         assert impact[ph] == pytest.approx(
             (phase(big, ph).per_token_ns - phase(small, ph).per_token_ns) * phase(small, ph).tokens

@@ -155,7 +155,7 @@ class DiffReport(_Struct):
     steps: list[StepSplit] = []  # per phase compared: the step time, device work and host time
     host: list[HostDelta] = []  # per phase: its exposed host time per step, then by cause
     headline: str = ""  # the largest change, in words
-    headline_phase: str | None = None  # the phase whose per-token change moves the most op time
+    headline_phase: str | None = None  # the phase whose step time moves the most (at BASE's tokens)
     notes: list[str] = []
     unchanged: bool = False  # no metric or cost moved beyond the noise floor
     gate: Gate | None = None
