@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xpu_profiler.core.intervals import (
     containing,
@@ -27,6 +29,31 @@ def test_group_ids_are_dense_and_follow_the_rows_order():
     assert inv.tolist() == [3, 1, 3, 0, 2]
     assert group_ids(a(7, 7, 8)).tolist() == [0, 0, 1]
     assert group_ids(a()).tolist() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 2**40), st.integers(1, 30)), max_size=60),
+    st.sampled_from([np.int8, np.int32, np.int64, np.uint32]),
+    st.booleans(),
+)
+def test_distinct_rows_match_numpy_unique(runs, dtype, wide):
+    """Runs of equal rows (the fast path), rows in any order (the sort) and keys too wide to
+    pack (numpy's lexsort): the same sorted rows and dense ids as ``np.unique`` gives."""
+    first = np.array([r for r, _, k in runs for _ in range(k)], np.int64)
+    second = np.array([t if wide else t % 5 for _, t, k in runs for _ in range(k)], np.int64)
+    if dtype is not np.int64:
+        first = (first % 3).astype(dtype)
+        second = (second % 7).astype(dtype)
+    if wide and dtype is np.int64 and len(second):
+        second[0] = np.iinfo(np.int64).max  # no packing
+    rows, inv = distinct_rows(first, second)
+    ref, ref_inv = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    assert rows.tolist() == ref.tolist() and rows.dtype == ref.dtype
+    assert inv.tolist() == ref_inv.ravel().tolist() and inv.dtype == np.int64
+    shuffled = np.random.default_rng(len(first)).permutation(len(first))
+    rows2, inv2 = distinct_rows(first[shuffled], second[shuffled])
+    assert rows2.tolist() == ref.tolist() and inv2.tolist() == ref_inv.ravel()[shuffled].tolist()
 
 
 def test_top_level_per_group():

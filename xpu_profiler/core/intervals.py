@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ordering import lexsort
+from .ordering import lexsort, packed_keys
 
 _MIN = np.iinfo(np.int64).min
 
@@ -20,13 +20,29 @@ def distinct_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of equal-length integer columns, sorted, and each row's index
     into them (a dense group id: equal rows, equal ids; ids follow the rows' order)."""
     n = len(cols[0])
-    order = lexsort(cols[::-1])
-    new = np.zeros(n, bool)
-    if n:
-        new[0] = True
-        for c in cols:
-            cs = c[order]
-            new[1:] |= cs[1:] != cs[:-1]
+    packed = packed_keys(cols[::-1])
+    if packed is not None:
+        # rows mostly come in runs (a thread's events together): the distinct rows of the
+        # runs' first rows, then each run's id repeated, without sorting every row
+        heads = np.flatnonzero(np.concatenate(([True], packed[1:] != packed[:-1])))
+        if 4 * len(heads) <= n:
+            _, first, inv = np.unique(packed[heads], return_index=True, return_inverse=True)
+            del packed
+            first = heads[first]
+            inv = np.repeat(inv.astype(np.int64), np.diff(np.append(heads, n)))
+            return np.stack([c[first] for c in cols], axis=1), inv
+        order = np.argsort(packed, kind="stable")
+        ps = packed[order]
+        new = np.concatenate(([True], ps[1:] != ps[:-1]))
+        del packed, ps
+    else:
+        order = lexsort(cols[::-1])
+        new = np.zeros(n, bool)
+        if n:
+            new[0] = True
+            for c in cols:
+                cs = c[order]
+                new[1:] |= cs[1:] != cs[:-1]
     inv = np.empty(n, np.int64)
     inv[order] = np.cumsum(new) - 1
     first = order[new]

@@ -19,27 +19,35 @@ _PACKED_BITS = 62
 def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     """Indices that sort by ``keys``, the last one primary (``np.lexsort``'s convention)."""
     keys = [np.asarray(k) for k in keys]
+    packed = packed_keys(keys)
+    if packed is None:
+        return np.asarray(np.lexsort(keys))
+    return np.argsort(packed, kind="stable")
+
+
+def packed_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The keys (the last one primary) packed into one int64 that orders as they do, or None
+    where they cannot be: not integer, of unequal lengths, empty, or spanning 62 bits or more."""
+    keys = [np.asarray(k) for k in keys]
     n = len(keys[0]) if keys else 0
     if n == 0 or any(len(k) != n or k.ndim != 1 for k in keys):
-        return np.asarray(np.lexsort(keys))
+        return None
     lows, spans, total = [], [], 1
     for k in keys:
         if k.dtype.kind not in "biu" or (k.dtype.kind == "u" and k.dtype.itemsize == 8):
-            return np.asarray(np.lexsort(keys))
+            return None
         lo, hi = int(k.min()), int(k.max())
         lows.append(lo)
         spans.append(hi - lo + 1)
         total *= hi - lo + 1
         if total >= 1 << _PACKED_BITS:
-            return np.asarray(np.lexsort(keys))
+            return None
     packed = np.zeros(n, np.int64)
     for k, lo, span in zip(reversed(keys), reversed(lows), reversed(spans)):
         packed *= span
         np.add(packed, k, out=packed, casting="unsafe")  # no int64 copy of a narrower key
         packed -= lo
-    order = np.argsort(packed, kind="stable")
-    del packed
-    return order
+    return packed
 
 
 def number_per_rank(ranks: np.ndarray) -> np.ndarray:
