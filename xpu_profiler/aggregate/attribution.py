@@ -56,12 +56,11 @@ def attribute(profile: Profile, taxonomy: Taxonomy | None = None, capture: Profi
     _warn_crossings(profile)
     ev["depth"] = _depth(profile, host_op)
     rows = launch_rows(profile)
-    launch = launch_points(profile, rows)
     replays = find_replays(profile, rows)
     replayed = np.zeros(len(ev), bool)
     replayed[replays.rows] = True
-    fused, source = _fused_ops(profile, taxonomy, host_op, launch, replayed)
-    ev["step"], ev["phase"] = _steps_and_phases(profile, launch[0])
+    fused, source = _fused_ops(profile, taxonomy, host_op, rows, replayed)
+    ev["step"], ev["phase"] = _steps_and_phases(profile, rows)
     detect_engine(profile)
     if len(profile.steps):
         infer_phases(profile)  # steps found without fields: phase from their evidence
@@ -102,36 +101,38 @@ def _warn_crossings(profile: Profile) -> None:
         profile.derived.warn(text)
 
 
-def launch_points(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where each event was launched from: (host start, host end, host thread as a
-    ``thread_ids`` id, launched).
+def launch_points(profile: Profile, rows: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the events ``at`` (row indices) were launched from: (host start, host end, host
+    thread as a ``thread_ids`` id), one value per row asked about (not per event: on a large
+    trace three full-length columns are what the attribution's peak is made of).
 
     Device work with a correlation id takes its runtime call's; everything else its own.
     """
-    ev = profile.events
-    start = ev["start"]
-    end = host_nesting(profile).end
-    threads = thread_ids(profile)
-    launch_t, launch_end, launch_thread = start.copy(), end.copy(), threads.copy()
-    launched = rows >= 0
-    hit, src = np.flatnonzero(launched), rows[launched]
-    launch_t[hit], launch_end[hit], launch_thread[hit] = start[src], end[src], threads[src]
-    return launch_t, launch_end, launch_thread, launched
+    src = launch_sources(rows, at)
+    return profile.events["start"][src], host_nesting(profile).end[src], thread_ids(profile)[src]
+
+
+def launch_sources(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For the events ``at``, the row their launch point is read from: the runtime call
+    that launched them (``rows``: ``launch_rows``), else their own."""
+    src = rows[at]
+    return np.where(src >= 0, src, at)
 
 
 def _fused_ops(
-    profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, launch, replayed: np.ndarray
+    profile: Profile, taxonomy: Taxonomy, host_op: np.ndarray, rows: np.ndarray, replayed: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fused op and its source per event: launching custom op → layer module → own name →
     root op → other. Graph-replayed work looks at its own name only: the op chain around
     its graph launch says nothing about any one of its kernels."""
     ev = profile.events
     kind = ev["kind"]
-    launched = launch[3]
+    launched = rows >= 0
     names = _NameTables(profile, taxonomy)
     # the events whose launch point is looked up in the op chain
     q = np.flatnonzero(((kind == K_CPU_OP) | launched | (kind == K_RUNTIME)) & (ev["start"] >= 0) & ~replayed)
-    custom_of, module_of, root_of = _holders(profile, q, host_op, launch, names)
+    del launched
+    custom_of, module_of, root_of = _holders(profile, q, host_op, rows, names)
 
     fused = np.full(len(ev), -1, np.int16)
     source = np.full(len(ev), Src.NONE, SOURCE_DTYPE)
@@ -182,14 +183,13 @@ class _NameTables:
                 self.module[nid] = taxonomy.classify_module(s)
 
 
-def _holders(profile: Profile, q: np.ndarray, host_op: np.ndarray, launch, names: _NameTables) -> tuple:
+def _holders(profile: Profile, q: np.ndarray, host_op: np.ndarray, rows: np.ndarray, names: _NameTables) -> tuple:
     """For each queried event's launch point, the event holding it (-1 none): the outermost
     custom op, the innermost layer module (nested modules first), the top-level op."""
     ev = profile.events
     start, end = ev["start"], host_nesting(profile).end
-    launch_t, launch_end, launch_thread, _ = launch
     thread = thread_ids(profile)
-    q_thread, q_start, q_end = launch_thread[q], launch_t[q], launch_end[q]
+    q_start, q_end, q_thread = launch_points(profile, rows, q)
 
     def holder(cands: np.ndarray) -> np.ndarray:
         res = np.full(len(q), -1, np.int64)
@@ -218,22 +218,22 @@ def _holders(profile: Profile, q: np.ndarray, host_op: np.ndarray, launch, names
     return custom_of, module_of, root_of
 
 
-def _steps_and_phases(profile: Profile, launch_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _steps_and_phases(profile: Profile, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Step row and phase of each event: the step of its rank whose range holds its launch."""
     ev, steps = profile.events, profile.steps
     n = len(ev)
     step = np.full(n, -1, np.int32)
     if len(steps) and n:
-        rank = ev["rank"].astype(np.int64)
         s_rank = steps["rank"].astype(np.int64)
         s_start, s_end = steps["start"], steps["start"] + steps["dur"]
         qi = np.flatnonzero(ev["start"] >= 0)
-        hit = containing(s_rank, s_start, s_end, rank[qi], launch_t[qi], launch_t[qi])
+        q_rank, q_t = ev["rank"][qi].astype(np.int64), ev["start"][launch_sources(rows, qi)]
+        hit = containing(s_rank, s_start, s_end, q_rank, q_t, q_t)
         outer = top_level(s_rank, s_start, s_end)
         if not outer.all():  # nested steps: what the inner one misses may sit in the outer one
             miss = hit < 0
             oi = np.flatnonzero(outer)
-            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], rank[qi[miss]], launch_t[qi[miss]], launch_t[qi[miss]])
+            h2 = containing(s_rank[oi], s_start[oi], s_end[oi], q_rank[miss], q_t[miss], q_t[miss])
             hit[np.flatnonzero(miss)[h2 >= 0]] = oi[h2[h2 >= 0]]
         ok = hit >= 0
         step[qi[ok]] = hit[ok]

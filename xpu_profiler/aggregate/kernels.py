@@ -118,16 +118,16 @@ def module_time(profile: Profile, basis: np.ndarray, classes: tuple[str, ...]) -
     head = np.array([cls[int(n)] in classes for n in ev["name"][mods].tolist()], bool)
     if not head.any():  # the trace records other modules but never these: unknown, not zero
         return None
-    launch_t, launch_end, launch_thread, _ = launch_points(profile, launch_rows(profile))
     q = np.flatnonzero(basis & (ev["start"] >= 0))
-    g_mod, g_q = thread_ids(profile)[mods], launch_thread[q]
+    q_start, q_end, g_q = launch_points(profile, launch_rows(profile), q)
+    g_mod = thread_ids(profile)[mods]
     m_start, m_end = ev["start"][mods], ev["start"][mods] + ev["dur"][mods]
     outer = top_level(g_mod, m_start, m_end)
-    in_any = containing(g_mod[outer], m_start[outer], m_end[outer], g_q, launch_t[q], launch_end[q]) >= 0
+    in_any = containing(g_mod[outer], m_start[outer], m_end[outer], g_q, q_start, q_end) >= 0
     h = mods[head]
     g_h, h_start, h_end = g_mod[head], ev["start"][h], ev["start"][h] + ev["dur"][h]
     h_outer = top_level(g_h, h_start, h_end)  # a Sampler holds its TopKTopPSampler: the outer one counts
-    in_head = containing(g_h[h_outer], h_start[h_outer], h_end[h_outer], g_q, launch_t[q], launch_end[q]) >= 0
+    in_head = containing(g_h[h_outer], h_start[h_outer], h_end[h_outer], g_q, q_start, q_end) >= 0
     phase, d = ev["phase"][q], ev["dur"][q]
     out: dict[str, int | None] = {}
     for p in np.unique(phase).tolist():

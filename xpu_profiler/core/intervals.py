@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ordering import lexsort, packed_keys
+from .ordering import lexsort, lexsort_taking, packed_keys
 
 _MIN = np.iinfo(np.int64).min
+#: queries looked up at a time (``containing``): its temporaries stay a few MiB on any trace
+QUERY_CHUNK = 1 << 18
 
 
 def distinct_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,19 +104,21 @@ def containing(
     ckey = cand_gid[order].astype(np.int64)  # keys built in place: few full-length temporaries
     ckey *= big
     ckey += cand_start[order]
-    qkey = q_gid.astype(np.int64)
-    qkey *= big
-    qkey += q_start
-    pos = np.searchsorted(ckey, qkey, side="right")
-    del ckey, qkey
-    pos -= 1
-    ok = pos >= 0
-    np.maximum(pos, 0, out=pos)
-    idx = order[pos]
-    del pos, order
-    ok &= cand_gid[idx] == q_gid
-    ok &= cand_end[idx] >= q_end
-    out[ok] = idx[ok]
+    for a in range(0, len(q_start), QUERY_CHUNK):  # the queries' temporaries bounded
+        b = a + QUERY_CHUNK
+        qkey = q_gid[a:b].astype(np.int64)
+        qkey *= big
+        qkey += q_start[a:b]
+        pos = np.searchsorted(ckey, qkey, side="right")
+        del qkey
+        pos -= 1
+        ok = pos >= 0
+        np.maximum(pos, 0, out=pos)
+        idx = order[pos]
+        del pos
+        ok &= cand_gid[idx] == q_gid[a:b]
+        ok &= cand_end[idx] >= q_end[a:b]
+        out[a:b][ok] = idx[ok]
     return out
 
 
@@ -200,10 +204,9 @@ def _nested(start: np.ndarray, end: np.ndarray, max_depth: int) -> bool:
     opened[lexsort((-end, start))] = np.arange(n, dtype=ids)
     t = np.concatenate([start, end])
     kind = np.concatenate([np.ones(n, np.int8), np.where(end > start, 0, 2).astype(np.int8)])
-    tie = np.concatenate([opened, -opened])
-    del opened
-    o = lexsort((tie, kind, t))
-    del tie, kind, t
+    keys = [np.concatenate([opened, -opened]), kind, t]  # (tie, kind, t)
+    del opened, kind, t
+    o = lexsort_taking(keys)
     is_open = o < n
     level = np.cumsum(is_open.astype(ids) * 2 - 1, dtype=ids)  # the depth after each
     if level.max() > max_depth:

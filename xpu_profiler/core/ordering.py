@@ -25,6 +25,19 @@ def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     return np.argsort(packed, kind="stable")
 
 
+def lexsort_taking(keys: list[np.ndarray]) -> np.ndarray:
+    """``lexsort(keys)`` that empties ``keys`` as soon as they are packed, so that the keys
+    (when the caller holds no other reference) are freed before the sort allocates: for the
+    largest sorts, where the keys, their packing and the order would otherwise coexist."""
+    packed = packed_keys(keys)
+    if packed is None:
+        order = np.asarray(np.lexsort(keys))
+        keys.clear()
+        return order
+    keys.clear()
+    return np.argsort(packed, kind="stable")
+
+
 def packed_keys(keys: Sequence[np.ndarray]) -> np.ndarray | None:
     """The keys (the last one primary) packed into one int64 that orders as they do, or None
     where they cannot be: not integer, of unequal lengths, empty, or spanning 62 bits or more."""

@@ -24,7 +24,7 @@ import numpy as np
 from ..core import atomic_write
 from ..core.fmt import place
 from ..core.intervals import distinct_rows, lanes
-from ..core.ordering import lexsort
+from ..core.ordering import lexsort, lexsort_taking
 from ..core.profile import DEVICE_KINDS, K_ANNOTATION, KINDS, PHASES, Profile, Table
 from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import Summary
@@ -313,8 +313,9 @@ def prepare(profile: Profile, summary: Summary | None = None, ahead: Any = None)
     kind_cat = np.concatenate(kinds_all)
     ts_cat, neg_dur = _times(profile, rows, kinds_all, ts_all, dur_all)
     del ts_all, dur_all
-    order = lexsort((neg_dur, ts_cat))  # by ts, longer first: parents before children
+    keys = [neg_dur, ts_cat]
     del ts_cat, neg_dur
+    order = lexsort_taking(keys)  # by ts, longer first: parents before children
     # each row's place in its own source: sources are contiguous in kind_cat except the
     # texts, which are numbered across their blocks in the order they were appended
     row_in = np.empty(len(kind_cat), np.int32)

@@ -119,14 +119,14 @@ def _holders(profile: Profile, idx: np.ndarray, cands: np.ndarray) -> np.ndarray
     out = np.full(len(idx), -1, np.int64)
     if not len(cands) or not len(idx):
         return out
-    lt, le, lthread, _ = launch_points(profile, launch_rows(profile))
+    lt, le, qg = launch_points(profile, launch_rows(profile), idx)
     end = ev["start"] + ev["dur"]
-    cg, qg = thread_ids(profile)[cands], lthread[idx]
+    cg = thread_ids(profile)[cands]
     for sub in (np.arange(len(cands)), np.flatnonzero(top_level(cg, ev["start"][cands], end[cands]))):
         miss = np.flatnonzero(out < 0)
         if not len(miss):
             break
-        hit = containing(cg[sub], ev["start"][cands[sub]], end[cands[sub]], qg[miss], lt[idx[miss]], le[idx[miss]])
+        hit = containing(cg[sub], ev["start"][cands[sub]], end[cands[sub]], qg[miss], lt[miss], le[miss])
         ok = hit >= 0
         out[miss[ok]] = cands[sub[hit[ok]]]
     return out
