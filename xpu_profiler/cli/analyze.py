@@ -8,7 +8,17 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import OUTPUT_RULE, PROGRESS_MIN_BYTES, _csv, _fail, _interrupted, _os_error, _size, _wrote
+from .common import (
+    OUTPUT_RULE,
+    PROGRESS_MIN_BYTES,
+    _csv,
+    _fail,
+    _interrupted,
+    _os_error,
+    _size,
+    _wrote,
+    offline_process,
+)
 
 
 @click.command()
@@ -131,6 +141,7 @@ def analyze(
     """Analyse existing traces and logs (Kineto/PyTorch profiler traces, vLLM profiler
     directories, Nsight Systems exports and reports, rocprofv3 outputs, [XPURT_PROF] logs,
     XProfiler traces, saved profiles)."""
+    offline_process()
     from .. import analysis
 
     try:

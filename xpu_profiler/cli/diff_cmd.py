@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import _fail, _interrupted, _os_error, _wrote
+from .common import _fail, _interrupted, _os_error, _wrote, offline_process
 
 
 @click.command("diff")
@@ -51,6 +51,7 @@ from .common import _fail, _interrupted, _os_error, _wrote
 def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, findings_config, quiet) -> None:
     """Compare two runs (each a trace, directory, bundle or summary.json): step time per
     phase, throughput, latency, fused-op and kernel costs per token, findings."""
+    offline_process()
     from .. import findings
     from ..core.atomic_write import OutputError, check_outputs, write_bytes
     from ..diff import compare, gate, load_input

@@ -1,0 +1,53 @@
+"""What the analysis commands set up in their own process: one BLAS thread (numpy's OpenBLAS
+otherwise starts one per core that spins, taking CPU from the reader's workers), unless the
+user chose a number; the live command is left alone (vLLM runs under it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xpu_profiler.testing import gen_trace
+
+RUN = """
+import os, sys
+from xpu_profiler.cli.main import main
+sys.argv = ["xpu_profiler", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+print("blas threads:", os.environ.get("OPENBLAS_NUM_THREADS"), "numpy:", "numpy" in sys.modules)
+"""
+
+
+def _run(args: list, env_value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = env_value
+    r = subprocess.run([sys.executable, "-c", RUN, *map(str, args)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("blas") / "t.json.gz"
+    gen_trace.generate(2_000, str(p), seed=3)
+    return p
+
+
+@pytest.mark.parametrize("command", ["analyze", "diff"])
+def test_analysis_commands_start_no_blas_threads(trace: Path, tmp_path: Path, command: str) -> None:
+    args = ["analyze", trace, "-o", tmp_path / "o", "-q"] if command == "analyze" else ["diff", trace, trace]
+    args += ["-o", tmp_path / "d", "-q"] if command == "diff" else []
+    assert _run(args, None) == "blas threads: 1 numpy: True"
+    assert _run(args, "3") == "blas threads: 3 numpy: True"  # the user's choice stays
+
+
+def test_other_commands_leave_it_alone() -> None:
+    assert _run(["--version"], None).startswith("blas threads: None ")
