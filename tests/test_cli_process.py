@@ -1,6 +1,7 @@
-"""What the analysis commands set up in their own process: one BLAS thread (numpy's OpenBLAS
-otherwise starts one per core that spins, taking CPU from the reader's workers), unless the
-user chose a number; the live command is left alone (vLLM runs under it)."""
+"""The process the commands run in: the analysis commands start numpy with one BLAS thread
+(OpenBLAS otherwise starts one per core that spins, taking CPU from the reader's workers)
+unless the user chose a number, the live command is left alone (vLLM runs under it); numbers
+in the environment that are no ASCII number are ignored."""
 
 from __future__ import annotations
 
@@ -51,3 +52,19 @@ def test_analysis_commands_start_no_blas_threads(trace: Path, tmp_path: Path, co
 
 def test_other_commands_leave_it_alone() -> None:
     assert _run(["--version"], None).startswith("blas threads: None ")
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "-1", "x"])
+def test_odd_numbers_in_the_environment_are_ignored(value: str, monkeypatch) -> None:
+    """``COLUMNS`` and ``XPU_PROFILER_WORKERS`` that are no ASCII number fall back to the
+    defaults (``²`` passes ``str.isdigit`` and fails ``int``)."""
+    from xpu_profiler.core.forking import fork_workers
+    from xpu_profiler.terminal.screen import FALLBACK_WIDTH, terminal_width
+
+    monkeypatch.setenv("COLUMNS", value)
+    assert terminal_width(None) == FALLBACK_WIDTH
+    monkeypatch.setattr("xpu_profiler.core.forking.threading.active_count", lambda: 1)  # (pytest's threads)
+    monkeypatch.setenv("XPU_PROFILER_WORKERS", value)
+    assert fork_workers(1 << 30, 0) == min(os.cpu_count() or 1, 8)
+    monkeypatch.setenv("XPU_PROFILER_WORKERS", "3")
+    assert fork_workers(1 << 30, 0) == 3

@@ -313,6 +313,24 @@ def test_real_events_with_a_field_changed(data) -> None:
     agrees(_dumps(events, data.draw(st.sampled_from([None, 1]))))
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"ts":2}',  # a known key twice
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"correlation":1,"correlation":2}}',
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"flops":1},"args":{"flops":2}}',
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"args":null,"args":{"flops":2}}',
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"x":1,"x":2}',  # an unread key twice: taken
+        b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"flops":1,"x":[1,{"y":2}],"x":3}}',
+    ],
+)
+def test_repeated_keys_are_declined_or_equal(event: bytes) -> None:
+    """A key written twice: the scanner declines a read key's second value (whichever the
+    reference keeps), and reads past the keys it does not read, as the reference does."""
+    taken = agrees(b"[" + event + b"," + event + b"]")
+    assert taken == (b'"x"' in event)
+
+
 def test_deep_nesting_and_long_numbers_are_declined_or_equal() -> None:
     deep = b'[{"ph":"X","name":"a","ts":1,"dur":1,"args":{"x":' + b"[" * 5000 + b"]" * 5000 + b"}}]"
     agrees(deep)

@@ -209,6 +209,29 @@ def test_absurd_token_counts_are_a_warning(tmp_path):
     assert s["totals"]["steps"] == 1 and s["totals"]["prefill_tokens"] == 0 and s["steps"]["phase"] == ["prefill"]
 
 
+@pytest.mark.parametrize("count", ["²", "1²", " ٣ ", "12"])
+def test_a_collectives_count_in_unicode_digits_is_read_or_unknown(count, tmp_path):
+    """``str.isdigit`` takes ``²``, ``int`` does not: a count written with it is unknown (-1),
+    never a traceback; a string ``int`` reads (any script's decimal digits) is its number."""
+    ev = [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 7,
+         "ts": 20, "dur": 50, "args": {"correlation": 1, "device": 0, "stream": 7}},
+        {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 9, "dur": 8,
+         "args": {"Collective name": "allreduce", "In msg nelems": count, "Out msg nelems": count,
+                  "Group size": 2, "Seq": count, "dtype": "Float", "Process Group Name": "0"}},
+    ]  # fmt: skip
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}, ensure_ascii=False), encoding="utf-8")
+    res = invoke("analyze", f, "-o", tmp_path / "o", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+    prof = xpu_profiler.load(f).profile
+    want = {"²": -1, "1²": -1, " ٣ ": 3, "12": 12}[count]
+    assert prof.comms["in_nelems"].tolist() == [want] and prof.comms["seq"].tolist() == [want]
+
+
 def test_traces_of_two_devices_are_two_runs_not_two_ranks(tmp_path):
     d = tmp_path / "mixed"
     d.mkdir()

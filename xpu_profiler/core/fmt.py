@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def is_decimal(s: str) -> bool:
+    """Whether ``s`` is a non-negative integer in ASCII digits: ``str.isdigit`` also takes
+    ``²`` and other characters that ``int`` refuses (a trace's numeric string, an environment
+    variable)."""
+    return s.isascii() and s.isdigit()
+
+
 @dataclass(frozen=True)
 class Style:
     micro: str  # the µs unit's spelling

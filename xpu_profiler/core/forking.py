@@ -12,6 +12,7 @@ import signal
 import threading
 
 from . import heap
+from .fmt import is_decimal
 
 
 def fork_workers(amount: int, minimum: int) -> int:
@@ -21,7 +22,7 @@ def fork_workers(amount: int, minimum: int) -> int:
         return 1
     if multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or threading.active_count() > 1:
         return 1
-    n = int(want) if want and want.isdigit() else (os.cpu_count() or 1)
+    n = int(want) if want and is_decimal(want) else (os.cpu_count() or 1)
     return max(1, min(n, 8))
 
 

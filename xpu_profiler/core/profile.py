@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .derived import Derived
+from .fmt import is_decimal
 from .run_info import RunInfo, as_dict
 from .table import StringTable as StringTable  # the containers, importable from here as they always were
 from .table import Table as Table
@@ -208,7 +209,7 @@ class Profile:
             d = self.run.get(key)
             if isinstance(d, dict):
                 self.run[key] = {
-                    str(mapping.get(int(k), int(k))) if k.lstrip("-").isdigit() else k: v for k, v in d.items()
+                    str(mapping.get(int(k), int(k))) if is_decimal(k.lstrip("-")) else k: v for k, v in d.items()
                 }
 
     def table(self, name: str) -> Table:

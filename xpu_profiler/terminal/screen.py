@@ -15,6 +15,8 @@ import io
 import os
 from dataclasses import dataclass
 
+from ..core.fmt import is_decimal
+
 FALLBACK_WIDTH = 80
 
 
@@ -47,7 +49,7 @@ def _no_color() -> bool:
 def terminal_width(stream: object) -> int:
     """``COLUMNS`` when set, else the width of the terminal ``stream`` writes to."""
     cols = os.environ.get("COLUMNS", "")
-    if cols.isdigit() and int(cols) > 0:
+    if is_decimal(cols) and int(cols) > 0:
         return int(cols)
     try:
         return os.get_terminal_size(stream.fileno()).columns or FALLBACK_WIDTH  # type: ignore[attr-defined]

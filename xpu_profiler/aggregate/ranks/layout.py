@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from ...core.fmt import is_decimal
 from ...core.run_info import RunInfo
 
 DIMS = ("dp", "pp", "pcp", "tp", "dcp", "ep")
@@ -60,7 +61,7 @@ def layout(run: RunInfo, ranks: list[int]) -> Layout:
     given = run.get("parallel_ranks")
     if isinstance(given, dict):
         for k, v in given.items():
-            if str(k).lstrip("-").isdigit() and isinstance(v, dict):
+            if is_decimal(str(k).lstrip("-")) and isinstance(v, dict):
                 c = {d: int(i) for d, i in v.items() if d in DIMS and isinstance(i, int) and i >= 0}
                 if c:
                     out.coords[int(k)] = c
@@ -81,7 +82,7 @@ def layout(run: RunInfo, ranks: list[int]) -> Layout:
         if not isinstance(names, dict):
             continue
         for rank_key, by_id in names.items():
-            if not str(rank_key).isdigit() or not isinstance(by_id, dict) or int(rank_key) in out.coords:
+            if not is_decimal(str(rank_key)) or not isinstance(by_id, dict) or int(rank_key) in out.coords:
                 continue
             for n in by_id.values():
                 if isinstance(n, str) and _WORKER.search(n):

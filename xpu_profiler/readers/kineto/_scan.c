@@ -18,6 +18,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +35,12 @@ typedef struct {
     size_t n, cap, item;
 } Vec;
 
-static int vec_push(Vec *v, const void *x) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 1024;
-        char *p = realloc(v->p, cap * v->item);
-        if (!p) return -1;
-        v->p = p;
-        v->cap = cap;
-    }
-    memcpy(v->p + v->n * v->item, x, v->item);
-    v->n++;
+static int vec_grow(Vec *v) {
+    size_t cap = v->cap ? v->cap * 2 : 1024;
+    char *p = realloc(v->p, cap * v->item);
+    if (!p) return -1;
+    v->p = p;
+    v->cap = cap;
     return 0;
 }
 
@@ -189,6 +188,21 @@ static int string_span(P *p, Span *s) {
     size_t i = p->i + 1;
     s->escaped = 0;
     s->start = i;
+#ifdef __SSE2__
+    /* the plain run of the string, sixteen bytes a step, onto its first special byte */
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+    while (i + 16 <= p->n) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p->b + i));
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                   _mm_cmpeq_epi8(_mm_min_epu8(x, ctl), x)); /* x <= 0x1F */
+        int m = _mm_movemask_epi8(hit);
+        if (m) {
+            i += (size_t)__builtin_ctz((unsigned)m);
+            break;
+        }
+        i += 16;
+    }
+#endif
     while (i + 8 <= p->n) { /* the plain run of the string, eight bytes a step */
         uint64_t w;
         memcpy(&w, p->b + i, 8);
@@ -454,7 +468,10 @@ static inline int key_index(const unsigned char *s, size_t n, const char **keys,
     for (int j = 0; j < SAME_LEN; j++) {
         int k = by_len[n][j];
         if (k < 0) return -1;
-        if ((unsigned char)keys[k][0] == s[0] && memcmp(keys[k], s, n) == 0) return k;
+        const char *w = keys[k]; /* compared inline: a call to memcmp cost more than these few bytes */
+        size_t c = 0;
+        while (c < n && (unsigned char)w[c] == s[c]) c++;
+        if (c == n) return k;
     }
     return -1;
 }
@@ -565,26 +582,30 @@ static int members(P *p, int level, Ev *ev) {
         return 0;
     }
     for (;;) {
-        Span key, val;
+        Span key, skipped;
         if (p->i >= p->n || p->b[p->i] != '"' || string_span(p, &key) < 0 || key.escaped) return -1;
         ws(p);
         if (p->i >= p->n || p->b[p->i] != ':') return -1;
         p->i++;
         ws(p);
         int k = key_index(p->b + key.start, key.end - key.start, keys, level ? ARG_BY_LEN : TOP_BY_LEN);
-        if (level == 0 && k == K_ARGS && p->i < p->n && p->b[p->i] == '{') {
-            val.type = T_OBJ;
-            val.start = p->i;
-            if (members(p, 1, ev) < 0) return -1;
-            val.end = p->i;
-        } else if (value(p, &val, level + 1) < 0) {
-            return -1;
-        }
+        /* a known key's value is parsed into its slot (copying a span just written stalls the
+           load on the stores), an unknown key's into a scratch span */
+        Span *val = &skipped;
         if (k >= 0) {
             if (*set & (1u << k)) return -1;
-            slots[k] = val;
-            *set |= 1u << k;
+            val = &slots[k];
         }
+        if (level == 0 && k == K_ARGS && p->i < p->n && p->b[p->i] == '{') {
+            val->start = p->i;
+            if (members(p, 1, ev) < 0) return -1;
+            val->type = T_OBJ;
+            val->escaped = 0;
+            val->end = p->i;
+        } else if (value(p, val, level + 1) < 0) {
+            return -1;
+        }
+        if (k >= 0) *set |= 1u << k;
         int more = next_item(p, '}');
         if (more <= 0) return more;
     }
@@ -633,9 +654,13 @@ static int32_t intern_span(P *p, Strings *t, const Span *s) {
     return strings_intern(t, p->tmp, (size_t)n);
 }
 
+/* x appended to v (its size known here, so the copy is a plain store); -1 out of memory or
+   an item of another size than the vector's */
 #define PUSH(v, x) \
     do { \
-        if (vec_push(&(v), &(x)) < 0) return -1; \
+        if (sizeof(x) != (v).item || ((v).n == (v).cap && vec_grow(&(v)) < 0)) return -1; \
+        memcpy((v).p + (v).n * sizeof(x), &(x), sizeof(x)); \
+        (v).n++; \
     } while (0)
 
 static int take_int(P *p, const Span *s, int64_t dflt, int64_t *out) {

@@ -95,13 +95,17 @@ def _text(v) -> str | None:
 
 
 def _count(v) -> int:
-    """A non-negative integer as written (number or numeric string), else -1."""
+    """A non-negative integer as written (number or numeric string: what ``int`` reads, as the
+    columns' fast path reads it; ``²`` is a digit to ``str.isdigit`` only), else -1."""
     if isinstance(v, bool):
         return -1
     if isinstance(v, float) and v.is_integer():
         v = int(v)
-    if isinstance(v, str) and v.strip().isdigit():
-        v = int(v.strip())
+    if isinstance(v, str):
+        try:
+            v = int(v)
+        except ValueError:
+            return -1
     return v if isinstance(v, int) and 0 <= v < 2**62 else -1
 
 
