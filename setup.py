@@ -39,6 +39,7 @@ setup(
             optional=True,
         ),
         Extension("xpu_profiler.core._fill", ["xpu_profiler/core/_fill.c"], optional=True),
+        Extension("xpu_profiler.core._nest", ["xpu_profiler/core/_nest.c"], optional=True),
     ],
     cmdclass={"build_ext": OptionalBuild},
 )

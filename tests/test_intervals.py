@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from unittest import mock
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xpu_profiler.core import compiled
 from xpu_profiler.core.intervals import (
+    _nested,
     containing,
     covered_in_windows,
     distinct_rows,
@@ -17,6 +23,7 @@ from xpu_profiler.core.intervals import (
     union_length,
     within_union,
 )
+from xpu_profiler.core.ordering import lexsort
 
 
 def a(*v):
@@ -54,6 +61,24 @@ def test_distinct_rows_match_numpy_unique(runs, dtype, wide):
     shuffled = np.random.default_rng(len(first)).permutation(len(first))
     rows2, inv2 = distinct_rows(first[shuffled], second[shuffled])
     assert rows2.tolist() == ref.tolist() and inv2.tolist() == ref_inv.ravel()[shuffled].tolist()
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 5)), min_size=1, max_size=30),
+    st.integers(0, 6),
+)
+def test_the_compiled_nesting_walk_answers_as_the_sweep(pairs, max_depth):
+    """``core/_nest.c`` against the numpy sweep, on small times (ties everywhere: equal
+    starts, equal ends, zero-length intervals, an end at another's start) and depth limits."""
+    _nest = pytest.importorskip("xpu_profiler.core._nest")
+    start = np.array([s for s, _ in pairs], np.int64)
+    end = start + np.array([d for _, d in pairs], np.int64)
+    with mock.patch.dict(os.environ, {compiled.PURE_ENV: "1"}):
+        sweep = _nested(start, end, max_depth)
+    order = lexsort((-end, start))
+    assert _nest.nested(start, end, order, max_depth) is sweep
+    assert _nested(start, end, max_depth) is sweep  # and through the switch
 
 
 def test_top_level_per_group():
