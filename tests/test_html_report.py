@@ -540,6 +540,14 @@ def test_write_is_self_contained(tmp_path):
     assert "default-src 'none'" in text
 
 
+def test_plotly_version_is_plotlys_own():
+    """Read from the bundled plotly.min.js without importing plotly: the version plotly says."""
+    from plotly.offline import get_plotlyjs_version
+
+    assert page.plotly_version() == get_plotlyjs_version()
+    assert page.plotly_js().count("plotly.js v" + get_plotlyjs_version()) >= 1
+
+
 def test_cdn_mode_links_plotly_once(tmp_path):
     path = html.write(None, sample_summary(), tmp_path / "r.html", plotly="cdn")
     text = path.read_text(encoding="utf-8")

@@ -44,6 +44,45 @@ SYNC_FLUSH, FINISH = zlib.Z_SYNC_FLUSH, zlib.Z_FINISH
 crc32: Callable[..., int] = _impl.crc32  # (data, value=0) -> int
 
 
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC-32 of A + B from crc(A), crc(B) and len(B): ISA-L's (C) where installed, else zlib's
+    algorithm in Python (its operator table, built on the first call, took 40 ms)."""
+    if _combine is not None:
+        return int(_combine(crc1, crc2, len2))
+    if not _ZERO_BYTES:
+        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
+        for _ in range(3):
+            op = _gf2_square(op)  # 2, 4, 8 zero bits
+        for _ in range(64):
+            _ZERO_BYTES.append(op)
+            op = _gf2_square(op)
+    k = 0
+    while len2 > 0:
+        if len2 & 1:
+            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
+        len2 >>= 1
+        k += 1
+    return crc1 ^ crc2
+
+
+_combine: Callable[[int, int, int], int] | None = getattr(_impl, "crc32_combine", None)
+_ZERO_BYTES: list[list[int]] = []  # operator applying 2^k zero bytes to a CRC, k = 0..63
+
+
+def _gf2_times(mat: list[int], vec: int) -> int:
+    s, i = 0, 0
+    while vec:
+        if vec & 1:
+            s ^= mat[i]
+        vec >>= 1
+        i += 1
+    return s
+
+
+def _gf2_square(mat: list[int]) -> list[int]:
+    return [_gf2_times(mat, mat[n]) for n in range(32)]
+
+
 def raw_compressor() -> Compressor:
     """A raw deflate stream (no header or trailer) at ``LEVEL``."""
     c: Compressor = _impl.compressobj(LEVEL, zlib.DEFLATED, -15)

@@ -4,8 +4,8 @@ parallel, one gzip stream, never the whole text in memory.
 The sorted rows are cut into pieces of a fixed number of rows; each piece is formatted
 and deflated on its own (raw deflate ending in a sync flush, byte-aligned and not
 final), so the pieces concatenate into one valid deflate stream the way pigz builds
-one; the gzip trailer's CRC-32 is combined from the pieces' own (``crc32_combine``,
-zlib's algorithm). Without workers (a small trace, a process with threads, a start
+one; the gzip trailer's CRC-32 is combined from the pieces' own
+(``deflate.crc32_combine``). Without workers (a small trace, a process with threads, a start
 method other than fork) the same pieces are made one after the other in-process.
 """
 
@@ -24,41 +24,6 @@ PARALLEL_MIN_ROWS = 400_000  # below this, worker processes cost more than they 
 # (lo, hi) → the piece's texts joined; inherited by forked workers
 _FORMAT: Callable[[int, int], bytes] | None = None
 _GZIP: bool = True
-
-
-def _gf2_times(mat: list[int], vec: int) -> int:
-    s, i = 0, 0
-    while vec:
-        if vec & 1:
-            s ^= mat[i]
-        vec >>= 1
-        i += 1
-    return s
-
-
-def _gf2_square(mat: list[int]) -> list[int]:
-    return [_gf2_times(mat, mat[n]) for n in range(32)]
-
-
-_ZERO_BYTES: list[list[int]] = []  # operator applying 2^k zero bytes to a CRC, k = 0..63
-
-
-def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
-    """CRC-32 of A + B from crc(A), crc(B) and len(B) (zlib's crc32_combine)."""
-    if not _ZERO_BYTES:
-        op = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
-        for _ in range(3):
-            op = _gf2_square(op)  # 2, 4, 8 zero bits
-        for _ in range(64):
-            _ZERO_BYTES.append(op)
-            op = _gf2_square(op)
-    k = 0
-    while len2 > 0:
-        if len2 & 1:
-            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
-        len2 >>= 1
-        k += 1
-    return crc1 ^ crc2
 
 
 def _piece(span: tuple[int, int]) -> tuple[bytes, int, int]:
@@ -109,9 +74,9 @@ def encoded(head: bytes, rows: int, fmt: Callable[[int, int], bytes], tail: byte
     yield c.compress(head) + c.flush(deflate.SYNC_FLUSH)
     crc, size = deflate.crc32(head), len(head)
     for data, piece_crc, n in pieces(rows, fmt, True):
-        crc, size = crc32_combine(crc, piece_crc, n), size + n
+        crc, size = deflate.crc32_combine(crc, piece_crc, n), size + n
         yield data
     c = deflate.raw_compressor()
     yield c.compress(tail) + c.flush(deflate.FINISH)
-    crc = crc32_combine(crc, deflate.crc32(tail), len(tail))
+    crc = deflate.crc32_combine(crc, deflate.crc32(tail), len(tail))
     yield struct.pack("<II", crc, (size + len(tail)) & 0xFFFFFFFF)
