@@ -5,6 +5,8 @@ engine even where their step ids meet."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from conftest import HAVE_VLLM
 from test_live_serve import Server, Traffic, _cli, _summary
@@ -27,8 +29,12 @@ def dp_server(tmp_path_factory):
 def test_a_window_on_two_data_parallel_engines(dp_server, tmp_path):
     n = 6
     out = tmp_path / "window"
-    # two clients at once: the coordinator gives each engine requests
-    with Traffic(dp_server), Traffic(dp_server), Traffic(dp_server):
+    # six clients at once: the coordinator keeps both engines busy. An engine without a request
+    # runs no step and so takes no window (a window is the engines that stepped while it was
+    # open); with three clients one engine once sat idle through all six steps of the other
+    with contextlib.ExitStack() as load:
+        for _ in range(6):
+            load.enter_context(Traffic(dp_server))
         r = _cli("record", "--url", dp_server.url, "--steps", n, "-o", out, "--timeout", 120)
     assert r.returncode == 0, r.stderr[-3000:]
     s = _summary(out)
