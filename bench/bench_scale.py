@@ -135,6 +135,11 @@ def ensure(events: int, gz: bool) -> Path:
     return path
 
 
+def _cases(label: str) -> tuple[str, ...]:
+    """The analyze cases of an input: the pure-Python reader's only on the .json."""
+    return ("summary", "default") + (("pure",) if label == "json" else ())
+
+
 def run_case(kind: str, trace: Path, tmp: Path, timeout: float, tree: bool = True) -> dict:
     """One fresh process: ``floor``, ``summary``, ``default``, or ``pure`` (the summary on the
     pure-Python reader, ``XPU_PROFILER_PURE_PYTHON=1``); ``tree``: its workers' memory sampled
@@ -195,7 +200,7 @@ def main(argv=None) -> int:
             for label, trace in inputs:  # alternate: background load spreads over all cases
                 floor = run_case("floor", trace, tmp, args.timeout)
                 res.setdefault((label, "floor"), []).append(floor)
-                for kind in ("summary", "default") + (("pure",) if label == "json" else ()):
+                for kind in _cases(label):
                     r = run_case(kind, trace, tmp, args.timeout, tree=False)
                     r["ratio"] = r["wall_s"] / floor["wall_s"]
                     res.setdefault((label, kind), []).append(r)
@@ -210,7 +215,7 @@ def main(argv=None) -> int:
                         )
                     shares.append(stages(trace, tmp, args.timeout))
             for label, trace in inputs:  # the peaks: one more run each, its workers sampled
-                for kind in ("summary", "default") + (("pure",) if label == "json" else ()):
+                for kind in _cases(label):
                     peak[(label, kind)] = run_case(kind, trace, tmp, args.timeout)["peak_mib"]
         big_rows = []
         if args.big_case:

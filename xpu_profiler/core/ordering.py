@@ -18,11 +18,7 @@ _PACKED_BITS = 62
 
 def lexsort(keys: Sequence[np.ndarray]) -> np.ndarray:
     """Indices that sort by ``keys``, the last one primary (``np.lexsort``'s convention)."""
-    keys = [np.asarray(k) for k in keys]
-    packed = packed_keys(keys)
-    if packed is None:
-        return np.asarray(np.lexsort(keys))
-    return np.argsort(packed, kind="stable")
+    return lexsort_taking([np.asarray(k) for k in keys])  # a list of its own: the caller's keys stay
 
 
 def lexsort_taking(keys: list[np.ndarray]) -> np.ndarray:
