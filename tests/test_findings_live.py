@@ -7,7 +7,8 @@ The engine runs are few and shared (module fixtures, started on first use):
 - ``small``: 8 prompts of 512 tokens, max_num_seqs 8, max_num_batched_tokens 64 — the
   healthy reference for the scheduler rules;
 - ``big``: the same with max_num_batched_tokens 1024 (the diff pair of ``small``);
-- ``compiled``: ``small`` without --enforce-eager (vLLM's torch.compile'd model);
+- ``compiled``: ``small`` without --enforce-eager (vLLM's torch.compile'd model), on prompts of
+  32 tokens;
 - ``kv``: a KV cache of 8 blocks of 32 tokens for 12 requests of 96 tokens (preemptions);
 - ``moe``: tiny-moe with experts 8x wider and top-4 routing (the expert GEMMs outweigh the
   rest), 32 requests for max_num_seqs 16, and a findings config switching one rule off;
@@ -58,24 +59,20 @@ from xpu_profiler.summary import load_summary
 
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")]
 
-WORKLOAD = [
-    "--model",
-    "tiny-llama",
-    "--device",
-    "cpu",
-    "--num-prompts",
-    "8",
-    "--input-len",
-    "512",
-    "--output-len",
-    "32",
-    "--engine-arg",
-    "max_num_seqs=8",
-]
+
+def workload(input_len: int = 512) -> list[str]:
+    return [
+        *("--model", "tiny-llama", "--device", "cpu", "--num-prompts", "8"),
+        *("--input-len", str(input_len), "--output-len", "32", "--engine-arg", "max_num_seqs=8"),
+    ]
+
+
+WORKLOAD = workload()
 RUNS = {
     "small": WORKLOAD + ["--max-num-batched-tokens", "64"],
     "big": WORKLOAD + ["--max-num-batched-tokens", "1024"],
-    "compiled": WORKLOAD + ["--max-num-batched-tokens", "64", "--no-enforce-eager"],
+    # (short prompts: the decode steps are compared, and the compile is most of this run)
+    "compiled": workload(32) + ["--max-num-batched-tokens", "64", "--no-enforce-eager"],
     "kv": [
         "--model",
         "tiny-llama",
