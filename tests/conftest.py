@@ -40,11 +40,30 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def worker_cores() -> str | None:
+    """Under pytest-xdist: this worker's share of the allowed cores ("0" and "1" for two
+    workers on two cores), the binding its vLLM engines get. vLLM's own ("auto") pins every
+    engine's worker process to the first core and keeps the rest for the scheduler, so two
+    engines started at once by two test workers would share one core while the other idles
+    (measured: two live runs side by side take a third longer so). None outside xdist."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not name.startswith("gw") or not name[2:].isdigit():
+        return None
+    i, n = int(name[2:]), max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    cores = sorted(os.sched_getaffinity(0))
+    return ",".join(map(str, cores[i::n] or [cores[i % len(cores)]]))
+
+
 def vllm_env(cache: Path | None = None, **extra: str) -> dict:
-    """Environment for a child process running vLLM on this (CPU) machine."""
+    """Environment for a child process running vLLM on this (CPU) machine: under xdist, its
+    engine worker on this test worker's own cores (``worker_cores``; a run of several
+    engine workers sets a binding of its own)."""
     env = dict(os.environ)
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cores = worker_cores()
+    if cores is not None:
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", cores)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if cache is not None:
         env["XPU_PROFILER_CACHE"] = str(cache)
@@ -131,11 +150,12 @@ def _trace_workload(tmp_path_factory, name: str, tp: int = 1, timeout: int = 600
 def _run_trace_workload(out: Path, tp: int, timeout: int, failed: Path) -> None:
     log = out / "run.log"
     cmd = [sys.executable, str(TESTS / "vllm_trace_workload.py"), str(out)] + (["--tp", str(tp)] if tp > 1 else [])
+    env = vllm_env(out / "model_cache")
+    if tp > 1:  # one core list per rank: the workload's own
+        env.pop("VLLM_CPU_OMP_THREADS_BIND", None)
     try:
         with open(log, "wb") as f:
-            rc = subprocess.run(
-                cmd, env=vllm_env(out / "model_cache"), stdout=f, stderr=subprocess.STDOUT, timeout=timeout
-            )
+            rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
         why = f"exit {rc.returncode}" if rc.returncode else ""
     except subprocess.TimeoutExpired:
         why = f"not done after {timeout} s"

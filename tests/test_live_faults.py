@@ -376,9 +376,10 @@ def test_ctrl_c(live, tmp_path, phase):
             "2000",
             "--detail-level",
             "basic",
+            in_process=True,  # (the engine processes' end on Ctrl-C: the profiling case below)
         )
         run.wait_for("] warm-up")
-        with run.frozen():  # (2000 warm-up steps: the engine is mid-way, held there)
+        with run.frozen():  # (2000 warm-up steps: the engine is mid-way)
             run.interrupt()
     elif phase == "profiling":
         run = live(*LONG)
