@@ -373,18 +373,22 @@ def test_sampler_and_head_share(runs):
 
 def test_small_kernel_storm(runs, tmp_path):
     s = runs.summary("small")
-    # what the tiny ops cost next to the whole window depends on the CPU (on a slow one the
-    # large ops dwarf them, under the stake a finding needs): the rule's verdict at any stake
+    k = phase(s, "decode").kernels
+    # how long the host ops run, and what the tiny ones cost next to the whole window, depend on
+    # the CPU (on a slow one most of them may take over 5 us): the rule at the threshold under
+    # which three quarters of this run's decode host ops ran (its own p75), at any stake
+    f = at_any(s, "small_kernel_storm", kernel_us=k.dur_pct_ns[75] / 1000 + 0.001)
+    assert f is not None and f.evidence["unit"] == "host_op" and f.evidence["small_share"] > 0.5
+    assert f.evidence["per_step"] == k.per_step and f.evidence["dur_p50_ns"] == k.dur_pct_ns[50]
+    assert f.at_stake_share == pytest.approx(f.evidence["small_time_ns"] / all_wall(s))
+    # at the default 5 us: at any stake exactly when most of them ran under it, and in the
+    # run's own findings exactly when its stake reaches the default minimum
     cfg = tmp_path / "findings.toml"
     cfg.write_text("min_at_stake = 0\n")
     any_stake = load_config(cfg)
-    f = {x.rule: x for x in findings.evaluate(s, any_stake)}["small_kernel_storm"]
-    k = phase(s, "decode").kernels
-    assert f.evidence["unit"] == "host_op" and f.evidence["small_share"] > 0.5
-    assert f.evidence["per_step"] == k.per_step and f.evidence["dur_p50_ns"] == k.dur_pct_ns[50]
-    assert f.at_stake_share == pytest.approx(f.evidence["small_time_ns"] / all_wall(s))
-    # the run's own findings list it exactly when that stake reaches the default minimum
-    assert ("small_kernel_storm" in rules(s)) == (f.at_stake_share >= MIN_AT_STAKE)
+    at5 = {x.rule: x for x in findings.evaluate(s, any_stake)}.get("small_kernel_storm")
+    assert (at5 is not None) == (k.dur_pct_ns[50] < 5000), k.dur_pct_ns[50]
+    assert ("small_kernel_storm" in rules(s)) == (at5 is not None and at5.at_stake_share >= MIN_AT_STAKE)
     # silent on a real graph-replayed decode step (SGLang, batch 32: 45% of its kernels
     # under 5 us); torch.compile on the CPU still runs most of its host ops under 5 us
     d = analysis.analyze([real_data.need("tracelens/sglang-qwen3-8b-decode.json.gz")])[1]
