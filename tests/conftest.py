@@ -45,13 +45,16 @@ def worker_cores() -> str | None:
     workers on two cores), the binding its vLLM engines get. vLLM's own ("auto") pins every
     engine's worker process to the first core and keeps the rest for the scheduler, so two
     engines started at once by two test workers would share one core while the other idles
-    (measured: two live runs side by side take a third longer so). None outside xdist."""
+    (measured: two live runs side by side take a third longer so). None outside xdist or
+    on one worker."""
+    from xpu_profiler.live.env import cpu_thread_binding
+
     name = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not name.startswith("gw") or not name[2:].isdigit():
         return None
-    i, n = int(name[2:]), max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-    cores = sorted(os.sched_getaffinity(0))
-    return ",".join(map(str, cores[i::n] or [cores[i % len(cores)]]))
+    # the live command's own split of the cores among engine workers, one list per test worker
+    binding = cpu_thread_binding(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), nodes=1)
+    return binding.split("|")[int(name[2:])] if binding else None
 
 
 def vllm_env(cache: Path | None = None, **extra: str) -> dict:
