@@ -198,7 +198,7 @@ static int string_span(P *p, Span *s) {
         int m = _mm_movemask_epi8(hit);
         if (m) {
             i += (size_t)__builtin_ctz((unsigned)m);
-            break;
+            goto special_byte; /* on it: the eight-byte steps below would find it again */
         }
         i += 16;
     }
@@ -209,6 +209,9 @@ static int string_span(P *p, Span *s) {
         if (special(w)) break;
         i += 8;
     }
+#ifdef __SSE2__
+special_byte:
+#endif
     while (i < p->n) {
         unsigned char c = p->b[i];
         if (c == '"') {
