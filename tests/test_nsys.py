@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -223,3 +224,92 @@ def test_layerwise_ranges_are_module_frames(tmp_path):
     by_module = {f.fused_op: f.time_ns_by_source.get("module", 0) / f.time_ns for f in a.fused_ops}
     assert by_module["gemm"] == by_module["attention"] == by_module["norm"] == 1.0
     assert b.attribution.share_by_source.get("module", 0.0) == 0.0
+
+
+KERNEL, RUNTIME, MEMCPY, MEMSET = (f"CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "RUNTIME", "MEMCPY", "MEMSET"))
+
+
+@pytest.fixture(scope="module")
+def clean():
+    """The real export's summary, untouched."""
+    return analysis.analyze([real_data.need(SAMPLE)])[1]
+
+
+def _copy(tmp_path: Path, *loosen: str) -> Path:
+    """A copy of the real export; the tables ``loosen`` lose their NOT NULL constraints."""
+    db = tmp_path / "odd.sqlite"
+    db.write_bytes(real_data.need(SAMPLE).read_bytes())
+    with closing(sqlite3.connect(db)) as c:
+        for t in loosen:
+            c.executescript(f"CREATE TABLE x AS SELECT * FROM {t}; DROP TABLE {t}; ALTER TABLE x RENAME TO {t};")
+    return db
+
+
+def _spoil(db: Path, *updates: str) -> None:
+    with closing(sqlite3.connect(db)) as c, c:
+        for u in updates:
+            c.execute(u)
+
+
+def _skips(s) -> set[str]:
+    return {w for w in s.warnings if " skipped " in w}
+
+
+def test_rows_with_a_null_are_skipped_and_counted(tmp_path, clean):
+    """A NULL where a row needs a value (a kernel's times, device or stream, a runtime call's
+    name, a copy's or fill's bytes) skips that row, counted per table and column; the rest is
+    read, its totals the clean export's less the rows skipped."""
+    db = _copy(tmp_path, KERNEL, RUNTIME, MEMCPY, MEMSET)
+    spoiled = {"start": 1, "end": 2, "deviceId": 3, "streamId": 4}  # column → the kernel row it is NULL in
+    ((kernel_ns,),) = _sql(db, f"SELECT sum(end - start) FROM {KERNEL} WHERE rowid IN (1, 2, 3, 4)")
+    copy_ns = sum(
+        _sql(db, f"SELECT end - start FROM {t} WHERE rowid = {r}")[0][0] for t, r in ((MEMCPY, 1), (MEMSET, 2))
+    )
+    kernel_pids = {g >> 24 & 0xFFFFFF for (g,) in _sql(db, f"SELECT globalPid FROM {KERNEL}")}
+    calls = [g >> 24 & 0xFFFFFF for (g,) in _sql(db, f"SELECT globalTid FROM {RUNTIME} WHERE rowid IN (5, 6, 7)")]
+    _spoil(
+        db,
+        *(f'UPDATE {KERNEL} SET "{col}" = NULL WHERE rowid = {r}' for col, r in spoiled.items()),
+        f"UPDATE {RUNTIME} SET nameId = NULL WHERE rowid IN (5, 6, 7)",
+        f"UPDATE {MEMCPY} SET bytes = NULL WHERE rowid = 1",
+        f"UPDATE {MEMSET} SET bytes = NULL WHERE rowid = 2",
+    )
+    _, s = analysis.analyze([db])
+    assert _skips(s) == {f"odd.sqlite: skipped 1 {KERNEL} row(s) with a NULL or non-integer {c}" for c in spoiled} | {
+        f"odd.sqlite: skipped 3 {RUNTIME} row(s) with a NULL or non-integer nameId",
+        f"odd.sqlite: skipped 1 {MEMCPY} row(s) with a NULL or non-integer bytes",
+        f"odd.sqlite: skipped 1 {MEMSET} row(s) with a NULL or non-integer bytes",
+    }
+    assert s.totals.device_kernel_ns == clean.totals.device_kernel_ns - kernel_ns
+    assert s.totals.op_time_ns == clean.totals.op_time_ns - kernel_ns - copy_ns
+    assert s.totals.events == clean.totals.events - 4 - 2 - sum(p in kernel_pids for p in calls)
+
+
+def test_kernel_times_no_run_has_are_skipped_with_their_reason(tmp_path, clean):
+    """An end at int64's maximum is beyond any clock (not "an end before the start"); a kernel
+    of 11.6 days or more is beyond any real run: each skipped, counted by its reason."""
+    db = _copy(tmp_path)
+    ((kernel_ns,),) = _sql(db, f"SELECT sum(end - start) FROM {KERNEL} WHERE rowid IN (1, 2, 3)")
+    _spoil(
+        db,
+        f"UPDATE {KERNEL} SET end = {2**63 - 1} WHERE rowid = 1",
+        f"UPDATE {KERNEL} SET end = start + {10**15} WHERE rowid IN (2, 3)",
+    )
+    _, s = analysis.analyze([db])
+    assert _skips(s) == {
+        f"odd.sqlite: skipped 1 {KERNEL} row(s) with a time beyond any clock (negative, or past 2^62 ns)",
+        f"odd.sqlite: skipped 2 {KERNEL} row(s) with a duration of 11.6 days or more (beyond any real run)",
+    }
+    assert s.totals.device_kernel_ns == clean.totals.device_kernel_ns - kernel_ns
+    assert s.totals.events == clean.totals.events - 3
+
+
+def test_an_odd_row_of_a_table_of_names_is_ignored(tmp_path, clean):
+    """Thread names whose name id is a text name nothing: the export is read all the same."""
+    db = _copy(tmp_path)
+    _spoil(db, "UPDATE ThreadNames SET nameId = 'abc'")
+    res = invoke("analyze", db, "-o", tmp_path / "o", "--format", "json")
+    assert res.exit_code == 0, res.output
+    s = load_summary(tmp_path / "o" / "summary.json")
+    assert (s.totals.events, s.totals.op_time_ns) == (clean.totals.events, clean.totals.op_time_ns)
+    assert s.warnings == [w.replace(Path(SAMPLE).name, db.name) for w in clean.warnings]

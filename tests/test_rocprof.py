@@ -115,3 +115,71 @@ def test_what_only_looks_like_it(tmp_path):
     empty = tmp_path / "y_results.json"
     empty.write_text(json.dumps({"rocprofiler-sdk-tool": [{"metadata": {"pid": 3}}]}))
     assert "nothing to analyse" in one_line_error(invoke("analyze", empty, "-o", tmp_path / "o"))
+
+
+@pytest.fixture(scope="module")
+def real_cut():
+    """The real output cut to its first 300 dispatches (the tests below spoil some of them)."""
+    path = real_data.need(SAMPLE)
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    kd = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"]
+    del kd[300:]
+    return doc
+
+
+ODD_AT = (10, 150, 290)  # the dispatches a test spoils
+
+
+def _spoil(rec: dict, how: str) -> dict | None:
+    rec = json.loads(json.dumps(rec))
+    if how == "text time":
+        rec["start_timestamp"] = "abc"
+    elif how == "null record":
+        return None
+    elif how == "number for an object":
+        rec["stream_id"] = 5
+    elif how == "uint64 end":
+        rec["end_timestamp"] = 2**64 - 1  # a legal uint64, beyond int64
+    elif how == "huge start":
+        rec["start_timestamp"] = 10**25
+    elif how == "int64 max end":
+        rec["end_timestamp"] = 2**63 - 1
+    elif how == "11.6 days":
+        rec["end_timestamp"] = rec["start_timestamp"] + 10**15
+    return rec
+
+
+@pytest.mark.parametrize(
+    "how, why",
+    [
+        ("text time", "record(s) of an odd shape (first: Expected `int`, got `str` - at `$.start_timestamp`)"),
+        ("null record", "record(s) of an odd shape (first: Expected `object`, got `null`)"),
+        ("number for an object", "record(s) of an odd shape (first: Expected `object | null`, got `int`"),
+        ("uint64 end", "row(s) with a value beyond int64 in end_timestamp"),
+        ("huge start", "row(s) with a value beyond int64 in start_timestamp"),
+        ("int64 max end", "row(s) with a time beyond any clock (negative, or past 2^62 ns)"),
+        ("11.6 days", "row(s) with a duration of 11.6 days or more (beyond any real run)"),
+    ],
+    ids=lambda x: x if " " in x and "(" not in x else "",
+)
+def test_odd_dispatches_are_skipped_and_counted(tmp_path, real_cut, how, why):
+    """A dispatch of an odd shape or with a time no run has is skipped, counted in one warning
+    with its true reason; the others are read, their totals their own sums."""
+    doc = json.loads(json.dumps(real_cut))
+    kd = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"]
+    kept = [r for i, r in enumerate(kd) if i not in ODD_AT]
+    for i in ODD_AT:
+        kd[i] = _spoil(kd[i], how)
+    path = tmp_path / "odd_results.json"
+    path.write_text(json.dumps(doc))
+    _, s = analysis.analyze([path])
+    lines = [w for w in s.warnings if "kernel_dispatch" in w]
+    assert len(lines) == 1 and lines[0].startswith(f"odd_results.json: skipped {len(ODD_AT)} kernel_dispatch {why}")
+    assert s.totals.events == len(kept)
+    kernel_ns = sum(r["end_timestamp"] - r["start_timestamp"] for r in kept)
+    assert s.totals.op_time_ns == s.totals.device_kernel_ns == kernel_ns
+    every = [r for r in kd if isinstance(r, dict)]  # nothing usable left: one line naming the file
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"] = [_spoil(r, how) for r in every[:2]]
+    path.write_text(json.dumps(doc))
+    err = one_line_error(invoke("analyze", path, "-o", tmp_path / "o"))
+    assert f"{path.name}: " in err and f"skipped 2 kernel_dispatch {why}" in err

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ..core.errors import TraceError
+from .vendor_rows import I64_MAX, ODD
 
 MAGIC = b"SQLite format 3\x00"
 BATCH = 1 << 16  # rows fetched at a time: memory stays bounded by the columns, not the rows
@@ -75,9 +76,29 @@ def why_unreadable(path: Path) -> str:
     )
 
 
+def _int(v: object) -> int:
+    """One value of an integer column: itself, a REAL truncated (as numpy does), else ``ODD``."""
+    if isinstance(v, int) and ODD < v <= I64_MAX:
+        return v
+    if isinstance(v, float) and -(2.0**63) < v < 2.0**63:  # false for NaN
+        return int(v)
+    return ODD
+
+
+def _ints(rows: list, n: int) -> np.ndarray:
+    """A batch of rows of ``n`` integer columns as an (rows, n) array; a NULL, a text, a blob
+    is ``ODD`` there (the readers skip and count those rows: ``vendor_rows.usable``). A batch
+    with none is one numpy conversion."""
+    try:
+        return np.array(rows, np.int64).reshape(len(rows), n)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([[_int(v) for v in r] for r in rows], np.int64).reshape(len(rows), n)
+
+
 def columns(conn: sqlite3.Connection, sql: str, n: int, params: tuple = ()) -> list[np.ndarray]:
-    """The ``n`` integer columns of a query (NULLs replaced in the SQL), read in batches into
-    preallocated columns: the rows never exist all at once as Python tuples."""
+    """The ``n`` integer columns of a query, read in batches into preallocated columns: the
+    rows never exist all at once as Python tuples. A value that is NULL (where the SQL does not
+    replace it) or no integer is ``ODD``."""
     (total,) = conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()
     out = [np.empty(total, np.int64) for _ in range(n)]
     cur = conn.execute(sql, params)
@@ -86,11 +107,7 @@ def columns(conn: sqlite3.Connection, sql: str, n: int, params: tuple = ()) -> l
         rows = cur.fetchmany(min(BATCH, total - at))
         if not rows:
             break
-        try:
-            block = np.array(rows, np.int64).reshape(len(rows), n)
-        except (TypeError, ValueError, OverflowError):
-            bad = next(r for r in rows if not all(isinstance(v, int) for v in r))
-            raise sqlite3.DatabaseError(f"a value that is no integer where one belongs: {str(bad)[:80]}") from None
+        block = _ints(rows, n)
         for i in range(n):
             out[i][at : at + len(rows)] = block[:, i]
         at += len(rows)
@@ -98,17 +115,14 @@ def columns(conn: sqlite3.Connection, sql: str, n: int, params: tuple = ()) -> l
 
 
 def with_text(conn: sqlite3.Connection, sql: str, n: int, k: int, params: tuple = ()) -> tuple[list[np.ndarray], list]:
-    """A query's first ``n`` integer columns, then ``k`` text columns as (ids, distinct texts in
-    first-seen order) each, read in batches (NULL text is "")."""
+    """A query's first ``n`` integer columns (``ODD``: NULL or no integer), then ``k`` text
+    columns as (ids, distinct texts in first-seen order) each, read in batches (NULL text is "")."""
     ints: list[np.ndarray] = []
     index: list[dict[str, int]] = [{} for _ in range(k)]
     ids: list[list[int]] = [[] for _ in range(k)]
     cur = conn.execute(sql, params)
     while rows := cur.fetchmany(BATCH):
-        try:
-            ints.append(np.array([r[:n] for r in rows], np.int64).reshape(len(rows), n))
-        except (TypeError, ValueError, OverflowError):
-            raise sqlite3.DatabaseError(f"a value that is no integer where one belongs: {str(rows[0])[:80]}") from None
+        ints.append(_ints([r[:n] for r in rows], n))
         for j in range(k):
             seen, out = index[j], ids[j]
             for r in rows:
@@ -121,5 +135,6 @@ def with_text(conn: sqlite3.Connection, sql: str, n: int, k: int, params: tuple 
 
 
 def strings(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> dict[int, str]:
-    """An id → text table (``StringIds``, ``rocpd_string``)."""
-    return {int(i): str(v) if v is not None else "" for i, v in conn.execute(sql, params)}
+    """An id → text table (``StringIds``, ``rocpd_string``); a row whose id is no integer is
+    ignored (no row can name it)."""
+    return {i: str(v) if v is not None else "" for i, v in conn.execute(sql, params) if isinstance(i, int)}

@@ -17,8 +17,11 @@ file's own string table) and ``assemble`` joins the blocks:
 - **times**: the profile's time 0 is the earliest row; ``base_ns`` is that row on the epoch when
   the file gives the epoch of its clock, else on the file's own clock (so that files of one
   machine still line up).
-- **odd rows** (an end before the start, a time beyond any clock) are skipped and counted in a
-  warning naming the table, never a failure.
+- **odd rows** (a value that is missing or no 64-bit integer, a time beyond any clock, an end
+  before the start, a duration beyond any real run) are skipped and counted in one warning per
+  table and reason, never a failure. A reader marks a value it could not read as ``ODD`` and
+  drops those rows itself (``usable``: it knows the columns' names), counting them in the
+  block's ``skipped``; ``assemble`` checks the times and writes the warnings.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ import numpy as np
 from ..core.profile import DEVICE_KINDS, EVENT_SCHEMA, KINDS, Profile, StringTable, Table
 
 MAX_NS = 1 << 62  # no clock reads beyond it: a row there is odd
+MAX_DUR_NS = 10**15  # ~11.6 days, as the Kineto reader's MAX_DUR_US: a row that long is absurd
+ODD = np.iinfo(np.int64).min  # a value a reader could not read as a 64-bit integer (NULL, text, beyond int64)
+I64_MAX = np.iinfo(np.int64).max
 
 
 @dataclass
@@ -52,6 +58,7 @@ class Block:
     flops: np.ndarray | None = None  # copies and fills: bytes
     cat: str = ""
     copy: np.ndarray | None = None  # copies: their direction as the profiler recorded it (copy_kinds)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason → rows the reader left out (``usable``)
 
     def __len__(self) -> int:
         return len(self.start)
@@ -62,6 +69,38 @@ class Assembled:
     profile: Profile
     ranks: dict[int, int]  # pid → rank
     host_rows_left_out: dict[int, int] = field(default_factory=dict)  # pid → rows of a process with no device work
+
+
+def usable(cols: Sequence[np.ndarray], names: Sequence[str], why: str, skipped: dict[str, int]) -> list[np.ndarray]:
+    """The columns without their rows that hold ``ODD`` in one of them; each such row counted in
+    ``skipped`` under ``why.format(name)``, ``name`` that of its first odd column ("a NULL or
+    non-integer {}"). A clean read costs one minimum per column."""
+    odd = [i for i, c in enumerate(cols) if len(c) and c.min() == ODD]
+    if not odd:
+        return list(cols)
+    bad = np.zeros(len(cols[0]), bool)
+    for i in odd:
+        new = (cols[i] == ODD) & ~bad
+        n = int(new.sum())
+        if n:
+            key = why.format(names[i])
+            skipped[key] = skipped.get(key, 0) + n
+            bad |= new
+    return [c[~bad] for c in cols]
+
+
+def _time_problems(b: Block) -> tuple[np.ndarray, dict[str, int]]:
+    """Which of a block's rows have usable times, and the others counted by what is wrong."""
+    start, end = b.start, b.end
+    beyond = (start < 0) | (start >= MAX_NS) | (end < 0) | (end >= MAX_NS)
+    backwards = ~beyond & (end < start)
+    too_long = ~beyond & ~backwards & (end - np.where(beyond, end, start) >= MAX_DUR_NS)
+    found = {
+        "a time beyond any clock (negative, or past 2^62 ns)": int(beyond.sum()),
+        "an end before the start": int(backwards.sum()),
+        "a duration of 11.6 days or more (beyond any real run)": int(too_long.sum()),
+    }
+    return ~(beyond | backwards | too_long), {k: n for k, n in found.items() if n}
 
 
 def _col(values: np.ndarray | None, n: int, default: int) -> np.ndarray:
@@ -117,14 +156,17 @@ def assemble(
     of the file clock's 0, when the file says it. ``ranks``: pid → rank, when the reader knows
     better (``ranks_of`` otherwise)."""
     kept: list[Block] = []
+    skipped: dict[tuple[str, str], int] = {}  # (table, reason) → rows: one warning each
     for b in blocks:
-        ok = (b.start >= 0) & (b.end >= b.start) & (b.end < MAX_NS)
-        bad = int(len(b) - ok.sum())
-        if bad:
-            notes.append(f"{path.name}: skipped {bad:,} {b.table} row(s) with no usable time (an end before the start)")
+        ok, found = _time_problems(b)
+        for why, n in [*b.skipped.items(), *found.items()]:
+            skipped[(b.table, why)] = skipped.get((b.table, why), 0) + n
+        if found:
             b = _take(b, ok)
         if len(b):
             kept.append(b)
+    for (table, why), n in skipped.items():
+        notes.append(f"{path.name}: skipped {n:,} {table} row(s) with {why}")
     rank_of = ranks if ranks is not None else ranks_of(kept)
     left_out: dict[int, int] = {}
     prof = Profile()
@@ -185,6 +227,7 @@ def _take(b: Block, mask: np.ndarray) -> Block:
         t(b.flops),
         b.cat,
         t(b.copy),
+        b.skipped,
     )
 
 

@@ -75,6 +75,9 @@ def _read_export(db: Path, options: ReadOptions, shown: Path) -> Profile:
         threads = tables.thread_names(conn, sch, names)
     if options.progress:
         options.progress(db.stat().st_size)
+    lost = [f"{n:,} {b.table} row(s) with {why}" for b in blocks for why, n in b.skipped.items()]
+    if not any(len(b) for b in blocks) and lost:
+        raise TraceError(shown, f"nothing to analyse: no usable row in the export; skipped {'; '.join(lost)}")
     if not any(len(b) for b in blocks):
         traced = ", ".join(t for t in tables.EXPORT_TABLES if t in sch) or "none of them"
         raise TraceError(

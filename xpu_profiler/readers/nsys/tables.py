@@ -3,7 +3,9 @@
 Column names are read from the database, not assumed: exports from 2022.4 (schema 3.0) to
 2025.x (3.17) differ in optional columns (``greenContextId``, ``graphNodeId``, NVTX
 ``textId``), and a missing table means the report traced nothing of that kind (exports are
-lazy). Every integer that may be NULL is coalesced in the SQL. ``globalTid``/``globalPid``
+lazy). An optional integer column is coalesced to its default in the SQL; a row with a NULL
+or no integer where a value is needed (times, device, stream, bytes, ``nameId``...) is skipped
+and counted by its table and column (``vendor_rows.usable``). ``globalTid``/``globalPid``
 pack the process and thread ids: pid = bits 24-47, tid = bits 0-23 (the Nsight Systems User
 Guide, "Serialized Process and Thread Identifiers").
 """
@@ -20,7 +22,7 @@ from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_MEMSET, K_RUNTIM
 from ...knowledge import cupti_enums as ce
 from ...knowledge.copy_kinds import CUPTI_COPY_KIND
 from ..sqlite_db import columns, strings, with_text
-from ..vendor_rows import Block
+from ..vendor_rows import Block, usable
 
 Schema = dict[str, set[str]]
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -76,31 +78,55 @@ def device_blocks(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of:
     return out
 
 
+def _device_cols(sch: Schema, table: str) -> dict[str, str]:
+    """The columns every row of device work has: times, device, stream, correlation, process."""
+    return {
+        "start": "start",
+        "end": "end",
+        "deviceId": "deviceId",
+        "streamId": "streamId",
+        "correlationId": _c(sch, table, "correlationId"),
+        "globalPid": _c(sch, table, "globalPid", "0"),
+    }
+
+
+def _rows(conn: sqlite3.Connection, table: str, cols: dict[str, str], skipped: dict[str, int]) -> list[np.ndarray]:
+    """A table's integer columns (name → SQL expression), without the rows where one is NULL or
+    no integer: those are counted in ``skipped`` by the column (``vendor_rows.usable``)."""
+    got = columns(conn, f"SELECT {', '.join(cols.values())} FROM {table}", len(cols))
+    return usable(got, list(cols), "a NULL or non-integer {}", skipped)
+
+
 def _kernels(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of: dict) -> Block:
     """Kernels, by their demangled name (else their short one)."""
     have = [c for c in ("demangledName", "shortName") if c in sch[KERNEL]]  # the full name, else the short
     name_col = f"coalesce({', '.join(have)}, -1)" if have else "-1"
-    start, end, dev, stream, corr, gpid, name = columns(
-        conn,
-        f"SELECT start, end, deviceId, streamId, {_c(sch, KERNEL, 'correlationId')}, "
-        f"{_c(sch, KERNEL, 'globalPid', '0')}, {name_col} FROM {KERNEL}",
-        7,
-    )
+    skipped: dict[str, int] = {}
+    cols = _device_cols(sch, KERNEL) | {have[0] if have else "name": name_col}
+    start, end, dev, stream, corr, gpid, name = _rows(conn, KERNEL, cols, skipped)
     pid = pid_of(gpid)
     return Block(
-        KERNEL, K_KERNEL, names.table, name, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel"
+        KERNEL,
+        K_KERNEL,
+        names.table,
+        name,
+        start,
+        end,
+        pid,
+        stream,
+        _gpu(dev, pid, gpu_of),
+        corr,
+        cat="kernel",
+        skipped=skipped,
     )
 
 
 def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     """Memory copies, named by their kind and ends as Kineto names them, with their bytes."""
-    start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = columns(
-        conn,
-        f"SELECT start, end, deviceId, streamId, {_c(sch, MEMCPY, 'correlationId')}, "
-        f"{_c(sch, MEMCPY, 'globalPid', '0')}, bytes, copyKind, {_c(sch, MEMCPY, 'srcKind', '7')}, "
-        f"{_c(sch, MEMCPY, 'dstKind', '7')} FROM {MEMCPY}",
-        10,
-    )
+    skipped: dict[str, int] = {}
+    cols = _device_cols(sch, MEMCPY) | {"bytes": "bytes", "copyKind": "copyKind"}
+    cols |= {"srcKind": _c(sch, MEMCPY, "srcKind", "7"), "dstKind": _c(sch, MEMCPY, "dstKind", "7")}
+    start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = _rows(conn, MEMCPY, cols, skipped)
     table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
     pid = pid_of(gpid)
     direction = np.array([CUPTI_COPY_KIND.get(k, 0) for k in kind.tolist()], np.int8)
@@ -118,63 +144,68 @@ def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
         nbytes,
         "gpu_memcpy",
         direction,
+        skipped,
     )
 
 
 def _fills(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     """Memsets, named by the kind of memory they fill, with their bytes."""
-    start, end, dev, stream, corr, gpid, nbytes, mem = columns(
-        conn,
-        f"SELECT start, end, deviceId, streamId, {_c(sch, MEMSET, 'correlationId')}, "
-        f"{_c(sch, MEMSET, 'globalPid', '0')}, bytes, {_c(sch, MEMSET, 'memKind', '2')} FROM {MEMSET}",
-        8,
-    )
+    skipped: dict[str, int] = {}
+    cols = _device_cols(sch, MEMSET) | {"bytes": "bytes", "memKind": _c(sch, MEMSET, "memKind", "2")}
+    start, end, dev, stream, corr, gpid, nbytes, mem = _rows(conn, MEMSET, cols, skipped)
     table, ids = _names_of(mem.tolist(), ce.memset_name)
     pid = pid_of(gpid)
     return Block(
-        MEMSET, K_MEMSET, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, nbytes, "gpu_memset"
+        MEMSET,
+        K_MEMSET,
+        table,
+        ids,
+        start,
+        end,
+        pid,
+        stream,
+        _gpu(dev, pid, gpu_of),
+        corr,
+        nbytes,
+        "gpu_memset",
+        skipped=skipped,
     )
 
 
 def _syncs(conn: sqlite3.Connection, sch: Schema) -> Block:
     """Synchronizations, named by their type, on their stream (-1: none)."""
-    start, end, dev, stream, corr, gpid, kind = columns(
-        conn,
-        f"SELECT start, end, deviceId, streamId, {_c(sch, SYNC, 'correlationId')}, "
-        f"{_c(sch, SYNC, 'globalPid', '0')}, {_c(sch, SYNC, 'syncType', '0')} FROM {SYNC}",
-        7,
-    )
+    skipped: dict[str, int] = {}
+    cols = _device_cols(sch, SYNC) | {"syncType": _c(sch, SYNC, "syncType", "0")}
+    start, end, dev, stream, corr, gpid, kind = _rows(conn, SYNC, cols, skipped)
     stream = np.where(stream == ce.NONE_32, -1, stream)
     pid = pid_of(gpid)
-    return Block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync")
+    return Block(
+        SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync", skipped=skipped
+    )
 
 
 def _graph_runs(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     """CUDA graph runs (``--cuda-graph-trace=graph``) as kernels named by their graph."""
-    start, end, dev, stream, corr, gpid, graph = columns(
-        conn,
-        f"SELECT start, end, deviceId, streamId, {_c(sch, GRAPH_TRACE, 'correlationId')}, "
-        f"{_c(sch, GRAPH_TRACE, 'globalPid', '0')}, {_c(sch, GRAPH_TRACE, 'graphId')} FROM {GRAPH_TRACE}",
-        7,
-    )
+    skipped: dict[str, int] = {}
+    cols = _device_cols(sch, GRAPH_TRACE) | {"graphId": _c(sch, GRAPH_TRACE, "graphId")}
+    start, end, dev, stream, corr, gpid, graph = _rows(conn, GRAPH_TRACE, cols, skipped)
     table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
     pid = pid_of(gpid)
-    return Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, _gpu(dev, pid, gpu_of), corr, cat="kernel")
+    dev = _gpu(dev, pid, gpu_of)
+    return Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, dev, corr, cat="kernel", skipped=skipped)
 
 
 def runtime_block(conn: sqlite3.Connection, sch: Schema, names: Strings) -> Block | None:
     """CUDA runtime and driver calls on their threads (``eventClass`` 0 and 1 share the table)."""
     if RUNTIME not in sch:
         return None
-    start, end, gtid, corr, name = columns(
-        conn,
-        f"SELECT start, end, {_c(sch, RUNTIME, 'globalTid', '0')}, {_c(sch, RUNTIME, 'correlationId')}, nameId "
-        f"FROM {RUNTIME}",
-        5,
-    )
-    return Block(
-        RUNTIME, K_RUNTIME, names.api(), name, start, end, pid_of(gtid), tid_of(gtid), None, corr, cat="cuda_runtime"
-    )
+    skipped: dict[str, int] = {}
+    cols = {"start": "start", "end": "end", "globalTid": _c(sch, RUNTIME, "globalTid", "0")}
+    cols |= {"correlationId": _c(sch, RUNTIME, "correlationId"), "nameId": "nameId"}
+    start, end, gtid, corr, name = _rows(conn, RUNTIME, cols, skipped)
+    pid, tid = pid_of(gtid), tid_of(gtid)
+    api = names.api()
+    return Block(RUNTIME, K_RUNTIME, api, name, start, end, pid, tid, None, corr, cat="cuda_runtime", skipped=skipped)
 
 
 def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int]:
@@ -188,12 +219,12 @@ def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int
     join = "LEFT JOIN StringIds s ON s.id = n.textId" if "textId" in cols and "StringIds" in sch else ""
     domain = "coalesce(n.domainId, 0)" if "domainId" in cols else "0"
     domains = {
-        (int(g) >> 24 & 0xFFFFFF, int(d)): str(t)
+        (g >> 24 & 0xFFFFFF, d): str(t)
         for d, g, t in conn.execute(
             f"SELECT {domain}, coalesce(n.globalTid, 0), {text} FROM {NVTX} n {join} "
             f"WHERE n.eventType = {ce.NVTX_DOMAIN_CREATE}"
         )
-        if t
+        if t and isinstance(g, int) and isinstance(d, int)  # an odd row of this auxiliary kind: ignored
     }
     (marks,) = conn.execute(f"SELECT count(*) FROM {NVTX} WHERE eventType = {ce.NVTX_MARK}").fetchone()
     kinds = ", ".join(str(k) for k in ce.NVTX_RANGES)
@@ -204,8 +235,11 @@ def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int
         4,
         1,
     )
-    if not len(start):
-        return [], int(marks)
+    skipped: dict[str, int] = {}
+    names = ["start", "end", "globalTid", "domainId", "text"]
+    start, end, gtid, dom_id, ids = usable([start, end, gtid, dom_id, ids], names, "a NULL or non-integer {}", skipped)
+    if not len(start):  # an empty block still says what was skipped
+        return [Block(NVTX, K_ANNOTATION, table, ids, start, end, gtid, gtid, skipped=skipped)], int(marks)
     pid, tid = pid_of(gtid), tid_of(gtid)
     dom = np.array([domains.get((p, d), "") if d else "" for p, d in zip(pid.tolist(), dom_id.tolist())], object)
     out = []
@@ -213,6 +247,7 @@ def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int
         m = dom == name
         cat = f"nvtx:{name}" if name else "nvtx"
         out.append(Block(NVTX, K_ANNOTATION, table, ids[m], start[m], end[m], pid[m], tid[m], cat=cat))
+    out[0].skipped = skipped
     return out, int(marks)
 
 
@@ -253,21 +288,27 @@ def gpus(conn: sqlite3.Connection, sch: Schema) -> tuple[list[dict], dict[tuple[
     mapping: dict[tuple[int, int], int] = {}
     if {"gpuId", "cudaId", "pid"} <= sch.get("TARGET_INFO_CUDA_DEVICE", set()):
         for gpu, cuda, pid in conn.execute("SELECT gpuId, cudaId, pid FROM TARGET_INFO_CUDA_DEVICE"):
-            if gpu is not None and cuda is not None and pid is not None:
-                mapping[(int(pid), int(cuda))] = int(gpu)
+            if isinstance(gpu, int) and isinstance(cuda, int) and isinstance(pid, int):  # else ignored
+                mapping[(pid, cuda)] = gpu
     return props, mapping
 
 
 def process_names(conn: sqlite3.Connection, sch: Schema) -> dict[int, str]:
     if {"pid", "name"} <= sch.get("PROCESSES", set()):
-        return {int(p): str(n) for p, n in conn.execute("SELECT pid, name FROM PROCESSES") if p is not None and n}
+        return {p: str(n) for p, n in conn.execute("SELECT pid, name FROM PROCESSES") if isinstance(p, int) and n}
     return {}
 
 
 def thread_names(conn: sqlite3.Connection, sch: Schema, names: Strings) -> dict[tuple[int, int], str]:
+    """(pid, tid) → the thread's name; a row that is not two integers is ignored, as a NULL in
+    the other tables of names (they only name what the rows show)."""
     if {"nameId", "globalTid"} <= sch.get("ThreadNames", set()):
-        rows = conn.execute("SELECT globalTid, nameId FROM ThreadNames WHERE globalTid IS NOT NULL")
-        return {(int(g) >> 24 & 0xFFFFFF, int(g) & 0xFFFFFF): names.table.get(int(n), "") for g, n in rows}
+        rows = conn.execute("SELECT globalTid, nameId FROM ThreadNames")
+        return {
+            (g >> 24 & 0xFFFFFF, g & 0xFFFFFF): names.table.get(n, "")
+            for g, n in rows
+            if isinstance(g, int) and isinstance(n, int)
+        }
     return {}
 
 

@@ -28,6 +28,7 @@ The rocpd SQLite database, rocprofv3's default output, is ``rocprof.rocpd``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,9 @@ from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
 from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions, is_json_document, resolve_rank
 from ..content import read_bytes
-from ..vendor_rows import Block, assemble, names_by_rank, threads_by_rank
+from ..vendor_rows import I64_MAX, ODD, Block, assemble, names_by_rank, threads_by_rank, usable
 from . import common
-from .records import Tool, decode
+from .records import Copy, Kernel, Tool, decode
 
 NAME = "rocprofv3"
 TOP_KEY = b'"rocprofiler-sdk-tool"'
@@ -53,11 +54,11 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
-    tools = decode(path, data)
+    tools, odd = decode(path, data)
     del data
     if not tools:
         raise TraceError(path, "not a valid rocprofv3 output: its 'rocprofiler-sdk-tool' list is empty")
-    notes: list[str] = []
+    notes = [f"{path.name}: skipped {what}" for what in odd]
     blocks: list[Block] = []
     used: set[int] = set()
     pids = []
@@ -65,6 +66,9 @@ def read(path: Path, options: ReadOptions) -> Profile:
         pid = tool.metadata.pid
         pids.append(pid)
         blocks += _blocks(tool, pid, used, notes, path)
+    lost = odd + [f"{n:,} {b.table} row(s) with {why}" for b in blocks for why, n in b.skipped.items()]
+    if not any(len(b) for b in blocks) and lost:
+        raise TraceError(path, f"not a valid rocprofv3 output: no usable record; skipped {'; '.join(lost)}")
     if not any(len(b) for b in blocks):
         raise TraceError(path, "nothing to analyse: no kernel dispatch, copy, HIP call or marker range in it")
     declared = next(iter(used)) if len(used) == 1 and len(tools) == 1 else None
@@ -135,8 +139,18 @@ class _Names:
         return names, lut[inv.reshape(-1)]
 
 
-def _ints(records: list, field: str) -> np.ndarray:
-    return np.fromiter(map(attrgetter(field), records), np.int64, len(records))
+def _ints(records: list, field: str | Callable[[Any], int]) -> np.ndarray:
+    """A field of the records (a dotted path, or a function of the record) as int64; a value
+    beyond int64 (rocprofiler writes uint64) is ``ODD``: ``usable`` skips its record."""
+    get = attrgetter(field) if isinstance(field, str) else field
+    try:
+        return np.fromiter(map(get, records), np.int64, len(records))
+    except OverflowError:
+        return np.array([v if ODD < v <= I64_MAX else ODD for v in map(get, records)], np.int64)
+
+
+def _usable(cols: dict[str, np.ndarray], skipped: dict[str, int]) -> list[np.ndarray]:
+    return usable(list(cols.values()), list(cols), "a value beyond int64 in {}", skipped)
 
 
 def _blocks(tool: Tool, pid: int, used: set[int], notes: list[str], path: Path) -> list[Block]:
@@ -165,36 +179,48 @@ def _blocks(tool: Tool, pid: int, used: set[int], notes: list[str], path: Path) 
 def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int]) -> Block:
     """Kernel dispatches, named by their kernel symbol, on their GPU and stream."""
     symbols = {s.kernel_id: s.display() for s in tool.kernel_symbols}
-    kid = _ints(kd, "dispatch_info.kernel_id")
+    skipped: dict[str, int] = {}
+    cols = {
+        "start_timestamp": _ints(kd, "start_timestamp"),
+        "end_timestamp": _ints(kd, "end_timestamp"),
+        "kernel_id": _ints(kd, "dispatch_info.kernel_id"),
+        "agent_id": _ints(kd, "dispatch_info.agent_id.handle"),
+        "stream_id": _ints(kd, Kernel.stream),
+        "correlation_id": _ints(kd, "correlation_id.internal"),
+    }
+    start, end, kid, agent, stream, corr = _usable(cols, skipped)
     uniq = np.unique(kid).tolist()
     table = [symbols.get(k) or f"kernel {k}" for k in uniq]
-    agent = _ints(kd, "dispatch_info.agent_id.handle")
     dev = np.array([gpu.get(a, -1) for a in agent.tolist()], np.int64)
     used.update(np.unique(dev[dev >= 0]).tolist())
-    stream = np.fromiter((r.stream() for r in kd), np.int64, len(kd))
     return Block(
         "kernel_dispatch",
         K_KERNEL,
         table,
         np.searchsorted(np.array(uniq, np.int64), kid),
-        _ints(kd, "start_timestamp"),
-        _ints(kd, "end_timestamp"),
-        np.full(len(kd), pid, np.int64),
+        start,
+        end,
+        np.full(len(start), pid, np.int64),
         stream,
         device=dev,
-        corr=_ints(kd, "correlation_id.internal"),
+        corr=corr,
         cat="kernel",
+        skipped=skipped,
     )
 
 
 def _copies(mc: list, names: _Names, pid: int, gpu: dict, used: set[int]) -> Block:
     """Memory copies, named as Kineto names them, with their bytes, on the GPU they go to
     (else the one they come from)."""
-    k, o = _ints(mc, "kind"), _ints(mc, "operation")
+    skipped: dict[str, int] = {}
+    cols = {f: _ints(mc, f) for f in ("start_timestamp", "end_timestamp", "kind", "operation", "bytes")}
+    cols |= {"src_agent_id": _ints(mc, "src_agent_id.handle"), "dst_agent_id": _ints(mc, "dst_agent_id.handle")}
+    cols |= {"stream_id": _ints(mc, Copy.stream), "correlation_id": _ints(mc, "correlation_id.internal")}
+    start, end, k, o, nbytes, src_agent, dst_agent, stream, corr = _usable(cols, skipped)
     ops, ids = names.ids(k, o)
     copy_names = [common.copy_name(x) for x in ops]
-    src = np.array([gpu.get(a, -1) for a in _ints(mc, "src_agent_id.handle").tolist()], np.int64)
-    dst = np.array([gpu.get(a, -1) for a in _ints(mc, "dst_agent_id.handle").tolist()], np.int64)
+    src = np.array([gpu.get(a, -1) for a in src_agent.tolist()], np.int64)
+    dst = np.array([gpu.get(a, -1) for a in dst_agent.tolist()], np.int64)
     dev = np.where(dst >= 0, dst, src)
     used.update(np.unique(dev[dev >= 0]).tolist())
     return Block(
@@ -202,33 +228,28 @@ def _copies(mc: list, names: _Names, pid: int, gpu: dict, used: set[int]) -> Blo
         K_MEMCPY,
         copy_names,
         ids,
-        _ints(mc, "start_timestamp"),
-        _ints(mc, "end_timestamp"),
-        np.full(len(mc), pid, np.int64),
-        np.fromiter((r.stream() for r in mc), np.int64, len(mc)),
+        start,
+        end,
+        np.full(len(start), pid, np.int64),
+        stream,
         device=dev,
-        corr=_ints(mc, "correlation_id.internal"),
-        flops=_ints(mc, "bytes"),
+        corr=corr,
+        flops=nbytes,
         cat="gpu_memcpy",
         copy=np.array([ROCPROF_COPY.get(x, 0) for x in ops], np.int8)[ids] if len(ids) else np.zeros(0, np.int8),
+        skipped=skipped,
     )
 
 
 def _api(recs: list, names: _Names, pid: int, table: str, kind: int, cat: str) -> tuple[Block, list[str]]:
     """API calls on their threads, named by their operation; and the table of those names."""
-    k, o = _ints(recs, "kind"), _ints(recs, "operation")
+    skipped: dict[str, int] = {}
+    cols = {f: _ints(recs, f) for f in ("start_timestamp", "end_timestamp", "kind", "operation", "thread_id")}
+    cols["correlation_id"] = _ints(recs, "correlation_id.internal")
+    start, end, k, o, tid, corr = _usable(cols, skipped)
     ops, ids = names.ids(k, o)
     b = Block(
-        table,
-        kind,
-        ops,
-        ids,
-        _ints(recs, "start_timestamp"),
-        _ints(recs, "end_timestamp"),
-        np.full(len(recs), pid, np.int64),
-        _ints(recs, "thread_id"),
-        corr=_ints(recs, "correlation_id.internal"),
-        cat=cat,
+        table, kind, ops, ids, start, end, np.full(len(start), pid, np.int64), tid, corr=corr, cat=cat, skipped=skipped
     )
     return b, ops
 
@@ -257,5 +278,6 @@ def _markers(tool: Tool, recs: list, names: _Names, pid: int, notes: list[str], 
             block.pid[is_range],
             block.track[is_range],
             cat="user_annotation",
+            skipped=block.skipped,
         )
     ]

@@ -116,14 +116,81 @@ class File(msgspec.Struct):
     tool: list[Tool] = msgspec.field(name="rocprofiler-sdk-tool", default_factory=list)
 
 
+class _LooseTool(msgspec.Struct):
+    """A process whose record lists are read one record at a time (``decode``)."""
+
+    metadata: Metadata = Metadata()
+    agents: list[Any] = []
+    strings: Strings = msgspec.field(default_factory=Strings)
+    kernel_symbols: list[Symbol] = []
+    buffer_records: dict[str, msgspec.Raw] | None = None
+
+
+class _LooseFile(msgspec.Struct):
+    tool: list[_LooseTool] = msgspec.field(name="rocprofiler-sdk-tool", default_factory=list)
+
+
 _DECODER = msgspec.json.Decoder(File)
+_LOOSE = msgspec.json.Decoder(_LooseFile)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+#: the record lists the reader uses, each record's shape
+_RECORD = {
+    name: msgspec.json.Decoder(shape)
+    for name, shape in (
+        ("kernel_dispatch", Kernel),
+        ("memory_copy", Copy),
+        ("hip_api", Api),
+        ("rccl_api", Api),
+        ("marker_api", Api),
+    )
+}
 
 
-def decode(path: Path, data: bytes) -> list[Tool]:
-    """The file's processes; one line naming the problem for a file that is not this format."""
+def decode(path: Path, data: bytes) -> tuple[list[Tool], list[str]]:
+    """The file's processes, and what of them was skipped ("3 kernel_dispatch record(s) of an
+    odd shape (...)"); one line naming the problem for a file that is not this format.
+
+    A record of an odd shape (a text where a time belongs, a null, a number where an object
+    belongs) is skipped and counted, the others read: the whole file is decoded at once, and
+    only when that fails again with each record of its lists on its own."""
     try:
-        return _DECODER.decode(data).tool
-    except msgspec.ValidationError as e:
-        raise TraceError(path, f"not a valid rocprofv3 output: {e}") from None
+        return _DECODER.decode(data).tool, []
+    except msgspec.ValidationError:
+        pass  # somewhere a value of an odd shape: read again, one record at a time
     except msgspec.DecodeError as e:
         raise TraceError(path, f"malformed JSON ({e})") from None
+    try:
+        loose = _LOOSE.decode(data).tool
+    except msgspec.ValidationError as e:  # odd outside the record lists: no rocprofv3 output
+        raise TraceError(path, f"not a valid rocprofv3 output: {e}") from None
+    odd: dict[str, list] = {}  # list → [records skipped, the first one's problem]
+    lists: dict[str, str] = {}  # list that is none → why
+    tools = []
+    for t in loose:
+        got: dict[str, list] = {}
+        for name, raw in (t.buffer_records or {}).items():
+            if name in _RECORD:
+                got[name] = _records(name, raw, odd, lists)
+        tools.append(Tool(t.metadata, t.agents, t.strings, t.kernel_symbols, Buffers(**got)))
+    skipped = [f"its {name} (no list: {why})" for name, why in lists.items()]
+    skipped += [f"{n:,} {name} record(s) of an odd shape (first: {why})" for name, (n, why) in odd.items()]
+    return tools, skipped
+
+
+def _records(name: str, raw: msgspec.Raw, odd: dict[str, list], lists: dict[str, str]) -> list:
+    """A record list's records of the expected shape; the others counted in ``odd``, a list
+    that is none in ``lists``."""
+    try:
+        items = _RAW_LIST.decode(raw)
+    except msgspec.ValidationError as e:
+        lists.setdefault(name, str(e))
+        return []
+    one = _RECORD[name]
+    out = []
+    for item in items:
+        try:
+            out.append(one.decode(item))
+        except msgspec.ValidationError as e:
+            count = odd.setdefault(name, [0, str(e)])
+            count[0] += 1
+    return out

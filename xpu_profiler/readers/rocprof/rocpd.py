@@ -32,11 +32,13 @@ from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
 from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions
 from ..sqlite_db import is_sqlite, opened, schema, tables_of, with_text
-from ..vendor_rows import Block, assemble, names_by_rank, ranks_of
+from ..vendor_rows import Block, assemble, names_by_rank, ranks_of, usable
 from . import common
 
 NAME = "rocpd"
 VIEWS = ("kernels", "regions", "memory_copies")
+_COLS = ("start", "end", "agent_type_index", "stream_id", "stack_id", "pid")  # kernels and copies: their integers
+_ODD = "a NULL or non-integer {}"  # why a row is skipped: "a NULL or non-integer end"
 
 
 def is_rocpd(sch: dict[str, set[str]]) -> bool:
@@ -109,7 +111,10 @@ def _kernels(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
         6,
         1,
     )
-    return Block(v, K_KERNEL, names, ids, start, end, pid, track, dev, corr, cat="kernel")
+    skipped: dict[str, int] = {}
+    cols = usable([start, end, dev, track, corr, pid, ids], _COLS + ("name",), _ODD, skipped)
+    start, end, dev, track, corr, pid, ids = cols
+    return Block(v, K_KERNEL, names, ids, start, end, pid, track, dev, corr, cat="kernel", skipped=skipped)
 
 
 def _copies(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
@@ -128,6 +133,9 @@ def _copies(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
         7,
         1,
     )
+    skipped: dict[str, int] = {}
+    cols = usable([start, end, device, track, corr, pid, size, ids], _COLS + ("size", "name"), _ODD, skipped)
+    start, end, device, track, corr, pid, size, ids = cols
     direction = np.array([ROCPROF_COPY.get(o, 0) for o in ops], np.int8)[ids] if len(ids) else np.zeros(0, np.int8)
     return Block(
         v,
@@ -143,6 +151,7 @@ def _copies(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> Block:
         size,
         "gpu_memcpy",
         direction,
+        skipped,
     )
 
 
@@ -157,6 +166,10 @@ def _regions(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> list[Block]:
         5,
         3,
     )
+    skipped: dict[str, int] = {}
+    cols = [start, end, pid, tid, corr, cat_ids, name_ids, ext_ids]
+    names_of = ("start", "end", "pid", "tid", "stack_id", "category", "name", "extdata")
+    start, end, pid, tid, corr, cat_ids, name_ids, ext_ids = usable(cols, names_of, _ODD, skipped)
     cat_of = np.array([_domain(c) for c in cats], object)[cat_ids] if len(cat_ids) else np.zeros(0, object)
     out = []
     for domain, kind, label in (("hip", K_RUNTIME, "cuda_runtime"), ("rccl", K_RUNTIME, "rccl_api")):
@@ -178,6 +191,7 @@ def _regions(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> list[Block]:
             pid[m],
             tid[m],
             cat="user_annotation",
+            skipped=skipped,
         )
     )
     return out
@@ -210,13 +224,14 @@ def _gpu_names(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> dict[int, 
         return {}
     name = "coalesce(product_name, name, '')" if "product_name" in cols else "coalesce(name, '')"
     rows = conn.execute(f"SELECT type_index, {name} FROM rocpd_info_agent WHERE type = 'GPU'")
-    return {int(i): str(n) for i, n in rows if i is not None}
+    return {i: str(n) for i, n in rows if isinstance(i, int)}
 
 
 def _processes(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> dict[int, str]:
     if not {"pid", "command"} <= sch.get("processes", set()):
         return {}
-    return {int(p): str(c)[:200] for p, c in conn.execute("SELECT pid, command FROM processes") if p is not None and c}
+    rows = conn.execute("SELECT pid, command FROM processes")
+    return {p: str(c)[:200] for p, c in rows if isinstance(p, int) and c}
 
 
 def _metadata(conn: sqlite3.Connection) -> dict[str, str]:
