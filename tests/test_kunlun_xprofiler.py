@@ -257,13 +257,14 @@ def test_directory_load_attaches_settings_and_keeps_events(tmp_path):
     assert prof.run["xprofiler_settings"] == SETTINGS
 
 
-def test_settings_file_alone_is_metadata_with_a_warning(tmp_path):
+def test_settings_file_alone_is_one_line_saying_the_trace_is_missing(tmp_path):
+    """Metadata and no event: no empty report, the line says what is missing."""
     s = tmp_path / "xprofiler.settings.json"
     s.write_text(json.dumps(SETTINGS))
-    prof = load([s])
-    assert len(prof.events) == 0
-    assert prof.run["xprofiler_settings"] == SETTINGS
-    assert any("without the trace" in w for w in prof.run["warnings"])
+    with pytest.raises(
+        TraceError, match=r"no event to analyse \(xprofiler.settings.json: XProfiler settings without the trace"
+    ):
+        load([s])
 
 
 def test_bare_event_array_is_accepted(tmp_path):

@@ -69,7 +69,7 @@ from .common import (
 )
 @click.option(
     "--lifetime",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="A server's record directory holding several server lifetimes (restarts): read lifetime N "
     "(1 = the oldest; default: the latest).",
@@ -145,6 +145,10 @@ def analyze(
     from .. import analysis
 
     try:
+        if formats is not None and not _csv(formats):
+            raise XpuProfilerError(
+                f"--format {formats!r} names no format (a comma list of perfetto, json, csv, html, bundle)"
+            )
         fmts = _csv(formats) or [f for f in analysis.DEFAULT_FORMATS]
         inputs = [*paths, *captures, baseline, taxonomy, findings_config, device_spec]
         out = analysis.check_outputs(output, fmts, inputs)  # bad formats, unwritable outputs, inputs: before the work
@@ -171,7 +175,10 @@ def _options(fmts, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetim
     from .. import analysis, findings
     from ..knowledge.taxonomy import Taxonomy
     from ..readers import ReadOptions
+    from ..readers.base import MAX_RANK
 
+    if rank is not None and rank >= MAX_RANK:
+        raise XpuProfilerError(f"--rank {rank}: no rank of a real job (ranks are below {MAX_RANK:,})")
     read = ReadOptions(
         rank=rank,
         xpu_gen=int(xpu_gen) if xpu_gen else None,

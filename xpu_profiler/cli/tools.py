@@ -16,7 +16,8 @@ from .common import _fail, _os_error
 def validate(trace: Path) -> None:
     """Check a Chrome/Perfetto trace JSON against Perfetto's import rules: what Perfetto rejects
     or drops fails it (exit 1); what it imports through (precision, order, names) is a warning."""
-    from ..exporters.validate import by_kind, split_problems, validate_file
+    from ..exporters.validate import validate_file
+    from ..exporters.validate_report import by_kind, split_problems
 
     try:
         problems = validate_file(trace)

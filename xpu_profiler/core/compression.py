@@ -24,8 +24,18 @@ _MAGIC = (
     (b"BZh", BZIP2),
     (b"\x28\xb5\x2f\xfd", ZSTD),
 )
+
+
+def _zstd_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import zstandard
+    except ImportError:
+        return ()
+    return (zstandard.ZstdError,)
+
+
 #: what a decompressor of each kind raises on corrupt data (EOFError: a stream that ends early)
-ERRORS: tuple[type[BaseException], ...] = (*deflate.ERRORS, lzma.LZMAError, OSError, ValueError)
+ERRORS: tuple[type[BaseException], ...] = (*deflate.ERRORS, lzma.LZMAError, OSError, ValueError, *_zstd_errors())
 
 
 class MissingPackage(Exception):
@@ -74,24 +84,35 @@ def _decompressor(kind: str) -> Any:
 
 def blocks(f: BinaryIO, kind: str, block_bytes: int) -> Iterator[tuple[bytes, int]]:
     """The decompressed content of ``f`` (compressed by ``kind``) as (text, compressed bytes
-    read); concatenated streams follow each other. Raises one of ``ERRORS`` on corrupt data,
-    EOFError when the stream ends early, MissingPackage for Zstandard without its package."""
+    read); concatenated streams (gzip members, xz streams, bzip2 streams, Zstandard frames)
+    follow each other, and the zero bytes the xz format allows between streams (its stream
+    padding) are skipped. Raises one of ``ERRORS`` on corrupt data (trailing bytes that are
+    no stream included), EOFError when the stream ends early, MissingPackage for Zstandard
+    without its package."""
     if kind == GZIP:
         yield from deflate.gunzip_blocks(f, block_bytes)
         return
     d = _decompressor(kind)
+    ended = False  # a stream has ended: what follows is padding (xz) or the next stream
     while block := f.read(block_bytes):
-        out = d.decompress(block)
-        rest = getattr(d, "unused_data", b"")
-        while kind != ZSTD and d.eof and rest:  # another stream follows (pbzip2, xz --concatenate)
-            d = _decompressor(kind)
-            out += d.decompress(rest)
-            rest = d.unused_data
-        yield out, len(block)
-    if kind != ZSTD and not d.eof:
-        raise EOFError("compressed stream ends early")
-    if kind == ZSTD:
-        yield d.flush(), 0
+        data, out = block, []
+        while data:
+            if ended:
+                if kind == XZ:
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
+                d, ended = _decompressor(kind), False
+            out.append(d.decompress(data))
+            data = b""
+            if d.eof:
+                data, ended = d.unused_data, True
+        yield b"".join(out), len(block)
+    if not ended:
+        tail = d.flush() if kind == ZSTD else b""
+        if not d.eof:
+            raise EOFError("compressed stream ends early")
+        yield tail, 0
 
 
 def head(f: BinaryIO, kind: str, n: int) -> bytes:

@@ -37,6 +37,7 @@ class Decompressor(Protocol):
     def flush(self, length: int = ..., /) -> bytes: ...
 
 
+GZIP_MAGIC = b"\x1f\x8b"
 LEVEL = 1  # fast: traces are large, and the text compresses ~9x even so
 ERRORS: tuple[type[BaseException], ...] = tuple({zlib.error, _impl.error})
 SYNC_FLUSH, FINISH = zlib.Z_SYNC_FLUSH, zlib.Z_FINISH
@@ -91,18 +92,35 @@ def raw_compressor() -> Compressor:
 
 def gunzip_blocks(f: BinaryIO, block_bytes: int) -> Iterator[tuple[bytes, int]]:
     """The decompressed content of the gzip file ``f`` as (text, compressed bytes read),
-    reading ``block_bytes`` at a time; concatenated members follow each other. Raises one
-    of ``ERRORS`` on corrupt data and EOFError when the stream ends early."""
+    reading ``block_bytes`` at a time; concatenated members follow each other, and zero bytes
+    after a member are padding (as gzip and Python's gzip read them). Raises one of ``ERRORS``
+    on corrupt data (ValueError for bytes after the last member that are no gzip member) and
+    EOFError when the stream ends early."""
     d: Decompressor = _impl.decompressobj(31)
+    ended = False  # a member has ended: what follows is padding or the next member
+    carry = b""  # the first byte of what may be the next member's two-byte magic
     while block := f.read(block_bytes):
-        out = d.decompress(block)
-        while d.unused_data:  # concatenated gzip members
-            rest = d.unused_data
-            out += d.flush()
-            d = _impl.decompressobj(31)
-            out += d.decompress(rest)
-        yield out, len(block)
-    tail = d.flush()
-    if not d.eof:
-        raise EOFError("compressed stream ends early")
-    yield tail, 0
+        data, out = carry + block, []
+        carry = b""
+        while data:
+            if ended:
+                data = data.lstrip(b"\0")
+                if len(data) < 2:
+                    carry = data
+                    break
+                if not data.startswith(GZIP_MAGIC):
+                    raise ValueError("bytes after the compressed stream that are no gzip data")
+                d, ended = _impl.decompressobj(31), False
+            out.append(d.decompress(data))
+            data = b""
+            if d.eof:
+                out.append(d.flush())
+                data, ended = d.unused_data, True
+        yield b"".join(out), len(block)
+    if carry:
+        raise ValueError("bytes after the compressed stream that are no gzip data")
+    if not ended:
+        tail = d.flush()
+        if not d.eof:
+            raise EOFError("compressed stream ends early")
+        yield tail, 0

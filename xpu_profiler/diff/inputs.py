@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import TraceError
+from ..core.regular import require_regular
 from ..readers.base import is_json_document, looks_like_kineto
 from ..readers.content import is_gzip, read_head
 from ..summary import Summary, load_summary
@@ -34,6 +35,7 @@ def load_input(path: str | Path, taxonomy=None) -> Summary:
     p = Path(path)
     if not p.exists():
         raise TraceError(p, "no such file or directory")
+    require_regular(p, "pass a summary.json, a trace or a directory", directory_ok=True)
     sfile = _summary_file(p)
     if sfile is not None:
         try:

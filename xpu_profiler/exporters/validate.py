@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import compression
 from ..core.errors import TraceError
+from ..core.regular import require_regular
 
 MAX_DEPTH = 512
 UINT32_MAX = 4_294_967_295
@@ -62,11 +64,17 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         doc = json.loads(data, parse_constant=_reject_constant)
     except ValueError as err:
         return problems + [f"not valid JSON: {err}"]
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+    if isinstance(doc, list):  # the JSON Array Format: Perfetto imports it (a warning above)
+        events = doc
+        if not events:
+            problems.append("traceEvents is empty")
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        _check_document(doc, problems)
+        events = doc["traceEvents"]
+    else:
         return problems + ["traceEvents is not an array"]
-    _check_document(doc, problems)
     seen = _Seen()
-    for i, e in enumerate(doc["traceEvents"]):
+    for i, e in enumerate(events):
         _check_event(i, e, seen, problems)
     _check_names(seen, problems)
     problems += _check_flows(seen.flows, seen.slices)
@@ -350,41 +358,24 @@ def _check_flows(flows: dict[tuple, list[tuple]], slices: dict[tuple, list[tuple
     return problems
 
 
-#: problems Perfetto imports through (a loss of precision, order it restores, a name or a flow
-#: it reports in its stats): warnings for a trace of another writer; every other problem makes
-#: it drop events or fail the import. Our own exports are held to all of them (``validate_bytes``).
-TOLERATED = re.compile(
-    r"more than 3 decimals|beyond 2\^53|not relative to a base|must start with \{\"traceEvents\"|not sorted by|"
-    r"B/E pairs are fragile|'T' means different|has no process_name|has no thread_name|times for .*exactly one|"
-    r"metadata with a ts|is ignored by Perfetto|counter series set differs|flow end without|^flow |inside no slice|"
-    r"traceEvents is empty|partially overlaps its parent|is not an integer in 0\.\.2\^32-1"
-)
-
-
-def split_problems(problems: list[str]) -> tuple[list[str], list[str]]:
-    """(what Perfetto rejects or drops, what it tolerates) of ``problems``."""
-    errors = [p for p in problems if not TOLERATED.search(p)]
-    return errors, [p for p in problems if TOLERATED.search(p)]
-
-
-#: what differs between two problems of one kind: the event, its name, ids and numbers
-_PARTICULARS = re.compile(r"event #\d+( \('(?:[^'\\]|\\.)*'\))?|'[^']*'|\"[^\"]*\"|-?\d[\d.e+]*")
-
-
-def by_kind(problems: list[str]) -> list[tuple[str, int]]:
-    """The problems by kind: (the first of each, how many), in the order first seen."""
-    kinds: dict[str, list] = {}
-    for p in problems:
-        kinds.setdefault(_PARTICULARS.sub("#", p), [p, 0])[1] += 1
-    return [(first, n) for first, n in kinds.values()]
-
-
 def validate_file(path: str | Path) -> list[str]:
+    """The problems of a trace file (see ``validate_bytes``). TraceError for what is no trace
+    Perfetto opens at all: not a regular file (a FIFO would wait for a writer, a device never
+    end), another compression than gzip, binary content."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        require_regular(path, "pass a trace file")
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise TraceError(path, e.strerror or str(e)) from None
+    kind = compression.kind_of(data[:6])
+    if kind is not None and kind != compression.GZIP:
+        raise TraceError(
+            path, f"{kind}-compressed: Perfetto opens JSON traces plain or gzip-compressed; decompress it first"
+        )
+    if b"\0" in data[:4096] and kind is None:
+        raise TraceError(path, "binary content (a NUL byte near the start), not a JSON trace")
     try:
         return validate_bytes(data, str(path))
     except (OSError, EOFError, zlib.error) as e:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import XpuProfilerError
+from ..core.regular import require_regular
 from ..core.toml import TOMLDecodeError, loads
 from .rules import RULES
 
@@ -44,6 +45,7 @@ def load_config(path: str | Path) -> FindingsConfig:
     """Read and check a findings TOML file."""
     p = Path(path)
     try:
+        require_regular(p, "the findings config is a TOML file")
         data = loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise XpuProfilerError(f"{p}: no such findings config file") from None

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..core.errors import XpuProfilerError
 from ..core.records import MODULE_RANGE_PREFIX
+from ..core.regular import require_regular
 from ..core.toml import TOMLDecodeError, loads
 from .collective_kinds import KIND_NAMES, OTHER_KIND, kind_of
 from .families import ROLES, Family, TokenRule, tables
@@ -220,6 +221,7 @@ class Taxonomy:
         """Built-in tables with the user's rows in front."""
         path = Path(path)
         try:
+            require_regular(path, "--taxonomy takes a TOML file")
             data = loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise XpuProfilerError(f"{path}: no such taxonomy file") from None

@@ -10,6 +10,8 @@ from typing import Any
 
 from .content import ProgressFn
 
+MAX_RANK = 1 << 20  # a rank at or beyond it is no rank of a real job (declared in a trace, or --rank)
+
 
 @dataclass
 class ReadOptions:

@@ -21,6 +21,18 @@ BOM = b"\xef\xbb\xbf"
 ProgressFn = Callable[[int], None]  # called with a number of bytes just processed
 
 
+def text_encoding(head: bytes) -> str | None:
+    """What a UTF-16 byte-order mark at the start says (a text saved by a Windows tool), or
+    None (a UTF-8 one is left out where files are read: ``BOM``)."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text"
+    return None
+
+
+#: the one line for a text file in another encoding than the formats' UTF-8
+NOT_UTF8 = "{}: the trace formats are UTF-8 text without one; convert it"
+
+
 def is_gzip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"

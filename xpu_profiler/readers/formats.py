@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import importlib
-import stat
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
 from ..core import compression
 from ..core.errors import TraceError
+from ..core.regular import file_kind, require_regular
 from . import own_outputs, sqlite_db
 from .base import DroppedInput, rank_from_name
-from .content import compression_of, read_bytes, read_head
+from .content import NOT_UTF8, compression_of, read_bytes, read_head, text_encoding
 
 #: the readers, in the order a file is offered to them (more specific formats first:
 #: XProfiler before Kineto, both Chrome JSON). Adding a reader is a module and a row here.
@@ -88,8 +89,11 @@ def expand(
         if p.is_dir():
             found, claimed = _claims(p)
             unread = []
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+            for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
                 if f.name.startswith(".") or f in claimed:
+                    continue
+                if not f.is_file():  # a broken link, a FIFO, a device: never opened (a FIFO would wait)
+                    unread.append(f)
                     continue
                 mod = find_reader(f)
                 if mod is not None:
@@ -116,9 +120,7 @@ def expand(
                 raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")
             out.extend(found)
         else:
-            st = p.stat()
-            if not stat.S_ISREG(st.st_mode):  # a FIFO would wait for a writer forever, a device never end
-                raise TraceError(p, f"not a regular file ({_file_kind(st.st_mode)}): pass the trace file itself")
+            st = require_regular(p, "pass the trace file itself")
             if st.st_size == 0:
                 raise TraceError(p, "empty file")
             mod = find_reader(p)
@@ -131,9 +133,9 @@ def expand(
                 archive = compression.archive_of(read_head(p, 512))
                 if archive:
                     raise TraceError(p, f"{archive}: extract it and pass the directory it holds")
-                encoding = _text_encoding(read_head(p, 4))
+                encoding = text_encoding(read_head(p, 4))
                 if encoding:
-                    raise TraceError(p, f"{encoding}: the trace formats are UTF-8 text without one; convert it")
+                    raise TraceError(p, NOT_UTF8.format(encoding))
                 if sqlite_db.is_sqlite(read_head(p, 16)):
                     raise TraceError(p, sqlite_db.why_unreadable(p))
                 raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
@@ -146,26 +148,6 @@ EXPECTED = (
     "expected a Kineto/Chrome trace JSON, an Nsight Systems export (.sqlite) or report (.nsys-rep), "
     "a rocprofv3 JSON or rocpd database, an XProfiler trace, an [XPURT_PROF] log or an xpu_profiler bundle"
 )
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a file"
-
-
-def _text_encoding(head: bytes) -> str | None:
-    """What a UTF-16 byte-order mark at the start says (a text saved by a Windows tool), or
-    None (a UTF-8 one is left out where files are read: ``content.BOM``)."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "UTF-16 text"
-    return None
 
 
 def _kind_of_name(path: Path) -> str:
@@ -189,7 +171,11 @@ def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> boo
 
 def why_unreadable(path: Path) -> str:
     """Why no reader took a file: one short reason."""
+    if path.is_symlink() and not path.exists():
+        return f"a broken link (to {os.readlink(path)}, which does not exist)"
     try:
+        if not path.is_file():
+            return f"not a regular file ({file_kind(path.stat().st_mode)})"
         if path.stat().st_size == 0:
             return "empty file"
         packed = compression_of(path)

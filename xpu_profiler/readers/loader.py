@@ -8,6 +8,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
+
 from ..core.errors import TraceError
 from ..core.profile import Profile
 from . import executors
@@ -68,8 +70,15 @@ def load(
         if name == "auto":
             name = "process" if len(tasks) > 1 and jobs > 1 and executors.fork_is_safe() else "serial"
         profiles = executors.EXECUTORS[name](tasks, options, jobs, address)
+    return _merged(tasks, profiles, drops, skipped_files, captures)
+
+
+def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_files: list, captures) -> Profile:
+    """The profiles read, held to one run (one device, no file twice, ranks apart) and merged;
+    what was dropped or skipped on the way said in warnings."""
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     devices: list[tuple[Path, tuple]] = []  # the first input's device, to hold the others to
+    contents: dict[bytes, Path] = {}  # what each file read held: one trace in two files is no two ranks
     kept_profiles: list[Profile] = []
     aside: list[tuple[Path, Profile]] = []
     for t, prof in zip(tasks, profiles):
@@ -86,6 +95,7 @@ def load(
             aside.append((Path(t.path), prof))
             continue
         _one_run(Path(t.path), prof, devices)
+        _not_read_before(Path(t.path), prof, contents)
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
         kept_profiles.append(prof)
     if aside and not kept_profiles:  # only capture traces by content: the first one is the run
@@ -95,6 +105,9 @@ def load(
     if not kept_profiles and drops:  # nothing readable at all: that is the error
         raise TraceError(drops[0].path, drops[0].reason)
     merged = Profile.merge(kept_profiles)
+    if kept_profiles and not len(merged.events["start"]):  # read, yet nothing in it: no empty report
+        said = merged.run.get("warnings") or []
+        raise TraceError(tasks[0].path, f"no event to analyse{f' ({said[0]})' if said else ''}")
     _note_dropped(merged, drops)
     for path, why in skipped_files:
         merged.warn(f"{path}: skipped ({why})")
@@ -155,6 +168,27 @@ def _no_duplicates(files: list[Path], skipped: list[tuple[Path, str]]) -> set[Pa
             raise TraceError(f, f"the same file as {other} (identical content): pass one of them")
         keep.add(f)
     return keep
+
+
+def _not_read_before(path: Path, prof: Profile, contents: dict[bytes, Path]) -> None:
+    """A trace whose events equal those of a file read before is that file again, whatever the
+    bytes (one trace plain and gzip-compressed, or re-compressed: ``_no_duplicates`` compares
+    bytes): as two ranks it would double every total. One line instead, as for two copies
+    (files whose names give different ranks stay ranks: two ranks' logs may well be alike)."""
+    ev = prof.events
+    if not len(ev["start"]):
+        return
+    h = hashlib.blake2b(digest_size=16)  # (the ranks a trace declares tell ranks of a test run's twins apart)
+    h.update(repr((int(prof.base_ns), sorted(prof.ranks))).encode())
+    for col in ("start", "dur"):
+        h.update(np.ascontiguousarray(ev[col]).tobytes())
+    key = h.digest()
+    other = contents.setdefault(key, path)
+    if other == path:
+        return
+    ranks = rank_from_name(other), rank_from_name(path)
+    if None in ranks or ranks[0] == ranks[1]:
+        raise TraceError(path, f"the same trace as {other} (identical events): pass one of them")
 
 
 def _device_of(prof: Profile) -> tuple | None:

@@ -52,6 +52,10 @@ def to_builtins(summary: Summary) -> dict[str, Any]:
     return data
 
 
+#: the sections every summary.json written (either version) has
+REQUIRED = ("run", "totals", "fused_ops", "steps")
+
+
 def load_summary(path: str | Path) -> Summary:
     """Read a ``summary.json`` back: schema version 2, or a version 1 file."""
     data = Path(path).read_bytes()
@@ -62,13 +66,18 @@ def load_summary(path: str | Path) -> Summary:
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"{path}: not an xpu_profiler summary")
     version = doc.get("schema_version")
-    if version == 1:
-        doc = _from_v1(doc)
-    elif version != SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError(f"{path}: schema_version {version!r} is not an integer (a summary.json says 1 or 2)")
+    if version not in (1, SCHEMA_VERSION):
         raise ValueError(
             f"{path}: summary schema version {version} is not supported "
             f"(this xpu_profiler reads 1 and {SCHEMA_VERSION})"
         )
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:  # every summary written has these: without them it would read as a run of nothing
+        raise ValueError(f"{path}: not a valid summary (no {', '.join(missing)})")
+    if version == 1:
+        doc = _from_v1(doc)
     try:
         return msgspec.convert(doc, Summary)
     except msgspec.ValidationError as e:

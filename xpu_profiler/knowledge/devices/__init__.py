@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ...core.errors import DeviceError, XpuProfilerError
+from ...core.regular import require_regular
 from .base import Backend, DeviceInfo, DeviceSpec, GiB, Signature, SpecRow
 
 __all__ = [
@@ -151,6 +152,7 @@ def load_spec_overrides(path: str | Path) -> dict[str, DeviceSpec]:
     table's values). Raises XpuProfilerError (one line) for a bad file."""
     p = Path(path)
     try:
+        require_regular(p, "the device spec is a JSON or TOML file")
         raw = p.read_bytes()
     except OSError as e:
         raise XpuProfilerError(f"{p}: cannot read device spec file ({e.strerror or e})") from None

@@ -16,7 +16,7 @@ from pathlib import Path
 from ...core.errors import TraceError
 from ...core.profile import Profile
 from .. import own_outputs
-from ..base import FRONT_END, NO_MODEL, ReadOptions, looks_like_kineto, resolve_rank
+from ..base import FRONT_END, MAX_RANK, NO_MODEL, ReadOptions, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
 from .cols import MAX_US, REDUNDANT_UNUSED
@@ -30,7 +30,6 @@ from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 NAME = "kineto"
 #: what the run record keeps of Kineto's deviceProperties (enough to know the part: ``devices``)
 DEVICE_PROPERTIES = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms", "warpSize")
-MAX_RANK = 1 << 20  # a declared rank beyond it is no rank of a real job
 
 
 def sniff(path: Path, head: bytes) -> bool:

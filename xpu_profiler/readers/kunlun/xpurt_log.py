@@ -56,7 +56,7 @@ from ...core.profile import EVENT_SCHEMA, K_KERNEL, NO_TIME, Profile, Table
 from ...knowledge.devices import kunlun
 from ...knowledge.kernel_names import demangle_names
 from ..base import RANK_IN_NAME, ReadOptions, resolve_rank
-from ..content import iter_content, read_bytes
+from ..content import NOT_UTF8, iter_content, read_bytes, text_encoding
 
 NAME = "xpurt_log"
 
@@ -191,6 +191,9 @@ def _segments(data: bytes, level_wanted: int, strings) -> tuple[list[_Segment], 
 
 def read(path: Path, options: ReadOptions) -> Profile:
     data = read_bytes(path, options.progress)
+    encoding = text_encoding(data[:4])
+    if encoding and TAG not in data:  # (a log redirected by a Windows shell): no tag would match
+        raise TraceError(path, NOT_UTF8.format(encoding))
     prof = Profile()
     prof.run["timeline_note"] = (
         "[XPURT_PROF] logs give per-kernel durations only: no timestamps, "
