@@ -261,3 +261,18 @@ def test_a_torch_trace_cut_short_is_left_out_with_a_warning(tmp_path):
     assert p.steps["step_id"].tolist() == [0]
     (w,) = [w for w in p.run["warnings"] if str(cut) in w]
     assert "gzip" in w and w.endswith("its events are missing")
+
+
+def test_a_record_directory_of_steps_only_is_analysed_not_refused(tmp_path):
+    """A basic-level run writes step and request records and no trace event: those are what
+    is analysed (the refusal of inputs with nothing in them leaves it alone)."""
+    rec = Recorder()
+    rec.file_dir = str(tmp_path)
+    for step in range(3):
+        rec.sched.append(_sched_row(step, 10**18 + step * 1000))
+    rec.done_requests.append(("r0", 10**18, 10**18 + 1, 10**18 + 2, 8, 4))
+    rec.flush_to_file()
+    from xpu_profiler.readers import load
+
+    p = load([tmp_path])
+    assert len(p.events) == 0 and p.steps["step_id"].tolist() == [0, 1, 2] and len(p.requests) == 1

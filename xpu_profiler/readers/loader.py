@@ -105,7 +105,8 @@ def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_file
     if not kept_profiles and drops:  # nothing readable at all: that is the error
         raise TraceError(drops[0].path, drops[0].reason)
     merged = Profile.merge(kept_profiles)
-    if kept_profiles and not len(merged.events["start"]):  # read, yet nothing in it: no empty report
+    if kept_profiles and not any(map(len, (merged.events, merged.steps, merged.requests, merged.counters))):
+        # read, yet nothing in it (no event, step, request or counter): no empty report
         said = merged.run.get("warnings") or []
         raise TraceError(tasks[0].path, f"no event to analyse{f' ({said[0]})' if said else ''}")
     _note_dropped(merged, drops)
