@@ -214,3 +214,56 @@ def test_validate_names_a_file_perfetto_cannot_open_and_reads_the_array_form(tmp
     res = run("validate", array)
     assert res.returncode == 0 and "traceEvents is not an array" not in res.stdout
     assert 'must start with {"traceEvents"' in res.stdout  # a warning: Perfetto imports the array form
+
+
+# ---- one input twice, our own outputs among the inputs, Begin/End out of time order -----------
+
+
+def test_one_path_named_twice_is_one_rank(tmp_path):
+    once = invoke("analyze", RANK0, "-o", tmp_path / "a", "--format", "json", "-q")
+    twice = invoke("analyze", RANK0, RANK0, "-o", tmp_path / "b", "--format", "json", "-q")
+    d = tmp_path / "d"
+    d.mkdir()
+    shutil.copy(RANK0, d / "rank-0.json.gz")
+    dir_and_file = invoke("analyze", d, d / "rank-0.json.gz", "-o", tmp_path / "c", "--format", "json", "-q")
+    assert once.exit_code == twice.exit_code == dir_and_file.exit_code == 0
+    totals = [json.loads((tmp_path / o / "summary.json").read_text())["totals"] for o in "abc"]
+    assert [t["ranks"] for t in totals] == [1, 1, 1]
+    assert totals[0]["events"] == totals[1]["events"] == totals[2]["events"]
+
+
+def test_a_bundle_below_a_directory_of_ranks_hides_none_of_them(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(RANK0, d / "rank-0.json.gz")
+    shutil.copy(RANK1, d / "rank-1.json.gz")
+    assert invoke("analyze", d / "rank-0.json.gz", "-o", d / "older" / "r.npz", "--format", "bundle").exit_code == 0
+    res = invoke("analyze", d, "-o", tmp_path / "o", "--format", "json")
+    assert res.exit_code == 0 and "r.npz: skipped (a bundle xpu_profiler wrote" in res.output
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["totals"]["ranks"] == 2
+    alone = invoke("analyze", d / "older", "-o", tmp_path / "o2", "--format", "json")  # the bundle alone: read
+    assert alone.exit_code == 0
+
+
+def test_a_directory_of_our_outputs_only_is_one_line_not_an_empty_report(tmp_path):
+    out = tmp_path / "out"
+    assert invoke("analyze", RANK0, "-o", out, "-q").exit_code == 0
+    err = one_line_error(run("analyze", out, "-o", tmp_path / "again"))
+    assert "a Perfetto trace xpu_profiler wrote" in err and "nothing else to analyse" in err
+    assert not (tmp_path / "again").exists()
+
+
+@pytest.mark.parametrize("order", ["shuffled", "reversed"])
+def test_begin_end_events_out_of_time_order_pair_as_in_time_order(order, tmp_path):
+    """Two kernels of one name on one stream, each 10 us, written as B/E events in no time
+    order (the format does not ask for it; Perfetto sorts them): paired in time order."""
+    kernel = {"cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "args": {"stream": 7, "device": 0}}
+    times = [(0, 10), (100, 110)]
+    marks = [dict(kernel, ph=ph, ts=t) for b, e in times for ph, t in (("B", b), ("E", e))]
+    host = [dict(ph="X", cat="cpu_op", name="aten::mm", ts=0, dur=120, pid=1, tid=1)]
+    marks = [marks[1], marks[2], marks[0], marks[3]] if order == "shuffled" else marks[::-1]
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"traceEvents": marks + host}))
+    assert invoke("analyze", f, "-o", tmp_path / "o", "--format", "json", "-q").exit_code == 0
+    totals = json.loads((tmp_path / "o" / "summary.json").read_text())["totals"]
+    assert totals["device_kernel_ns"] == sum(e - b for b, e in times) * 1000

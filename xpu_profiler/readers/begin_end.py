@@ -6,7 +6,8 @@ always properly nested: on IBM AIU hardware queues, slices of one track overlap 
 each ``B`` is written right before its ``E`` (IBM/aiu-trace-analyzer's test data). So an ``E``
 closes the most recent open ``B`` *of the same name* on its (pid, tid), in the order the file
 lists them, and the most recent of any name when it carries none. Async slices (``b``/``e``)
-pair the same way within their (pid, cat, id). Python here runs over the B/E events only
+pair the same way within their (pid, cat, id); a file not in time order is paired in time order
+(``pair``). Python here runs over the B/E events only
 (rare in the traces this project reads: none in Kineto's own).
 """
 
@@ -34,9 +35,28 @@ class Paired(NamedTuple):
 
 
 def pair(marks: Iterable[Mark]) -> tuple[list[Paired], int]:
-    """(slices, unmatched): the Begin/End marks, in file order, joined into slices; an End
-    without an open Begin, or a Begin never closed, counts as unmatched. An End earlier than its
-    Begin still pairs (a negative duration: the caller skips it and says why)."""
+    """(slices, unmatched): the Begin/End marks joined into slices; an End without an open
+    Begin, or a Begin never closed, counts as unmatched. An End earlier than its Begin still
+    pairs (a negative duration: the caller skips it and says why).
+
+    In file order first. A file whose events are not in time order (the format does not ask
+    for it, and Perfetto sorts them) shows it by Ends before their Begins or unmatched marks:
+    then the marks are paired again in time order (file order among equal times), and that
+    pairing is kept where it leaves fewer of both."""
+    marks = list(marks)
+    out, unmatched = _pair(marks)
+    problems = unmatched + sum(p.dur < 0 for p in out)
+    if problems:
+        ordered = sorted(marks, key=lambda m: m.ts)  # (stable)
+        if any(a is not b for a, b in zip(ordered, marks)):
+            again, unmatched_again = _pair(ordered)
+            if unmatched_again + sum(p.dur < 0 for p in again) < problems:
+                return again, unmatched_again
+    return out, unmatched
+
+
+def _pair(marks: list[Mark]) -> tuple[list[Paired], int]:
+    """The pairing in the order of ``marks``."""
     open_: dict[Hashable, list[Mark]] = {}
     out: list[Paired] = []
     unmatched = 0

@@ -110,11 +110,13 @@ def expand(
                 dropped.extend(DroppedInput(str(f), why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
             if in_dirs is not None:
                 in_dirs.update(f for f, _ in found)
-            # A directory holding our own bundle next to the trace we exported from it:
-            # the bundle already holds everything, so read only it.
+            # Our bundle beside traces (in any folder below) is an output of ours, never read with
+            # them (its events would count again, or hide the traces): the traces are read
             bundles = [x for x in found if x[1].NAME == "bundle"]
-            if bundles:
-                found = bundles
+            if bundles and len(bundles) < len(found):
+                if skipped is not None:
+                    skipped.extend((f, own_outputs.BUNDLE_REASON) for f, _ in bundles)
+                found = [x for x in found if x[1].NAME != "bundle"]
             if not found:
                 first = f" (first: {unread[0].name}: {why_unreadable(unread[0])})" if unread else ""
                 raise TraceError(p, f"directory holds no trace or log file of a supported format{first}")

@@ -62,7 +62,7 @@ def load(
         in_dirs: set[Path] = set()
         found = expand(paths, drops, in_dirs, skipped_files)
         once = _no_duplicates([p for p, _ in found], skipped_files)
-        found = [x for x in found if x[0] in once]
+        found = _each_once(found, once)
         tasks = runs_only(
             [executors.FileTask(str(path), mod.NAME, _file_size(path), optional=path in in_dirs) for path, mod in found]
         )
@@ -104,6 +104,8 @@ def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_file
         captures.extend(p for p, _ in aside)
     if not kept_profiles and drops:  # nothing readable at all: that is the error
         raise TraceError(drops[0].path, drops[0].reason)
+    if not kept_profiles and skipped_files:  # only our own outputs, a front-end's trace
+        raise TraceError(skipped_files[0][0], f"{skipped_files[0][1]}; nothing else to analyse")
     merged = Profile.merge(kept_profiles)
     if kept_profiles and not any(map(len, (merged.events, merged.steps, merged.requests, merged.counters))):
         # read, yet nothing in it (no event, step, request or counter): no empty report
@@ -144,6 +146,17 @@ def _fingerprint(path: Path) -> tuple[int, bytes] | None:
     except OSError:
         return None
     return size, h.digest()
+
+
+def _each_once(found: list, once: set[Path]) -> list:
+    """The (file, reader) pairs of the files in ``once``, each file's first only (a path named
+    twice, or a directory and a file in it, is one input)."""
+    out = []
+    for x in found:
+        if x[0] in once:
+            once.discard(x[0])
+            out.append(x)
+    return out
 
 
 def _no_duplicates(files: list[Path], skipped: list[tuple[Path, str]]) -> set[Path]:

@@ -20,6 +20,8 @@ import msgspec
 TRACE_NAMES = ("trace.json.gz", "trace.json")
 SUMMARY_NAME = "summary.json"
 REASON = "an earlier xpu_profiler output: its summary.json is beside it"
+#: a bundle (``--format bundle``) found beside other traces
+BUNDLE_REASON = "a bundle xpu_profiler wrote: the traces beside it are read; pass the bundle alone to read it"
 #: what reading our own Perfetto trace says, whatever its name or place (its events are the
 #: analysed ones again: read as a rank, every number would count them twice)
 OWN_TRACE = (
