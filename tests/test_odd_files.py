@@ -7,6 +7,7 @@ its plain twin, or one line and exit 2; never a hang, a traceback or a silent dr
 from __future__ import annotations
 
 import gzip
+import http.server
 import io
 import json
 import lzma
@@ -14,6 +15,8 @@ import os
 import resource
 import shutil
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -267,3 +270,69 @@ def test_begin_end_events_out_of_time_order_pair_as_in_time_order(order, tmp_pat
     assert invoke("analyze", f, "-o", tmp_path / "o", "--format", "json", "-q").exit_code == 0
     totals = json.loads((tmp_path / "o" / "summary.json").read_text())["totals"]
     assert totals["device_kernel_ns"] == sum(e - b for b, e in times) * 1000
+
+
+# ---- record --url: a server that answers oddly, settings no run has ---------------------------
+
+
+class _OddServer(http.server.BaseHTTPRequestHandler):
+    """/health answers 200; /v1/models answers as ``mode`` says (the class attribute)."""
+
+    mode = "list"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.mode == "drip":  # a header line a second: no read ever waits 5 s
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(30):
+                try:
+                    self.wfile.write(b"X-Slow: 1\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(1)
+            return
+        if self.path == "/health":
+            self.send_response(200)
+            self.end_headers()
+            return
+        body = {"list": b"[1, 2]", "int": b'{"data": 5}', "dict": b'{"data": {"a": 1}}'}[self.mode]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("mode", ["list", "int", "dict", "drip"])
+def test_record_against_a_server_that_answers_oddly_is_one_line(mode, tmp_path):
+    handler = type("Handler", (_OddServer,), {"mode": mode})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        err = one_line_error(run("record", "--url", url, "--steps", "3", "-o", tmp_path / "o", timeout=HANG_S))
+    finally:
+        server.shutdown()
+    # past the health check (an odd model list names no model) to where it records; or no answer
+    said = "no whole answer within 5 s" if mode == "drip" else "cannot tell where the server"
+    assert said in err, err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--steps", "3", "--timeout", "nan"), "--timeout must be more than 0"),
+        (("--steps", "3", "--timeout", "1e300"), "--timeout must be more than 0"),
+        (("--seconds", "inf", "--via", "vllm"), "--seconds must be more than 0"),
+    ],
+)
+def test_record_settings_no_run_has_are_one_line(args, said, tmp_path):
+    err = one_line_error(run("record", "--url", "http://127.0.0.1:1", *args, "-o", tmp_path / "o"))
+    assert said in err
+
+
+def test_view_refuses_a_port_out_of_range():
+    res = run("view", RANK0, "--port", "70000", "--no-browser", timeout=HANG_S)
+    assert res.returncode == 2 and "Invalid value for '--port'" in res.stderr and "Traceback" not in res.stderr

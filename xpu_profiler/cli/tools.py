@@ -40,7 +40,7 @@ def validate(trace: Path) -> None:
 @click.argument("trace", type=click.Path(path_type=Path))
 @click.option(
     "--port",
-    type=int,
+    type=click.IntRange(0, 65535),
     default=9001,
     show_default=True,
     help="Loopback port (ui.perfetto.dev fetches from 9001 only; 0 = any free port).",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,16 +29,17 @@ from ..core.run_info import RunInfo
 from ..readers.records import assemble
 from . import locate
 from .console import Console
+from .http import fetch
 from .vllm import control_files
 
 POLL_S = 0.25
-HTTP_TIMEOUT_S = 5.0
+#: the longest the window may wait or last (a year): beyond it, a number is no setting of a run
+MAX_SECONDS = 365 * 24 * 3600.0
 
 
-def _get_json(url: str) -> dict | None:
+def _get_json(url: str) -> Any:
     try:
-        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as r:
-            return json.loads(r.read() or b"{}")
+        return json.loads(fetch(url)[1] or b"{}")
     except (OSError, ValueError, urllib.error.URLError):
         return None
 
@@ -47,15 +47,17 @@ def _get_json(url: str) -> dict | None:
 def check_server(base: str) -> str | None:
     """Raise when nothing answers at ``base``; the served model's name, when it says one."""
     try:
-        with urllib.request.urlopen(base + "/health", timeout=HTTP_TIMEOUT_S) as r:
-            ok = r.status == 200
+        status, _ = fetch(base + "/health")
+    except urllib.error.HTTPError as e:
+        raise XpuProfilerError(f"the server at {base} is not healthy (/health answered {e.code})") from None
     except (OSError, urllib.error.URLError) as e:
         raise XpuProfilerError(f"no vLLM server answers at {base} ({getattr(e, 'reason', e)})") from None
-    if not ok:
-        raise XpuProfilerError(f"the server at {base} is not healthy (/health answered {r.status})")
-    models = _get_json(base + "/v1/models") or {}
-    data = models.get("data") or []
-    return str(data[0].get("id")) if data and isinstance(data[0], dict) else None
+    if status != 200:
+        raise XpuProfilerError(f"the server at {base} is not healthy (/health answered {status})")
+    models = _get_json(base + "/v1/models")
+    data = models.get("data") if isinstance(models, dict) else None  # (an odd answer names no model)
+    first = data[0] if isinstance(data, list) and data else None
+    return str(first.get("id")) if isinstance(first, dict) and first.get("id") is not None else None
 
 
 class Window:
@@ -185,8 +187,10 @@ def _check_options(opts: RecordOptions) -> None:
         raise XpuProfilerError("give the window as --steps N or --seconds S (one of them)")
     if steps is not None and steps < 1:
         raise XpuProfilerError("--steps must be at least 1")
-    if seconds is not None and not seconds > 0:
-        raise XpuProfilerError("--seconds must be more than 0")
+    if seconds is not None and not 0 < seconds <= MAX_SECONDS:
+        raise XpuProfilerError(f"--seconds must be more than 0 and at most {MAX_SECONDS:g} (a year)")
+    if not 0 < opts.timeout <= MAX_SECONDS:  # (NaN too: no comparison holds for it)
+        raise XpuProfilerError(f"--timeout must be more than 0 and at most {MAX_SECONDS:g} (a year)")
     if opts.via not in VIAS:
         raise XpuProfilerError(f"--via {opts.via!r}: choose from {', '.join(VIAS)}")
 

@@ -21,6 +21,7 @@ from urllib.request import Request as HttpRequest  # (not vLLM's Request)
 
 from ..core.errors import XpuProfilerError
 from .console import Console
+from .http import fetch
 from .locate import Server
 from .vllm import compat
 
@@ -33,8 +34,7 @@ def _post(url: str, body: dict | None = None) -> None:
         url, data=json.dumps(body or {}).encode(), method="POST", headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            r.read()
+        fetch(req, timeout=60)
     except urllib.error.HTTPError as e:
         if e.code == 404:
             raise XpuProfilerError(

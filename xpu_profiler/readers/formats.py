@@ -87,19 +87,7 @@ def expand(
         if not p.exists():
             raise TraceError(p, "no such file or directory")
         if p.is_dir():
-            found, claimed = _claims(p)
-            unread = []
-            for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
-                if f.name.startswith(".") or f in claimed:
-                    continue
-                if not f.is_file():  # a broken link, a FIFO, a device: never opened (a FIFO would wait)
-                    unread.append(f)
-                    continue
-                mod = find_reader(f)
-                if mod is not None:
-                    found.append((f, mod))
-                else:
-                    unread.append(f)
+            found, unread = _scan_directory(p)
             ours = own_outputs.our_files([f for f, _ in found] + unread)
             unread = [f for f in unread if f not in ours]  # our summary, report, table: no traces
             if ours and any(f not in ours for f, _ in found):
@@ -143,6 +131,25 @@ def expand(
                 raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
             out.append((p, mod))
     return out
+
+
+def _scan_directory(p: Path) -> tuple[list[tuple[Path, ModuleType]], list[Path]]:
+    """(the directory's inputs with their readers: its claim, the files some reader sniffs;
+    the other files below it). Hidden files are left alone."""
+    found, claimed = _claims(p)
+    unread = []
+    for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
+        if f.name.startswith(".") or f in claimed:
+            continue
+        if not f.is_file():  # a broken link, a FIFO, a device: never opened (a FIFO would wait)
+            unread.append(f)
+            continue
+        mod = find_reader(f)
+        if mod is not None:
+            found.append((f, mod))
+        else:
+            unread.append(f)
+    return found, unread
 
 
 #: what the one line for an unreadable file says was expected

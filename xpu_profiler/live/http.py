@@ -1,0 +1,40 @@
+"""HTTP to a running server, bounded: the whole exchange within a time, the answer within a
+size (``record``: a server's health, its models, vLLM's /start_profile and /stop_profile)."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from typing import Any
+
+HTTP_TIMEOUT_S = 5.0
+#: the most an answer of the server's is read (a model list is a few KiB): an endless body ends there
+MAX_ANSWER_BYTES = 1 << 20
+
+
+def fetch(req: str | urllib.request.Request, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
+    """(status, body) of one HTTP request, the whole exchange within ``timeout`` (a server that
+    sends a header line now and then never trips urllib's per-read timeout) and at most
+    ``MAX_ANSWER_BYTES`` of body. Raises urllib's errors (HTTPError for an error status), or
+    OSError when the time or the size runs out."""
+    done: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                body = r.read(MAX_ANSWER_BYTES + 1)
+                done["answer"] = (r.status, body)
+        except BaseException as e:  # handed to the caller's thread
+            done["error"] = e
+
+    t = threading.Thread(target=go, name="xpu_profiler-http", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise OSError(f"no whole answer within {timeout:g} s")
+    if "error" in done:
+        raise done["error"]
+    status, body = done["answer"]
+    if len(body) > MAX_ANSWER_BYTES:
+        raise OSError(f"an answer of more than {MAX_ANSWER_BYTES >> 20} MiB")
+    return status, body
