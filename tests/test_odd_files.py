@@ -12,6 +12,7 @@ import io
 import json
 import lzma
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -22,7 +23,10 @@ from pathlib import Path
 import pytest
 from cli_run import invoke, one_line_error, run
 
+import xpu_profiler
+from xpu_profiler import analysis
 from xpu_profiler.core import compression
+from xpu_profiler.core.errors import XpuProfilerError
 
 DATA = Path(__file__).resolve().parent / "data" / "real-traces"
 RANK0, RANK1 = DATA / "two-ranks" / "rank-0.json.gz", DATA / "two-ranks" / "rank-1.json.gz"
@@ -336,3 +340,48 @@ def test_record_settings_no_run_has_are_one_line(args, said, tmp_path):
 def test_view_refuses_a_port_out_of_range():
     res = run("view", RANK0, "--port", "70000", "--no-browser", timeout=HANG_S)
     assert res.returncode == 2 and "Invalid value for '--port'" in res.stderr and "Traceback" not in res.stderr
+
+
+# ---- the Python API: arguments of the wrong kind, outputs over inputs ---------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, said",
+    [
+        ((None,), {}, "paths=None: give a path or a list of paths"),
+        ((5,), {}, "paths=5: give a path or a list of paths"),
+        (([],), {}, "paths: no input given"),
+        ((b"/x",), {}, "give a path or a list of paths"),
+        (([RANK0, None],), {}, "None is no path"),
+        (("",), {}, "'' is no path"),
+        ((RANK0,), {"capture": None}, "capture=None"),
+        ((RANK0,), {"steps": 3}, "steps=3: the engine steps kept are a string"),
+        ((RANK0,), {"max_events": "5"}, "max_events='5'"),
+        ((RANK0,), {"rank": -1}, "rank=-1: a rank is a whole number"),
+    ],
+)
+def test_the_api_refuses_arguments_of_the_wrong_kind_with_the_packages_error(args, kwargs, said):
+    with pytest.raises(XpuProfilerError, match=re.escape(said)):
+        xpu_profiler.load(*args, **kwargs)
+
+
+def test_one_path_as_a_string_is_one_path_never_its_characters(tmp_path):
+    """A string ``capture`` was split into characters ("/" walked the whole file system)."""
+    with pytest.raises(XpuProfilerError, match=f"{re.escape(str(tmp_path / 'none'))}: no such file"):
+        xpu_profiler.load(RANK0, capture=str(tmp_path / "none"))
+    profile, summary = analysis.analyze(str(RANK0))
+    assert summary.totals.ranks == 1 and len(profile.events) > 0
+
+
+def test_the_api_writes_no_output_over_its_input_nor_under_another_outputs_name(tmp_path):
+    trace = tmp_path / "run.json"
+    trace.write_bytes(gzip.decompress(RANK0.read_bytes()))
+    before = trace.read_bytes()
+    a = xpu_profiler.load(trace)
+    for write in (a.save_summary, a.trace):
+        with pytest.raises(XpuProfilerError, match="would overwrite the input"):
+            write(trace)
+    with pytest.raises(XpuProfilerError, match="the Perfetto trace goes to a name ending in .json or .json.gz"):
+        a.trace(tmp_path / "t.html")
+    assert trace.read_bytes() == before and not (tmp_path / "t.html").exists()
+    assert a.report(tmp_path / "r.html").is_file()

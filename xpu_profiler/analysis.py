@@ -25,7 +25,7 @@ from .findings import FindingsConfig
 from .knowledge.devices import DeviceSpec
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
-from .readers.loader import load_run
+from .readers.loader import as_paths, load_run
 from .summary import Summary, load_summary, schema  # noqa: F401  (part of the facade)
 
 DEFAULT_FORMATS = ("perfetto", "json", "csv", "html")
@@ -93,7 +93,7 @@ def analyze(
 
 def run(paths: Iterable[str | Path], o: AnalyzeOptions) -> Analyzed:
     """``analyze``, keeping what the exporters of ``o.formats`` made ahead for ``export``."""
-    profile, capture_profile = load_run(list(paths), list(o.capture), o.read, engine=o.engine, jobs=o.jobs)
+    profile, capture_profile = load_run(paths, o.capture, o.read, engine=o.engine, jobs=o.jobs)
     _check_analysable(profile)
     if o.model_config is not None:
         profile.run["model_config"] = o.model_config
@@ -118,9 +118,10 @@ def _settings(settings: dict[str, Any]) -> dict[str, Any]:
     out = dict(settings)
     if "options" in out:
         out["read"] = out.pop("options")
-    for key in ("capture", "formats"):
-        if key in out:
-            out[key] = tuple(out[key] or ())
+    if "capture" in out:  # (one path as a string is one path)
+        out["capture"] = tuple(as_paths(out["capture"] or (), "capture", empty=True))
+    if "formats" in out:
+        out["formats"] = tuple(out["formats"] or ())
     return out
 
 

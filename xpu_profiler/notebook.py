@@ -13,7 +13,6 @@ findings), made of the layers below the facade; ``pandas`` is needed only for th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,13 @@ import msgspec
 
 from . import aggregate, exporters, findings
 from .aggregate import select
+from .core import atomic_write
 from .core.errors import XpuProfilerError
 from .core.profile import FRAME_SCHEMA, Profile, Table
-from .readers import ReadOptions
+from .readers import ReadOptions, own_outputs
 from .readers.base import is_json_document, looks_like_kineto
 from .readers.content import is_gzip, read_head
-from .readers.loader import load_run
+from .readers.loader import as_paths, load_run
 from .summary import Summary, load_summary, schema
 from .summary.schema_ranks import Collective, Rank
 
@@ -92,10 +92,13 @@ def columns_frame(table: msgspec.Struct) -> Any:
 class Analysis:
     """A profile and its Summary, with each section as a DataFrame (``SECTIONS``)."""
 
-    def __init__(self, summary: Summary, profile: Profile | None = None, source: str = "") -> None:
+    def __init__(
+        self, summary: Summary, profile: Profile | None = None, source: str = "", inputs: Sequence[str | Path] = ()
+    ) -> None:
         self.summary = summary
         self.profile = profile  # None when read from a summary.json
         self.source = source
+        self.inputs = tuple(inputs)  # what it was read from: never overwritten by its outputs
 
     def __repr__(self) -> str:
         t = self.summary.totals
@@ -141,6 +144,10 @@ class Analysis:
     def _write(self, fmt: str, path: str | Path) -> Path:
         if self.profile is None and fmt == "perfetto":
             raise XpuProfilerError(f"{self.source}: a summary.json alone holds no events: load the trace for a {fmt}")
+        what, endings = _OUTPUTS[fmt]
+        if not Path(path).name.lower().endswith(endings):
+            raise XpuProfilerError(f"{path}: {what} goes to a name ending in {' or '.join(endings)}")
+        atomic_write.check_outputs([Path(path)], self.inputs, own_outputs.our_files)  # never over an input
         mod = exporters.registry()[fmt]
         return Path(mod.write(self.profile if self.profile is not None else Profile(), self.summary, Path(path)))
 
@@ -154,6 +161,31 @@ class Analysis:
 
     def save_summary(self, path: str | Path = "summary.json") -> Path:
         return self._write("json", path)
+
+
+def _check_settings(rank: Any, steps: Any, max_events: Any) -> None:
+    """The settings ``analyze`` checks on its command line, checked the same way."""
+    from .readers.base import MAX_RANK
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if rank is not None and not (whole(rank) and 0 <= rank < MAX_RANK):
+        raise XpuProfilerError(f"rank={rank!r}: a rank is a whole number from 0 to {MAX_RANK - 1:,}")
+    if steps is not None and not isinstance(steps, str):
+        raise XpuProfilerError(
+            f"steps={steps!r}: the engine steps kept are a string 'A:B' (A: or :B leave an end open)"
+        )
+    if max_events is not None and not (whole(max_events) and max_events >= 1):
+        raise XpuProfilerError(f"max_events={max_events!r}: a whole number of at least 1")
+
+
+#: what each writer of an ``Analysis`` writes, and the endings its name may have
+_OUTPUTS = {
+    "html": ("the HTML report", (".html", ".htm")),
+    "perfetto": ("the Perfetto trace", (".json", ".json.gz")),
+    "json": ("the summary", (".json",)),
+}
 
 
 def _is_summary(p: Path) -> bool:
@@ -181,10 +213,12 @@ def load(
     ``max_events`` keep part of a large trace; ``python_frames=False`` leaves the Python
     stack frames out of the trace. A file that is no usable input raises ``XpuProfilerError``
     (``TraceError``) with the line ``analyze`` prints."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    items = as_paths(paths, "paths")
+    capture = as_paths(capture, "capture", empty=True)
+    _check_settings(rank, steps, max_events)
     if len(items) == 1 and _is_summary(Path(items[0])):
         try:
-            return Analysis(load_summary(items[0]), None, str(items[0]))
+            return Analysis(load_summary(items[0]), None, str(items[0]), items)
         except ValueError as e:  # a JSON document that is no summary of ours: what analyze says of it
             if "not an xpu_profiler summary" not in str(e):
                 raise XpuProfilerError(str(e)) from None
@@ -198,4 +232,4 @@ def load(
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     cfg = findings.load_config(findings_config) if findings_config else None
-    return Analysis(findings.attach(summary, cfg), profile, ", ".join(str(p) for p in items))
+    return Analysis(findings.attach(summary, cfg), profile, ", ".join(str(p) for p in items), [*items, *capture])

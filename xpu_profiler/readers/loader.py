@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..core.errors import TraceError
+from ..core.errors import TraceError, XpuProfilerError
 from ..core.profile import Profile
 from . import executors
 from .base import FRONT_END, NO_MODEL, DroppedInput, ReadOptions, rank_from_name
@@ -259,6 +260,22 @@ def _separate_ranks(prof: Profile, path: Path, taken: set[int]) -> None:
     taken.update(prof.ranks)
 
 
+def as_paths(value: Any, what: str, empty: bool = False) -> list[Path]:
+    """A path, or an iterable of paths (str or os.PathLike), as a list of Paths: what every
+    entry point takes. XpuProfilerError (one line) for anything else, or for none where
+    ``empty`` is false (a string is one path, never its characters)."""
+    items = [value] if isinstance(value, (str, os.PathLike)) else value
+    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
+        raise XpuProfilerError(f"{what}={value!r}: give a path or a list of paths (str or pathlib.Path)")
+    items = list(items)
+    odd = [v for v in items if not isinstance(v, (str, os.PathLike)) or isinstance(v, bytes) or str(v) == ""]
+    if odd:
+        raise XpuProfilerError(f"{what}: {odd[0]!r} is no path (give str or pathlib.Path)")
+    if not items and not empty:
+        raise XpuProfilerError(f"{what}: no input given")
+    return [Path(v) for v in items]
+
+
 def load_run(
     paths, capture_paths=(), options=None, engine: str | None = "serial", jobs: int | None = None
 ) -> tuple[Profile, Profile | None]:
@@ -266,6 +283,7 @@ def load_run(
     the ``--capture`` paths (files or directories). Capture traces among the inputs (a
     vLLM profiler directory's ``capture_traces/``) are read as captures, not as ranks."""
     caps: list[Path] = []
+    paths, capture_paths = as_paths(paths, "paths"), as_paths(capture_paths, "capture", empty=True)
     profile = load(paths, options, engine=engine, jobs=jobs, captures=caps)
     caps += [f for f, _ in expand(capture_paths)] if capture_paths else []
     caps = [c for c in caps if not c.name.endswith(DETAILS_FILES)]
