@@ -385,3 +385,32 @@ def test_the_api_writes_no_output_over_its_input_nor_under_another_outputs_name(
         a.trace(tmp_path / "t.html")
     assert trace.read_bytes() == before and not (tmp_path / "t.html").exists()
     assert a.report(tmp_path / "r.html").is_file()
+
+
+# ---- names another writer spells otherwise, flags as flags read ---------------------------------
+
+
+def test_categories_in_another_writers_capitals_are_the_same_kinds(tmp_path):
+    ev = json.loads(gzip.decompress(RANK0.read_bytes()))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(ev))
+    for e in ev["traceEvents"]:
+        if isinstance(e, dict) and isinstance(e.get("cat"), str):
+            e["cat"] = e["cat"].upper()
+    shouted = tmp_path / "shouted.json"
+    shouted.write_text(json.dumps(ev))
+    a, b = (xpu_profiler.load(f).summary.totals for f in (plain, shouted))
+    assert a.device_kernel_ns == b.device_kernel_ns > 0 and a.events == b.events
+
+
+@pytest.mark.parametrize("value, pure", [("false", False), (" 0", False), ("00", False), ("no", False), ("1", True)])
+def test_the_pure_python_switch_reads_as_a_flag(value, pure, monkeypatch):
+    from xpu_profiler.core import compiled
+
+    monkeypatch.setenv(compiled.PURE_ENV, value)
+    assert compiled.enabled() is not pure
+
+
+def test_output_dash_is_refused_not_a_directory_named_dash(tmp_path):
+    err = one_line_error(run("analyze", RANK0, "-o", "-", cwd=tmp_path))
+    assert "--output -" in err and os.listdir(tmp_path) == []

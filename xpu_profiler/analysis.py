@@ -180,6 +180,10 @@ def output_paths(output: str | Path, formats: Sequence[str]) -> dict[str, Path]:
     """Where each format goes (the rule ``--help`` says, ``cli.common.OUTPUT_RULE``): `--output DIR` holds them all; `--output
     X.html` (or any file a format claims by suffix) names that one and puts the others beside
     it. A file name of a format that ``formats`` leaves out is refused, not guessed around."""
+    if str(output) == "-":  # (no output goes to standard output: a directory named "-" is a trap)
+        raise XpuProfilerError(
+            "--output -: the outputs are files, none goes to standard output: name a directory or a file"
+        )
     output = Path(output)
     known = exporters.registry()
     unknown = [f for f in formats if f not in known and f != "bundle"]

@@ -26,9 +26,15 @@ except ImportError:  # not built: the numpy sweep
 PURE_ENV = "XPU_PROFILER_PURE_PYTHON"
 
 
+#: the values of ``XPU_PROFILER_PURE_PYTHON`` that leave the compiled parts on (as a flag reads)
+OFF_VALUES = ("", "0", "false", "no", "off")
+
+
 def enabled() -> bool:
-    """Whether compiled parts may be used (``XPU_PROFILER_PURE_PYTHON`` unset, empty or 0)."""
-    return os.environ.get(PURE_ENV, "") in ("", "0")
+    """Whether compiled parts may be used (``XPU_PROFILER_PURE_PYTHON`` unset, or a value a
+    flag reads as off: empty, 0, false, no, off, in any case and spacing)."""
+    value = os.environ.get(PURE_ENV, "").strip().lower()
+    return value in OFF_VALUES or (value.isdigit() and int(value) == 0)
 
 
 def fill(fmt: bytes, values: Sequence[object]) -> bytes:

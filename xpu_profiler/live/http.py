@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 import urllib.request
 from typing import Any
+from urllib.request import Request as HttpRequest  # (not vLLM's Request)
 
 HTTP_TIMEOUT_S = 5.0
 #: the most an answer of the server's is read (a model list is a few KiB): an endless body ends there
 MAX_ANSWER_BYTES = 1 << 20
 
 
-def fetch(req: str | urllib.request.Request, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
+def fetch(req: str | HttpRequest, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
     """(status, body) of one HTTP request, the whole exchange within ``timeout`` (a server that
     sends a header line now and then never trips urllib's per-read timeout) and at most
     ``MAX_ANSWER_BYTES`` of body. Raises urllib's errors (HTTPError for an error status), or

@@ -42,6 +42,9 @@ CATEGORY_KINDS = {
 }
 # X events of these categories carry nothing the analysis uses; they are counted, not kept.
 SKIPPED_CATEGORIES = {"Trace", "overhead"}
+# another writer's capitals ("Kernel", "CPU_OP") name the same categories
+_FOLDED_KINDS = {k.lower(): v for k, v in CATEGORY_KINDS.items()}
+_FOLDED_SKIPPED = {c.lower() for c in SKIPPED_CATEGORIES}
 # Of python_function frames only module ranges (fused-op attribution) and the engine's
 # per-step calls (step evidence, ``step_grammar.STEP_FRAME``) are events; the other frames are
 # kept apart, for the timeline (``Profile.frames``), and counted per engine whose source tree
@@ -136,8 +139,8 @@ def core_columns(
 
 def kinds_of(cats: list[str], cat_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each event's kind by its category (``CATEGORY_KINDS``), and whether the model keeps it."""
-    cat_kind = np.array([CATEGORY_KINDS.get(c, K_UNKNOWN) for c in cats], dtype=np.int8)
-    cat_skip = np.array([c in SKIPPED_CATEGORIES for c in cats], dtype=bool)
+    cat_kind = np.array([CATEGORY_KINDS.get(c, _FOLDED_KINDS.get(c.lower(), K_UNKNOWN)) for c in cats], dtype=np.int8)
+    cat_skip = np.array([c.lower() in _FOLDED_SKIPPED for c in cats], dtype=bool)
     kind = cat_kind[cat_ids] if len(cat_ids) else np.zeros(0, np.int8)
     keep = ~cat_skip[cat_ids] if len(cat_ids) else np.zeros(0, bool)
     return kind, keep
