@@ -55,6 +55,18 @@ def test_logs_are_a_cross_check_when_kernels_are_traced(tmp_path: Path) -> None:
     assert out.run["device_logs"]["kernel_ns_by_rank"] == {"0": 3000}
 
 
+def test_logs_without_kernel_lines_are_said_not_dropped(tmp_path: Path) -> None:
+    """A CPU run's captured logs hold no [XPURT_PROF] line: the run says so (files, 0 lines,
+    unused, the reader's warning), where a log alone given to ``analyze`` is refused."""
+    (tmp_path / "xpu_logs").mkdir()
+    log = tmp_path / "xpu_logs" / "rank_0.log"
+    log.write_text("INFO some vLLM line\n")
+    out = attach_device_logs(host_only_profile(), tmp_path, lambda s: None)
+    assert out.run["device_logs"]["files"] == [str(log)]
+    assert out.run["device_logs"]["kernel_lines"] == 0 and out.run["device_logs"]["used"] is False
+    assert any("no [XPURT_PROF] lines for rank 0" in w for w in out.run["warnings"])
+
+
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 def test_live_run_sends_worker_output_to_rank_file_and_restores_the_environment(tmp_path: Path) -> None:

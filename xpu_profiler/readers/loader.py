@@ -29,6 +29,7 @@ def load(
     engine: str | None = "serial",
     jobs: int | None = None,
     captures: list[Path] | None = None,
+    empty_ok: bool = False,
 ) -> Profile:
     """Read every input and merge them into one Profile (ranks side by side).
 
@@ -39,6 +40,9 @@ def load(
     ``captures``: when a list, graph-capture traces among the inputs are no ranks of the
     run: their paths are appended to it instead (``capture.split_capture_files``: by
     their place; among several inputs, also a trace whose content says so).
+
+    Inputs read with nothing in them (no event, step, request or counter) are one line
+    (TraceError), unless ``empty_ok`` (a live run's captured device logs, which may hold none).
     """
     options = options or ReadOptions()
     name, address = executors.parse_executor(engine)
@@ -71,12 +75,15 @@ def load(
         if name == "auto":
             name = "process" if len(tasks) > 1 and jobs > 1 and executors.fork_is_safe() else "serial"
         profiles = executors.EXECUTORS[name](tasks, options, jobs, address)
-    return _merged(tasks, profiles, drops, skipped_files, captures)
+    return _merged(tasks, profiles, drops, skipped_files, captures, empty_ok)
 
 
-def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_files: list, captures) -> Profile:
+def _merged(
+    tasks: list, profiles: list, drops: list[DroppedInput], skipped_files: list, captures, empty_ok: bool
+) -> Profile:
     """The profiles read, held to one run (one device, no file twice, ranks apart) and merged;
-    what was dropped or skipped on the way said in warnings."""
+    what was dropped or skipped on the way said in warnings. Inputs read with nothing in them
+    are one line, unless ``empty_ok``."""
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     devices: list[tuple[Path, tuple]] = []  # the first input's device, to hold the others to
     contents: dict[bytes, Path] = {}  # what each file read held: one trace in two files is no two ranks
@@ -96,7 +103,8 @@ def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_file
             aside.append((Path(t.path), prof))
             continue
         _one_run(Path(t.path), prof, devices)
-        _not_read_before(Path(t.path), prof, contents)
+        if len(tasks) > 1:  # (one input cannot be read twice)
+            _not_read_before(Path(t.path), prof, contents)
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
         kept_profiles.append(prof)
     if aside and not kept_profiles:  # only capture traces by content: the first one is the run
@@ -108,7 +116,11 @@ def _merged(tasks: list, profiles: list, drops: list[DroppedInput], skipped_file
     if not kept_profiles and skipped_files:  # only our own outputs, a front-end's trace
         raise TraceError(skipped_files[0][0], f"{skipped_files[0][1]}; nothing else to analyse")
     merged = Profile.merge(kept_profiles)
-    if kept_profiles and not any(map(len, (merged.events, merged.steps, merged.requests, merged.counters))):
+    if (
+        not empty_ok
+        and kept_profiles
+        and not any(map(len, (merged.events, merged.steps, merged.requests, merged.counters)))
+    ):
         # read, yet nothing in it (no event, step, request or counter): no empty report
         said = merged.run.get("warnings") or []
         raise TraceError(tasks[0].path, f"no event to analyse{f' ({said[0]})' if said else ''}")

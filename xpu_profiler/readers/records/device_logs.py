@@ -16,7 +16,7 @@ from ..loader import load
 
 def read_captured(run_dir: str | os.PathLike, xpu_gen: int | None = None) -> Profile:
     """All rank logs of a run as one Profile (kernel totals, no timeline)."""
-    return load([Path(run_dir) / LOG_DIR], ReadOptions(xpu_gen=xpu_gen))
+    return load([Path(run_dir) / LOG_DIR], ReadOptions(xpu_gen=xpu_gen), empty_ok=True)  # (CPU runs: none)
 
 
 def attach_device_logs(profile_obj: Profile, run_dir: Path, say: Callable[[str], None]) -> Profile:
