@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,24 @@ def _device_cols(sch: Schema, table: str) -> dict[str, str]:
     }
 
 
+def _device_block(
+    table: str,
+    kind: int,
+    names: Sequence[str] | Mapping[int, str],
+    ids: np.ndarray,
+    common: Sequence[np.ndarray],
+    gpu_of: dict | None,
+    **more: Any,
+) -> Block:
+    """A Block of device work from its ``_device_cols`` (start, end, deviceId, streamId,
+    correlationId, globalPid, as ``_rows`` gives them): the process from globalPid, the GPU
+    from (process, device) where ``gpu_of`` maps them (None: the rows are on no GPU)."""
+    start, end, dev, stream, corr, gpid = common
+    pid = pid_of(gpid)
+    gpu = _gpu(dev, pid, gpu_of) if gpu_of is not None else None
+    return Block(table, kind, names, ids, start, end, pid, stream, gpu, corr, **more)
+
+
 def _rows(conn: sqlite3.Connection, table: str, cols: dict[str, str], skipped: dict[str, int]) -> list[np.ndarray]:
     """A table's integer columns (name → SQL expression), without the rows where one is NULL or
     no integer: those are counted in ``skipped`` by the column (``vendor_rows.usable``)."""
@@ -103,22 +122,8 @@ def _kernels(conn: sqlite3.Connection, sch: Schema, names: Strings, gpu_of: dict
     name_col = f"coalesce({', '.join(have)}, -1)" if have else "-1"
     skipped: dict[str, int] = {}
     cols = _device_cols(sch, KERNEL) | {have[0] if have else "name": name_col}
-    start, end, dev, stream, corr, gpid, name = _rows(conn, KERNEL, cols, skipped)
-    pid = pid_of(gpid)
-    return Block(
-        KERNEL,
-        K_KERNEL,
-        names.table,
-        name,
-        start,
-        end,
-        pid,
-        stream,
-        _gpu(dev, pid, gpu_of),
-        corr,
-        cat="kernel",
-        skipped=skipped,
-    )
+    *common, name = _rows(conn, KERNEL, cols, skipped)
+    return _device_block(KERNEL, K_KERNEL, names.table, name, common, gpu_of, cat="kernel", skipped=skipped)
 
 
 def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
@@ -126,25 +131,11 @@ def _copies(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     skipped: dict[str, int] = {}
     cols = _device_cols(sch, MEMCPY) | {"bytes": "bytes", "copyKind": "copyKind"}
     cols |= {"srcKind": _c(sch, MEMCPY, "srcKind", "7"), "dstKind": _c(sch, MEMCPY, "dstKind", "7")}
-    start, end, dev, stream, corr, gpid, nbytes, kind, src, dst = _rows(conn, MEMCPY, cols, skipped)
+    *common, nbytes, kind, src, dst = _rows(conn, MEMCPY, cols, skipped)
     table, ids = _names_of(zip(kind.tolist(), src.tolist(), dst.tolist()), lambda k: ce.memcpy_name(*k))
-    pid = pid_of(gpid)
     direction = np.array([CUPTI_COPY_KIND.get(k, 0) for k in kind.tolist()], np.int8)
-    return Block(
-        MEMCPY,
-        K_MEMCPY,
-        table,
-        ids,
-        start,
-        end,
-        pid,
-        stream,
-        _gpu(dev, pid, gpu_of),
-        corr,
-        nbytes,
-        "gpu_memcpy",
-        direction,
-        skipped,
+    return _device_block(
+        MEMCPY, K_MEMCPY, table, ids, common, gpu_of, flops=nbytes, cat="gpu_memcpy", copy=direction, skipped=skipped
     )
 
 
@@ -152,47 +143,27 @@ def _fills(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     """Memsets, named by the kind of memory they fill, with their bytes."""
     skipped: dict[str, int] = {}
     cols = _device_cols(sch, MEMSET) | {"bytes": "bytes", "memKind": _c(sch, MEMSET, "memKind", "2")}
-    start, end, dev, stream, corr, gpid, nbytes, mem = _rows(conn, MEMSET, cols, skipped)
+    *common, nbytes, mem = _rows(conn, MEMSET, cols, skipped)
     table, ids = _names_of(mem.tolist(), ce.memset_name)
-    pid = pid_of(gpid)
-    return Block(
-        MEMSET,
-        K_MEMSET,
-        table,
-        ids,
-        start,
-        end,
-        pid,
-        stream,
-        _gpu(dev, pid, gpu_of),
-        corr,
-        nbytes,
-        "gpu_memset",
-        skipped=skipped,
-    )
+    return _device_block(MEMSET, K_MEMSET, table, ids, common, gpu_of, flops=nbytes, cat="gpu_memset", skipped=skipped)
 
 
 def _syncs(conn: sqlite3.Connection, sch: Schema) -> Block:
     """Synchronizations, named by their type, on their stream (-1: none)."""
     skipped: dict[str, int] = {}
     cols = _device_cols(sch, SYNC) | {"syncType": _c(sch, SYNC, "syncType", "0")}
-    start, end, dev, stream, corr, gpid, kind = _rows(conn, SYNC, cols, skipped)
-    stream = np.where(stream == ce.NONE_32, -1, stream)
-    pid = pid_of(gpid)
-    return Block(
-        SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, start, end, pid, stream, None, corr, cat="cuda_sync", skipped=skipped
-    )
+    *common, kind = _rows(conn, SYNC, cols, skipped)
+    common[3] = np.where(common[3] == ce.NONE_32, -1, common[3])  # the stream
+    return _device_block(SYNC, K_UNKNOWN, ce.SYNC_TYPES, kind, common, None, cat="cuda_sync", skipped=skipped)
 
 
 def _graph_runs(conn: sqlite3.Connection, sch: Schema, gpu_of: dict) -> Block:
     """CUDA graph runs (``--cuda-graph-trace=graph``) as kernels named by their graph."""
     skipped: dict[str, int] = {}
     cols = _device_cols(sch, GRAPH_TRACE) | {"graphId": _c(sch, GRAPH_TRACE, "graphId")}
-    start, end, dev, stream, corr, gpid, graph = _rows(conn, GRAPH_TRACE, cols, skipped)
+    *common, graph = _rows(conn, GRAPH_TRACE, cols, skipped)
     table, ids = _names_of(graph.tolist(), lambda g: f"CUDA graph {g} (its kernels not traced)")
-    pid = pid_of(gpid)
-    dev = _gpu(dev, pid, gpu_of)
-    return Block(GRAPH_TRACE, K_KERNEL, table, ids, start, end, pid, stream, dev, corr, cat="kernel", skipped=skipped)
+    return _device_block(GRAPH_TRACE, K_KERNEL, table, ids, common, gpu_of, cat="kernel", skipped=skipped)
 
 
 def runtime_block(conn: sqlite3.Connection, sch: Schema, names: Strings) -> Block | None:
