@@ -165,18 +165,15 @@ class Analysis:
 
 def _check_settings(rank: Any, steps: Any, max_events: Any) -> None:
     """The settings ``analyze`` checks on its command line, checked the same way."""
-    from .readers.base import MAX_RANK
+    from .readers.base import MAX_RANK, is_rank
 
-    def whole(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    if rank is not None and not (whole(rank) and 0 <= rank < MAX_RANK):
+    if rank is not None and not is_rank(rank):
         raise XpuProfilerError(f"rank={rank!r}: a rank is a whole number from 0 to {MAX_RANK - 1:,}")
     if steps is not None and not isinstance(steps, str):
         raise XpuProfilerError(
             f"steps={steps!r}: the engine steps kept are a string 'A:B' (A: or :B leave an end open)"
         )
-    if max_events is not None and not (whole(max_events) and max_events >= 1):
+    if max_events is not None and (not isinstance(max_events, int) or isinstance(max_events, bool) or max_events < 1):
         raise XpuProfilerError(f"max_events={max_events!r}: a whole number of at least 1")
 
 

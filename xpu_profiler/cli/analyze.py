@@ -175,9 +175,9 @@ def _options(fmts, taxonomy, top, rank, xpu_gen, captures, engine, jobs, lifetim
     from .. import analysis, findings
     from ..knowledge.taxonomy import Taxonomy
     from ..readers import ReadOptions
-    from ..readers.base import MAX_RANK
+    from ..readers.base import MAX_RANK, is_rank
 
-    if rank is not None and rank >= MAX_RANK:
+    if rank is not None and not is_rank(rank):
         raise XpuProfilerError(f"--rank {rank}: no rank of a real job (ranks are below {MAX_RANK:,})")
     read = ReadOptions(
         rank=rank,

@@ -13,6 +13,12 @@ from .content import ProgressFn
 MAX_RANK = 1 << 20  # a rank at or beyond it is no rank of a real job (declared in a trace, or --rank)
 
 
+def is_rank(value: object) -> bool:
+    """A whole number a rank of a real job can be: 0 to ``MAX_RANK`` - 1 (a trace's declared
+    rank, ``--rank``, the API's ``rank=``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANK
+
+
 @dataclass
 class ReadOptions:
     rank: int | None = None  # force the rank of a single-rank file

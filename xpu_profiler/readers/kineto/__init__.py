@@ -16,7 +16,7 @@ from pathlib import Path
 from ...core.errors import TraceError
 from ...core.profile import Profile
 from .. import own_outputs
-from ..base import FRONT_END, MAX_RANK, NO_MODEL, ReadOptions, looks_like_kineto, resolve_rank
+from ..base import FRONT_END, NO_MODEL, ReadOptions, is_rank, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
 from .cols import MAX_US, REDUNDANT_UNUSED
@@ -125,7 +125,7 @@ def _rank(path: Path, options: ReadOptions, trace, notes: list[str]) -> int:
     """The trace's rank: what its ``distributedInfo`` declares (an absurd one is noted and
     ignored), else what its name says, else ``--rank``, else 0."""
     declared = trace.distributedInfo.rank if trace is not None and trace.distributedInfo is not None else None
-    if declared is not None and not 0 <= declared < MAX_RANK:
+    if declared is not None and not is_rank(declared):
         notes.append(f"{path.name}: ignored the odd top-level field 'distributedInfo' (rank {str(declared)[:24]})")
         declared = trace.distributedInfo = None
     return int(resolve_rank(path, options, declared) or 0)
