@@ -19,7 +19,7 @@ from . import deflate
 
 GZIP, XZ, BZIP2, ZSTD = "gzip", "xz", "bzip2", "zstd"
 _MAGIC = (
-    (b"\x1f\x8b", GZIP),
+    (deflate.GZIP_MAGIC, GZIP),
     (b"\xfd7zXZ\x00", XZ),
     (b"BZh", BZIP2),
     (b"\x28\xb5\x2f\xfd", ZSTD),

@@ -365,8 +365,7 @@ def validate_file(path: str | Path) -> list[str]:
     path = Path(path)
     try:
         require_regular(path, "pass a trace file")
-        with open(path, "rb") as f:
-            data = f.read()
+        data = path.read_bytes()
     except OSError as e:
         raise TraceError(path, e.strerror or str(e)) from None
     kind = compression.kind_of(data[:6])
