@@ -24,6 +24,7 @@ READERS = (
     "rocprof.rocpd",
     "kunlun.xprofiler",
     "rocprof",
+    "rocprof.csv_output",
     "kineto",
     "kunlun.xpurt_log",
 )
@@ -130,6 +131,24 @@ def expand(
                     raise TraceError(p, sqlite_db.why_unreadable(p))
                 raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
             out.append((p, mod))
+    return _one_per_unit(out, in_dirs)
+
+
+def _one_per_unit(found: list[tuple[Path, ModuleType]], in_dirs: set[Path] | None) -> list[tuple[Path, ModuleType]]:
+    """A reader that reads several files as one input (its ``unit``: rocprofv3's CSV files of one
+    directory) gets that input once, whichever of its files were found or named."""
+    out, seen = [], set()
+    for path, mod in found:
+        unit = getattr(mod, "unit", None)
+        if unit is not None:
+            whole = unit(path)
+            if (whole, mod.NAME) in seen:
+                continue
+            seen.add((whole, mod.NAME))
+            if in_dirs is not None and path in in_dirs:
+                in_dirs.add(whole)
+            path = whole
+        out.append((path, mod))
     return out
 
 
@@ -155,7 +174,7 @@ def _scan_directory(p: Path) -> tuple[list[tuple[Path, ModuleType]], list[Path]]
 #: what the one line for an unreadable file says was expected
 EXPECTED = (
     "expected a Kineto/Chrome trace JSON, an Nsight Systems export (.sqlite) or report (.nsys-rep), "
-    "a rocprofv3 JSON or rocpd database, an XProfiler trace, an [XPURT_PROF] log or an xpu_profiler bundle"
+    "a rocprofv3 JSON, CSV or rocpd database, an XProfiler trace, an [XPURT_PROF] log or an xpu_profiler bundle"
 )
 
 

@@ -97,7 +97,7 @@ def _hip(name: str) -> str:
     return name.replace("cuda", "hip")
 
 
-def _rocm_records(w: Workload) -> tuple[list[Rec], list[Rec], dict]:
+def rocm_records(w: Workload) -> tuple[list[Rec], list[Rec], dict]:
     """The run's records with ROCm's names, the RCCL calls around the all-reduce launches, and the truth."""
     run = build(w)
     by_corr = {(r.pid, r.corr): r for r in run.records if r.kind != "runtime" and r.corr >= 0}
@@ -153,7 +153,7 @@ class _Layout:
 def write_json(out_dir: str | Path, w: Workload | None = None, release: str = "7.0") -> dict:
     """One ``<pid>_results.json`` per rank in ``out_dir``; returns the truth."""
     w = w or Workload()
-    records, rccl, truth = _rocm_records(w)
+    records, rccl, truth = rocm_records(w)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lay = _Layout(release)
@@ -286,7 +286,7 @@ def write_rocpd(path: str | Path, w: Workload | None = None) -> dict:
     """One rocpd database of every rank's records (rocpd writes one per process; a database of
     several is what ``rocpd merge`` makes)."""
     w = w or Workload()
-    records, rccl, truth = _rocm_records(w)
+    records, rccl, truth = rocm_records(w)
     path = Path(path)
     path.unlink(missing_ok=True)
     db = sqlite3.connect(path)
