@@ -17,7 +17,7 @@ from cli_run import invoke, one_line_error
 
 from xpu_profiler import analysis
 from xpu_profiler.core.profile import K_KERNEL, K_RUNTIME, PHASES
-from xpu_profiler.readers import load
+from xpu_profiler.readers import ReadOptions, load
 from xpu_profiler.summary import load_summary
 from xpu_profiler.testing import gen_rocprof, gen_rocprof_csv
 from xpu_profiler.testing.gen_rocprof_csv import line
@@ -197,3 +197,114 @@ def test_files_without_a_trace_are_one_line(tmp_path):
     other = tmp_path / "table.csv"  # a CSV of another program (our own kernel table's form)
     other.write_text("fused_op,count,total_ns\nattention,3,100\n")
     assert "not a supported trace or log format" in one_line_error(invoke("analyze", other, "-o", tmp_path / "o"))
+
+
+def _same_events(a, b) -> None:
+    """The same rows (times on the clock, not from each profile's first row)."""
+    cols = ("kind", "start", "dur", "rank", "device", "track", "corr")
+    got = [{c: p.events[c] + (p.base_ns if c == "start" else 0) for c in cols} for p in (a, b)]
+    oa, ob = (np.lexsort([g[c] for c in reversed(cols)]) for g in got)
+    assert len(a.events) == len(b.events) > 0
+    for col in cols:
+        assert np.array_equal(got[0][col][oa], got[1][col][ob]), col
+
+
+def test_files_without_a_pid_in_their_names(runs, tmp_path):
+    """``-o results`` names the files ``results_kernel_trace.csv``...: the process is the one
+    its calls name. ``rocpd convert`` merges the processes into ``kernel_trace.csv``... with a
+    ``Guid`` first: a kernel is its launching thread's process, a copy that of its GPU's kernels."""
+    d, _ = runs
+    one = tmp_path / "one"
+    one.mkdir()
+    src = d / "csv7.0" / gen_rocprof_csv.HOST
+    for f in src.glob("1000_*"):
+        (one / f.name.replace("1000_", "results_")).write_bytes(f.read_bytes())
+    _same_events(load([one]), _only(load([src]), 1000))
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    for table in ("kernel_trace", "memory_copy_trace", "hip_api_trace", "marker_api_trace", "rccl_api_trace"):
+        rows = [list(csv.reader(f.read_text().splitlines())) for f in sorted(src.glob(f"*_{table}.csv"))]
+        body = [["guid-0"] + r for part in rows for r in part[1:]]
+        text = line(["Guid"] + rows[0][0]) + "".join(line([int(v) if v.isdigit() else v for v in r]) for r in body)
+        (merged / f"{table}.csv").write_text(text)
+    (merged / "agent_info.csv").write_bytes((src / "1000_agent_info.csv").read_bytes())
+    got, want = load([merged]), load([src])
+    _same_events(got, want)
+    assert not [w for w in got.run["warnings"] if "left out" in w]
+
+
+def _only(profile, pid):
+    """(the single-process part of the two-process run: rank 0 is pid 1000)"""
+    from xpu_profiler.core.profile import Table
+
+    keep = profile.events["rank"] == pid - 1000
+    profile.events = Table(profile.events.schema, {k: v[keep] for k, v in profile.events.cols.items()})
+    return profile
+
+
+def test_a_run_in_several_formats_and_copies_is_read_once(runs, tmp_path):
+    """``-f csv json``: each process read once, from its JSON; a backup copy (``.bak``) is no
+    file of the run; a compressed copy of a table beside it is read once; a broken one is said."""
+    d, _ = runs
+    run = _copy_run(runs, tmp_path)
+    for f in (d / "json7").glob("*_results.json"):
+        (run / f.name).write_bytes(f.read_bytes())
+    both = load([run])
+    _same_events(both, load([d / "json7"]))
+    assert any("the same process(es) as 1000_results.json, 1001_results.json" in w for w in both.run["warnings"])
+    for f in run.glob("*_results.json"):
+        f.unlink()
+    kern = run / "1000_kernel_trace.csv"
+    (run / "1000_kernel_trace.csv.bak").write_bytes(kern.read_bytes())
+    (run / "1000_kernel_trace.csv.gz").write_bytes(gzip.compress(kern.read_bytes()))
+    (run / "1001_memory_copy_trace.csv.gz").write_bytes(
+        gzip.compress((run / "1001_kernel_trace.csv").read_bytes())[:300]
+    )
+    got = load([run])
+    _same_events(got, load([d / "csv7.0"]))
+    notes = got.run["warnings"]
+    assert "1000_kernel_trace.csv.gz: not read: the same table as 1000_kernel_trace.csv" in notes
+    assert any(w.startswith("1001_memory_copy_trace.csv.gz: not read: ") for w in notes)
+
+
+def test_an_output_never_replaces_a_file_the_run_reads(runs, tmp_path):
+    run = _copy_run(runs, tmp_path)
+    before = (run / "1000_hip_api_trace.csv").read_bytes()
+    res = invoke("analyze", run / "1000_kernel_trace.csv", "-o", run / "1000_hip_api_trace.csv", "--format", "csv")
+    assert "the output would overwrite the input" in one_line_error(res)
+    assert (run / "1000_hip_api_trace.csv").read_bytes() == before
+
+
+def test_headers_and_agents_as_other_writers_leave_them(runs, tmp_path):
+    """Spaces after the header's commas and a name beyond the csv module's 128 KiB field limit
+    read; a column named twice leaves its file unread, said; a kernel on an agent agent_info does
+    not list as a GPU: the agents that ran kernels are the GPUs, said; ``--rank`` does not
+    override the GPU a run ran on."""
+    run = _copy_run(runs, tmp_path)
+    kern = run / "1000_kernel_trace.csv"
+    rows = list(csv.reader(kern.read_text().splitlines()))
+    rows[1][KERNEL_7.index("Kernel_Name")] = "k" * 200_000
+    kern.write_text(
+        ", ".join(f'"{c}"' for c in rows[0])
+        + "\n"
+        + "".join(line([int(v) if v.isdigit() else v for v in r]) for r in rows[1:])
+    )
+    copies = run / "1001_memory_copy_trace.csv"
+    head, body = copies.read_text().split("\n", 1)
+    copies.write_text(head + ',"Direction"\n' + body)
+    info = run / "1001_agent_info.csv"
+    for f in (run / "1000_agent_info.csv", info):
+        f.write_text(f.read_text().replace('"GPU"', '"CPU"', 1))  # (the first GPU listed as a CPU)
+    p = load([run])
+    assert "k" * 200_000 in p.strings.strings and sorted(p.ranks) == [0, 1]
+    notes = p.run["warnings"]
+    assert "1001_memory_copy_trace.csv: not read: its header names Direction twice" in notes
+    assert any(w.startswith("agent_info lists no GPU of id 2, which ran kernels") for w in notes)
+    whole = load([runs[0] / "csv7.0"])
+    kernels = whole.events["kind"] == K_KERNEL
+    assert np.array_equal(p.events["device"][p.events["kind"] == K_KERNEL], whole.events["device"][kernels])
+    one = tmp_path / "one"
+    one.mkdir()
+    for f in (runs[0] / "csv7.0" / gen_rocprof_csv.HOST).glob("1001_*"):
+        (one / f.name).write_bytes(f.read_bytes())
+    assert sorted(load([one], ReadOptions(rank=5)).ranks) == [1]  # GPU 1's process: rank 1, whatever --rank says

@@ -25,6 +25,7 @@ from .findings import FindingsConfig
 from .knowledge.devices import DeviceSpec
 from .knowledge.taxonomy import Taxonomy
 from .readers import ReadOptions, own_outputs
+from .readers import formats as formats_
 from .readers.loader import as_paths, load_run
 from .summary import Summary, load_summary, schema  # noqa: F401  (part of the facade)
 
@@ -232,7 +233,7 @@ def check_outputs(
     a file, it is a directory, its name is too long) or would replace one of ``inputs``
     (an earlier analysis's outputs in an input directory are no inputs)."""
     paths = output_paths(output, formats)
-    atomic_write.check_outputs(paths, inputs, own_outputs.our_files)
+    atomic_write.check_outputs(paths, formats_.with_units(inputs), own_outputs.our_files)
     return paths
 
 

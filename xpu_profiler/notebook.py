@@ -27,6 +27,7 @@ from .core.profile import FRAME_SCHEMA, Profile, Table
 from .readers import ReadOptions, own_outputs
 from .readers.base import is_json_document, looks_like_kineto
 from .readers.content import is_gzip, read_head
+from .readers.formats import with_units
 from .readers.loader import as_paths, load_run
 from .summary import Summary, load_summary, schema
 from .summary.schema_ranks import Collective, Rank
@@ -147,7 +148,7 @@ class Analysis:
         what, endings = _OUTPUTS[fmt]
         if not Path(path).name.lower().endswith(endings):
             raise XpuProfilerError(f"{path}: {what} goes to a name ending in {' or '.join(endings)}")
-        atomic_write.check_outputs([Path(path)], self.inputs, own_outputs.our_files)  # never over an input
+        atomic_write.check_outputs([Path(path)], with_units(self.inputs), own_outputs.our_files)  # never over an input
         mod = exporters.registry()[fmt]
         return Path(mod.write(self.profile if self.profile is not None else Profile(), self.summary, Path(path)))
 

@@ -95,6 +95,7 @@ def expand(
                 if skipped is not None:
                     skipped.extend((f, own_outputs.REASON) for f, _ in found if f in ours)
                 found = [x for x in found if x[0] not in ours]
+            unread = [f for f in unread if not _said_by_unit(f, found)]
             if dropped is not None and found:
                 dropped.extend(DroppedInput(str(f), why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
             if in_dirs is not None:
@@ -131,7 +132,28 @@ def expand(
                     raise TraceError(p, sqlite_db.why_unreadable(p))
                 raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
             out.append((p, mod))
-    return _one_per_unit(out, in_dirs)
+    from .rocprof.twins import one_format_per_process
+
+    return one_format_per_process(_one_per_unit(out, in_dirs), skipped)
+
+
+def _said_by_unit(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
+    """A file a found input's reader reads with its unit, and says what became of."""
+    return any(getattr(m, "says_of", None) and m.unit(f) == m.unit(path) and m.says_of(path) for f, m in found)
+
+
+def with_units(paths: Iterable[str | Path | None]) -> list[str | Path | None]:
+    """``paths`` and the input each file stands for where its reader reads it with others (the
+    directory of rocprofv3's CSV files): every file an analysis reads, for the outputs' check."""
+    out = list(paths)
+    for p in list(out):
+        if p is None or not Path(p).is_file():
+            continue
+        mod = find_reader(Path(p))
+        unit = getattr(mod, "unit", None)
+        if unit is not None:
+            out.append(unit(Path(p)))
+    return out
 
 
 def _one_per_unit(found: list[tuple[Path, ModuleType]], in_dirs: set[Path] | None) -> list[tuple[Path, ModuleType]]:

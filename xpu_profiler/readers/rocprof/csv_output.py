@@ -17,8 +17,6 @@ their place among the GPUs); without it, the agents that ran kernels are the GPU
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +26,13 @@ from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
 from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions
-from ..content import read_bytes, read_head
-from ..vendor_rows import Block, assemble, names_by_rank, ranks_of, usable
-from . import common, csv_tables
+from ..vendor_rows import Block, assemble, ranks_of, usable
+from . import common, csv_files, csv_tables
+from .csv_agents import Agents
 from .csv_tables import Rows
 
 NAME = "rocprofv3-csv"
 _ODD = "a missing or non-integer {}"
-#: what rocprofv3 appends to a file's prefix (``<prefix>_<table>.csv``)
-_SUFFIX = re.compile(
-    r"^(.*?)_(?:(?:kernel|hip_api|hsa_api|marker_api|rccl_api|memory_copy|memory_allocation|scratch_memory|"
-    r"rocdecode_api|rocjpeg_api|kfd_event|kfd_page_migrate|kfd_page_fault|kfd_queue)_(?:trace|stats)"
-    r"|agent_info|counter_collection|domain_stats)\.csv$"
-)
 #: ROCTx calls that are no range of the user's (6.x writes them with the call's name)
 _ROCTX_CALLS = frozenset(
     (
@@ -70,62 +62,39 @@ def unit(path: Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
-@dataclass
-class _File:
-    path: Path
-    table: str
-    pid: int  # the process the name says (``<pid>_...``), else -1
-
-
-def _files(directory: Path) -> list[_File]:
-    out = []
-    for f in sorted(directory.iterdir()):
-        if f.name.startswith(".") or not f.is_file():
-            continue
-        table = csv_tables.table_of_head(read_head(f))
-        if table:
-            name = re.sub(r"\.(gz|xz|bz2|zst)$", "", f.name)
-            m = _SUFFIX.match(name)
-            stem = (m.group(1) if m else name).rsplit("/", 1)[-1]
-            out.append(_File(f, table, int(stem) if stem.isdigit() and len(stem) < 10 else -1))
-    return out
+def says_of(path: Path) -> bool:
+    """Whether reading ``unit(path)`` says what became of ``path`` (a file named as rocprofv3
+    names its CSV files: read, or a note why not)."""
+    return csv_files.named_as_run(path.name)
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
     directory = unit(path)
-    files = _files(directory)
+    notes: list[str] = []
+    files = csv_files.found(directory, notes)
     traces = [f for f in files if f.table in csv_tables.TRACE_TABLES]
     if not traces:
         what = ", ".join(sorted({f.table for f in files})) or "no rocprofv3 CSV file"
+        said = f"; {'; '.join(notes[:3])}" if notes else ""
         raise TraceError(
-            directory, f"nothing to analyse: rocprofv3 CSV files without a kernel, copy or API trace ({what})"
+            directory, f"nothing to analyse: rocprofv3 CSV files without a kernel, copy or API trace ({what}){said}"
         )
-    notes: list[str] = []
-    infos = [(f, _parse(f)) for f in files if f.table == "agent_info"]
-    notes += [f"{f.path.name}: skipped {n:,} row(s) with {why}" for f, rows in infos for why, n in rows.skipped.items()]
-    agents = _Agents([rows for _, rows in infos])
-    parsed = [(f, _parse(f)) for f in traces]
-    agents.learn([rows for f, rows in parsed if f.table == "kernel_trace"])
-    blocks: list[Block] = []
-    for i, (f, rows) in enumerate(parsed):
-        pid = f.pid if f.pid >= 0 else 1_000_000_000 + i
-        if f.table == "kernel_trace":
-            blocks.append(_kernels(rows, pid, agents))
-        elif f.table == "memory_copy_trace":
-            blocks.append(_copies(rows, pid, agents))
-        else:
-            blocks += _calls(rows, pid, f.path.name, notes)
+    infos = [rows for f in files if f.table == "agent_info" for rows in [csv_files.parse(f, notes)] if rows]
+    agents = Agents(infos)
+    parsed = [(f, rows) for f in traces for rows in [csv_files.parse(f, notes)] if rows is not None]
+    agents.learn([rows for f, rows in parsed if f.table == "kernel_trace"], notes)
+    blocks = _blocks(parsed, agents, notes)
     if options.progress:
         options.progress(directory.stat().st_size)
     lost = [f"{n:,} {b.table} row(s) with {why}" for b in blocks for why, n in b.skipped.items()]
     if not any(len(b) for b in blocks):
-        if lost:
-            raise TraceError(
-                directory, f"not a valid rocprofv3 CSV output: no usable record; skipped {'; '.join(lost)}"
-            )
+        if lost or not parsed:
+            said = "; ".join(lost) or "; ".join(notes[:3])
+            raise TraceError(directory, f"not a valid rocprofv3 CSV output: no usable record; skipped {said}")
         raise TraceError(directory, "nothing to analyse: no kernel dispatch, copy, HIP call or marker range in it")
     found = ranks_of(blocks)
-    forced = {p: int(options.rank) for p in found} if options.rank is not None and len(found) == 1 else None
+    on_device = any(len(b) and b.device is not None and (b.device >= 0).any() for b in blocks)
+    forced = {p: int(options.rank) for p in found} if options.rank is not None and not on_device else None
     done = assemble(directory, blocks, None, notes, ranks=forced)
     prof = done.profile
     rccl = common.link_collectives(prof)
@@ -137,7 +106,7 @@ def read(path: Path, options: ReadOptions) -> Profile:
         "format": NAME,
         "files": [f.path.name for f in files][:64],
         "events": len(prof.events),
-        "ranks": {str(r): p for p, r in sorted(done.ranks.items(), key=lambda x: x[1])},
+        "ranks": {str(r): p for p, r in sorted(done.ranks.items(), key=lambda x: x[1]) if p >= 0},
     }
     info["device_properties"] = common.device_properties(agents.gpus, set(used))
     info["devices"] = [p["name"] for p in info["device_properties"]]
@@ -146,102 +115,93 @@ def read(path: Path, options: ReadOptions) -> Profile:
     if len(set(done.ranks.values())) == 1:
         info["rank"] = next(iter(done.ranks.values()))
     prof.run["sources"] = [info]
-    prof.run["process_names"] = names_by_rank(done.ranks, {})
+    prof.run["process_names"] = {}
     return prof
 
 
-def _parse(f: _File) -> Rows:
-    return csv_tables.parse(read_bytes(f.path).decode("utf-8", "replace"), f.table)
+def _blocks(parsed: list[tuple[csv_files.File, Rows]], agents: Agents, notes: list[str]) -> list[Block]:
+    """The files' rows as blocks, each row of the process its own ``Process_Id``, its file's
+    name (``<pid>_...``) or its group's calls say (see ``_Pids``)."""
+    pids = _Pids(parsed)
+    blocks: list[Block] = []
+    for f, rows in sorted(parsed, key=lambda x: x[0].table != "kernel_trace"):  # (kernels first: their GPUs)
+        if f.table == "kernel_trace":
+            blocks.append(_kernels(rows, pids, f.prefix, agents))
+        elif f.table == "memory_copy_trace":
+            blocks.append(_copies(rows, pids, f.prefix, agents))
+        else:
+            blocks += _calls(rows, pids.of(rows, f.prefix), f.path.name, notes)
+    return blocks
 
 
-class _Agents:
-    """Agent ids (``Agent_Id``, ``"Agent 4"``, ``"GPU 0"``) → GPU index (-1: a CPU), through
-    ``agent_info``'s rows: a GPU's index is its place among the GPUs by node id."""
+class _Pids:
+    """The process of each row: its ``Process_Id``; else its file's (``<pid>_...``, else the one
+    process its prefix's calls name); else its launching thread's (``Thread_Id`` of a call's
+    thread); a copy, the process whose kernels ran on its GPU; else one made-up process per
+    prefix (negative: no real pid)."""
 
-    def __init__(self, infos: list[Rows]):
-        self.by_logical: dict[int, int] = {}
-        self.by_node: dict[int, int] = {}
-        self.gpus: list[dict] = []
-        self.known = False  # agent_info read: an agent it lacks is no GPU
-        self.guessed: dict[int, int] = {}
-        for rows in infos[:1]:  # (every process of one machine writes the same agents)
-            node, logical = rows.ints("Node_Id", -1), rows.ints("Logical_Node_Id", -1)
-            kind = rows.text("Agent_Type")
-            order = sorted(range(len(rows)), key=lambda i: int(node[i]))
-            gpus = [i for i in order if kind[i] == "GPU"]
-            for i in order:
-                idx = gpus.index(i) if i in gpus else -1
-                self.by_node[int(node[i])] = idx
-                self.by_logical[int(logical[i])] = idx
-            for idx, i in enumerate(gpus):
-                self.gpus.append(_gpu(rows, i, idx))
-            self.known = bool(len(rows))
+    def __init__(self, parsed: list[tuple[csv_files.File, Rows]]):
+        self.of_prefix: dict[str, int] = {}
+        self.of_thread: dict[int, int] = {}
+        self.of_device: dict[int, set[int]] = {}
+        calls: dict[str, set[int]] = {}
+        for f, rows in parsed:
+            if f.pid is not None:
+                self.of_prefix[f.prefix] = f.pid
+            if rows.has("Process_Id") and rows.has("Thread_Id"):
+                pid, tid = rows.ints("Process_Id"), rows.ints("Thread_Id")
+                calls.setdefault(f.prefix, set()).update(np.unique(pid).tolist())
+                pairs = np.unique(np.stack([tid, pid], 1), axis=0) if len(pid) else np.zeros((0, 2), np.int64)
+                self.of_thread.update({int(t): int(p) for t, p in pairs.tolist()})
+        for i, prefix in enumerate(sorted({f.prefix for f, _ in parsed})):
+            one = calls.get(prefix, set())
+            self.of_prefix.setdefault(prefix, next(iter(one)) if len(one) == 1 else -1 - i)
 
-    def learn(self, kernels: list[Rows]) -> None:
-        """Without agent_info: the agents that ran kernels are the GPUs, in id order."""
-        if self.known:
-            return
-        seen: set[int] = set()
-        for rows in kernels:
-            seen.update(n for lab, n in rows.agents("Agent_Id")[0] if lab != "GPU" and n >= 0)
-        self.guessed = {n: i for i, n in enumerate(sorted(seen))}
+    def of(self, rows: Rows, prefix: str, device: np.ndarray | None = None) -> np.ndarray:
+        if rows.has("Process_Id"):
+            return rows.ints("Process_Id")
+        default = self.of_prefix[prefix]
+        out = np.full(len(rows), default, np.int64)
+        if default >= 0:
+            return out
+        if rows.has("Thread_Id"):
+            tid = rows.ints("Thread_Id")
+            out = np.array([self.of_thread.get(t, default) for t in tid.tolist()], np.int64)
+        if device is not None:
+            lut = {d: next(iter(p)) for d, p in self.of_device.items() if len(p) == 1}
+            out = np.where(out < 0, [lut.get(d, default) for d in device.tolist()], out)
+        return out
 
-    def device(self, label: str, n: int) -> int:
-        if n < 0:
-            return n  # ODD (unreadable) or -1 (none): as they are
-        if label in ("GPU", "CPU"):
-            return n if label == "GPU" else -1
-        if self.known:
-            return self.by_logical.get(n, self.by_node.get(n, -1))
-        return self.guessed.get(n, -1)
-
-    def devices(self, values: list[tuple[str, int]], index: np.ndarray) -> np.ndarray:
-        lut = np.array([self.device(lab, n) for lab, n in values], np.int64)
-        return lut[index] if len(lut) else np.zeros(0, np.int64)
+    def ran(self, device: np.ndarray, pid: np.ndarray) -> None:
+        for d, p in zip(device.tolist(), pid.tolist()):
+            if d >= 0 and p >= 0:
+                self.of_device.setdefault(d, set()).add(p)
 
 
-def _gpu(rows: Rows, i: int, index: int) -> dict:
-    def col(name: str) -> Any:
-        v = rows.text(name)[i].strip()
-        return int(v) if v.isdigit() else v
-
-    return {
-        "type": common.GPU_AGENT,
-        "index": index,
-        "name": col("Name"),
-        "product_name": col("Product_Name") or col("Model_Name"),
-        "cu_count": col("Cu_Count"),
-        "local_mem_size": col("Local_Mem_Size"),
-    }
-
-
-def _pids(rows: Rows, pid: int) -> np.ndarray:
-    return rows.ints("Process_Id") if rows.has("Process_Id") else np.full(len(rows), pid, np.int64)
-
-
-def _kernels(rows: Rows, pid: int, agents: _Agents) -> Block:
+def _kernels(rows: Rows, of: _Pids, prefix: str, agents: Agents) -> Block:
     """Kernel dispatches on their GPU and stream (else queue)."""
     skipped = dict(rows.skipped)
     dev = agents.devices(*rows.agents("Agent_Id"))
     track = rows.ints("Stream_Id") if rows.has("Stream_Id") else rows.ints("Queue_Id")
     names, name = csv_tables.ids(rows.text("Kernel_Name"))
     cols = [rows.ints("Start_Timestamp"), rows.ints("End_Timestamp"), dev, track, rows.ints("Correlation_Id", -1)]
-    cols += [_pids(rows, pid), name]
+    cols += [of.of(rows, prefix), name]
     labels = ("Start_Timestamp", "End_Timestamp", "Agent_Id", "Stream_Id", "Correlation_Id", "Process_Id", "name")
     start, end, dev, track, corr, pids, name = usable(cols, labels, _ODD, skipped)
+    of.ran(dev, pids)
     return Block(
         "kernel_trace", K_KERNEL, names, name, start, end, pids, track, dev, corr, cat="kernel", skipped=skipped
     )
 
 
-def _copies(rows: Rows, pid: int, agents: _Agents) -> Block:
+def _copies(rows: Rows, of: _Pids, prefix: str, agents: Agents) -> Block:
     """Memory copies, on the GPU they go to (else the one they come from)."""
     skipped = dict(rows.skipped)
     ops, op = csv_tables.ids(rows.text("Direction"))
     src = agents.devices(*rows.agents("Source_Agent_Id"))
     dst = agents.devices(*rows.agents("Destination_Agent_Id"))
     cols = [rows.ints("Start_Timestamp"), rows.ints("End_Timestamp"), src, dst, rows.ints("Stream_Id")]
-    cols += [rows.ints("Correlation_Id", -1), _pids(rows, pid), op]
+    cols += [rows.ints("Correlation_Id", -1), of.of(rows, prefix, np.where(dst >= 0, dst, src)), op]
     labels = ("Start_Timestamp", "End_Timestamp", "Source_Agent_Id", "Destination_Agent_Id", "Stream_Id")
     start, end, src, dst, track, corr, pids, op = usable(
         cols, labels + ("Correlation_Id", "Process_Id", "op"), _ODD, skipped
@@ -267,14 +227,14 @@ def _copies(rows: Rows, pid: int, agents: _Agents) -> Block:
     )
 
 
-def _calls(rows: Rows, pid: int, file: str, notes: list[str]) -> list[Block]:
+def _calls(rows: Rows, pid: np.ndarray, file: str, notes: list[str]) -> list[Block]:
     """An API trace's HIP and RCCL calls (runtime) and ROCTx ranges (annotations named by their
     message); HSA calls, marks and control calls counted."""
     skipped = dict(rows.skipped)
     names, name = csv_tables.ids(rows.text("Function"))
     domains, domain = csv_tables.ids(rows.text("Domain"))
     cols = [rows.ints("Start_Timestamp"), rows.ints("End_Timestamp"), rows.ints("Thread_Id")]
-    cols += [rows.ints("Correlation_Id", -1), _pids(rows, pid), name, domain]
+    cols += [rows.ints("Correlation_Id", -1), pid, name, domain]
     labels = ("Start_Timestamp", "End_Timestamp", "Thread_Id", "Correlation_Id", "Process_Id", "name", "domain")
     start, end, tid, corr, pids, name, domain = usable(cols, labels, _ODD, skipped)
     of = np.array([_domain(d) for d in domains], object)[domain] if len(domain) else np.zeros(0, object)

@@ -50,17 +50,17 @@ TABLES: tuple[tuple[str, frozenset[str]], ...] = (
 #: the tables the analysis reads (the others are recognised as the run's and left aside)
 TRACE_TABLES = ("kernel_trace", "memory_copy_trace", "api_trace")
 #: a header line: names of letters, digits and underscores, quoted (rocprofv3) or bare
-_HEADER = re.compile(rb'^\s*"?[A-Za-z][A-Za-z0-9_]*"?(\s*,\s*"?[A-Za-z][A-Za-z0-9_]*"?)+\s*$')
+_HEADER = re.compile(rb'^\s*"?[A-Za-z][A-Za-z0-9_]*"?(\s*,\s*"?[A-Za-z][A-Za-z0-9_]*"?)+\s*,?\s*$')
 _AGENT = re.compile(r"^\s*(?:([A-Za-z]+)[ \-])?(\d+)\s*$")
 MISMATCH = "a row whose fields do not match its header (a quote or line break inside a name?)"
 
 
 def header_of(line: bytes) -> list[str] | None:
     """The column names of a CSV header line, or None when it is no header."""
-    line = line.rstrip(b"\r\n")
+    line = line.rstrip(b"\r\n\t ")
     if not _HEADER.match(line):
         return None
-    return [c.strip().strip('"') for c in line.decode("ascii").split(",")]
+    return [c.strip().strip('"') for c in line.decode("ascii").rstrip(",").split(",")]
 
 
 def table_of(header: Sequence[str]) -> str | None:
@@ -99,7 +99,7 @@ class Rows:
         return ints(self.cols[name])
 
     def agents(self, name: str) -> tuple[list[tuple[str, int]], np.ndarray]:
-        """An agent column as its distinct values, each a label ("", "Agent", "GPU", "CPU") and
+        """An agent column as its distinct values, each a label ("", "AGENT", "GPU", "CPU") and
         a number (``ODD`` where unreadable, -1 where empty: a free has no agent), and each row's
         index into them."""
         values, index = ids(self.text(name))
@@ -108,7 +108,7 @@ class Rows:
 
 #: the columns the reader uses, by table (the others are not kept)
 USED = {
-    "kernel_trace": ("Agent_Id", "Queue_Id", "Stream_Id", "Kernel_Name", "Correlation_Id", "Process_Id"),
+    "kernel_trace": ("Agent_Id", "Queue_Id", "Stream_Id", "Kernel_Name", "Correlation_Id", "Process_Id", "Thread_Id"),
     "memory_copy_trace": ("Direction", "Stream_Id", "Source_Agent_Id", "Destination_Agent_Id", "Correlation_Id"),
     "api_trace": ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id"),
     "agent_info": (
@@ -125,22 +125,39 @@ USED = {
 TIMES = ("Start_Timestamp", "End_Timestamp")
 
 
+class BadHeader(ValueError):
+    pass
+
+
 def parse(text: str, table: str = "") -> Rows:
     """A rocprofv3 CSV file's rows (of ``table``'s used columns and the times; every column
-    without one); a row with more or fewer fields than its header (what an unescaped quote or
-    line break in a kernel name or message leaves) is skipped and counted."""
-    reader = csv.reader(io.StringIO(text), strict=False)
-    header = [c.strip() for c in next(reader, [])]
-    width = len(header)
-    wanted = set(USED.get(table, header)) | set(TIMES) if table else set(header)
-    keep = [(i, name) for i, name in enumerate(header) if name in wanted]
-    get = itemgetter(*(i for i, _ in keep), keep[0][0])  # (a tuple, however few: the first again)
-    good, bad = [], 0
-    for row in reader:
-        if len(row) == width:
-            good.append(get(row))
-        else:
-            bad += bool(row)  # (a blank line is no row)
+    without one). A row with more or fewer fields than its header (what an unescaped quote or
+    line break in a kernel name or message leaves) is skipped and counted, with the lines a
+    stray quote swallowed. ``BadHeader``: a used column named twice."""
+    limit = csv.field_size_limit(1 << 30)  # (a kernel name of megabytes is one odd row, not a failure)
+    try:
+        reader = csv.reader(io.StringIO(text), strict=False, skipinitialspace=True)
+        header = [c.strip() for c in next(reader, [])]
+        while header and not header[-1]:  # (a header ending in a comma)
+            header.pop()
+        width = len(header)
+        wanted = set(USED.get(table, header)) | set(TIMES) if table else set(header)
+        keep = [(i, name) for i, name in enumerate(header) if name in wanted]
+        twice = sorted({name for _, name in keep if header.count(name) > 1})
+        if twice or not keep:
+            raise BadHeader(
+                f"its header names {', '.join(twice)} twice" if twice else "its header has no column it needs"
+            )
+        get = itemgetter(*(i for i, _ in keep), keep[0][0])  # (a tuple, however few: the first again)
+        good, bad, line = [], 0, reader.line_num
+        for row in reader:
+            if len(row) == width or (len(row) == width + 1 and not row[-1]):
+                good.append(get(row))
+            elif row:  # (a blank line is no row) each line a broken row took: the rows a stray quote swallowed
+                bad += reader.line_num - line
+            line = reader.line_num
+    finally:
+        csv.field_size_limit(limit)
     data = list(zip(*good)) if good else [() for _ in range(len(keep) + 1)]
     rows = Rows(header, {name: list(col) for (_, name), col in zip(keep, data)})
     if bad:
@@ -153,7 +170,7 @@ def agent(value: str) -> tuple[str, int]:
     if m is None:
         return "", (-1 if not value.strip() else int(ODD))
     n = int(m.group(2))
-    return m.group(1) or "", n if n <= I64_MAX else int(ODD)
+    return (m.group(1) or "").upper(), n if n <= I64_MAX else int(ODD)
 
 
 def ids(values: list[str]) -> tuple[list[str], np.ndarray]:
