@@ -128,7 +128,7 @@ def _copy_run(runs, tmp_path, release="7.0"):
     d, truth = runs
     src = d / f"csv{release}" / ("" if release == "6.2" else gen_rocprof_csv.HOST)
     dst = tmp_path / "run"
-    dst.mkdir()
+    dst.mkdir(parents=True)
     for f in src.iterdir():
         (dst / f.name).write_bytes(f.read_bytes())
     return dst
@@ -177,9 +177,10 @@ def test_rows_the_encoder_garbles_are_skipped_and_counted(runs, tmp_path):
     p = load([run])
     assert int((p.events["kind"] == K_KERNEL).sum()) == int((whole.events["kind"] == K_KERNEL).sum()) - 1
     warnings = p.run["warnings"]
-    assert "run: skipped 1 kernel_trace row(s) with a missing or non-integer Start_Timestamp" in warnings
+    assert "run: skipped 1 1001_kernel_trace.csv row(s) with a missing or non-integer Start_Timestamp" in warnings
     assert any(
-        w.startswith("run: skipped 1 marker_api_trace row(s) with a row whose fields do not match") for w in warnings
+        w.startswith("run: skipped 1 1000_marker_api_trace.csv row(s) with a row whose fields do not match")
+        for w in warnings
     )
 
 
@@ -193,7 +194,7 @@ def test_files_without_a_trace_are_one_line(tmp_path):
     odd.mkdir()
     (odd / "7_kernel_trace.csv").write_text(line(KERNEL_7) + line(["KERNEL_DISPATCH", "Agent 1"] + ["x"] * 20))
     err = one_line_error(invoke("analyze", odd / "7_kernel_trace.csv", "-o", tmp_path / "o"))
-    assert "not a valid rocprofv3 CSV output: no usable record; skipped 1 kernel_trace row(s) with" in err
+    assert "not a valid rocprofv3 CSV output: no usable record; skipped 1 7_kernel_trace.csv row(s) with" in err
     other = tmp_path / "table.csv"  # a CSV of another program (our own kernel table's form)
     other.write_text("fused_op,count,total_ns\nattention,3,100\n")
     assert "not a supported trace or log format" in one_line_error(invoke("analyze", other, "-o", tmp_path / "o"))
@@ -220,17 +221,26 @@ def test_files_without_a_pid_in_their_names(runs, tmp_path):
     for f in src.glob("1000_*"):
         (one / f.name.replace("1000_", "results_")).write_bytes(f.read_bytes())
     _same_events(load([one]), _only(load([src]), 1000))
-    merged = tmp_path / "merged"
+    merged = _merge(src, tmp_path / "merged")
+    got, want = load([merged]), load([src])
+    _same_events(got, want)
+    assert not [w for w in got.run["warnings"] if "left out" in w]
+
+
+def _merge(src, merged, kernel_thread=None):
+    """The processes' files merged as ``rocpd convert`` writes them: no prefix, a ``Guid`` first;
+    ``kernel_thread``: every kernel's ``Thread_Id`` made that."""
     merged.mkdir()
     for table in ("kernel_trace", "memory_copy_trace", "hip_api_trace", "marker_api_trace", "rccl_api_trace"):
         rows = [list(csv.reader(f.read_text().splitlines())) for f in sorted(src.glob(f"*_{table}.csv"))]
         body = [["guid-0"] + r for part in rows for r in part[1:]]
+        if kernel_thread is not None and table == "kernel_trace":
+            for r in body:
+                r[1 + KERNEL_7.index("Thread_Id")] = str(kernel_thread)
         text = line(["Guid"] + rows[0][0]) + "".join(line([int(v) if v.isdigit() else v for v in r]) for r in body)
         (merged / f"{table}.csv").write_text(text)
     (merged / "agent_info.csv").write_bytes((src / "1000_agent_info.csv").read_bytes())
-    got, want = load([merged]), load([src])
-    _same_events(got, want)
-    assert not [w for w in got.run["warnings"] if "left out" in w]
+    return merged
 
 
 def _only(profile, pid):
@@ -308,3 +318,62 @@ def test_headers_and_agents_as_other_writers_leave_them(runs, tmp_path):
     for f in (runs[0] / "csv7.0" / gen_rocprof_csv.HOST).glob("1001_*"):
         (one / f.name).write_bytes(f.read_bytes())
     assert sorted(load([one], ReadOptions(rank=5)).ranks) == [1]  # GPU 1's process: rank 1, whatever --rank says
+
+
+def test_each_process_once_across_formats_copies_and_paths(runs, tmp_path):
+    """A JSON of one of the processes beside the CSV files of both: that process from its JSON,
+    the other from its CSV files; ``-o results`` names (``results_results.json``) the same;
+    copies under other names are not read; one directory by two paths is one input; another
+    program's CSV beside the run is no dropped input."""
+    d, _ = runs
+    run = _copy_run(runs, tmp_path)
+    (run / "1000_results.json").write_bytes((d / "json7" / "1000_results.json").read_bytes())
+    got = load([run])
+    _same_events(got, load([d / "csv7.0"]))  # (the CSV and JSON of a process read alike)
+    assert int((got.events["flops"] > 0).sum()) > 0  # (the JSON's copies have their bytes)
+    assert (
+        "1000_kernel_trace.csv: not read: the same process as 1000_results.json beside it (read from there)"
+        in (got.run["warnings"])
+    )
+    named = tmp_path / "named"
+    named.mkdir()
+    for f in (d / "csv7.0" / gen_rocprof_csv.HOST).glob("1000_*"):
+        (named / f.name.replace("1000_", "results_")).write_bytes(f.read_bytes())
+    (named / "results_results.json").write_bytes((d / "json7" / "1000_results.json").read_bytes())
+    (named / "Copy of results_kernel_trace.csv").write_bytes((named / "results_kernel_trace.csv").read_bytes())
+    (named / "notes.csv").write_text("what,when\nrun,today\n")
+    p = load([named])
+    _same_events(p, load([named / "results_results.json"]))
+    assert any("(rocprofv3 output in another format): read once" in w for w in p.run["warnings"])
+    assert not p.run.get("dropped_inputs")
+    run2 = _copy_run(runs, tmp_path / "again")
+    (run2 / "1000_kernel_trace (1).csv").write_bytes((run2 / "1000_kernel_trace.csv").read_bytes())
+    twice = load([run2, tmp_path / "again" / ".." / "again" / "run"])
+    _same_events(twice, load([d / "csv7.0"]))
+    assert (
+        "1000_kernel_trace (1).csv: not read: not named as rocprofv3 names its files (a copy?)" in twice.run["warnings"]
+    )
+
+
+def test_processes_the_files_do_not_tell_apart(runs, tmp_path):
+    """Kernels launched from threads no call names: one process per GPU, said; two runs' processes
+    on one GPU: each a rank, said; a stray quote that swallows the next row: both counted."""
+    run = _merge(runs[0] / "csv7.0" / gen_rocprof_csv.HOST, tmp_path / "merged", kernel_thread=7)
+    p = load([run])
+    assert sorted(p.ranks) == [0, 1] and int((p.events["kind"] == K_KERNEL).sum()) == 384
+    assert np.array_equal(np.unique(p.events["rank"][p.events["kind"] == K_KERNEL]), [0, 1])
+    assert any("kernel(s) launched from threads no call names" in w for w in p.run["warnings"])
+    two = _copy_run(runs, tmp_path / "two")
+    for f in list(two.glob("1000_*")):
+        (two / f.name.replace("1000_", "2000_")).write_text(f.read_text().replace(",1000,", ",2000,"))
+    q = load([two])
+    assert any("several processes ran on one device (GPU 0: pids 1000, 2000)" in w for w in q.run["warnings"])
+    quote = _copy_run(runs, tmp_path / "quote")
+    kern = quote / "1000_kernel_trace.csv"
+    lines = kern.read_text().splitlines(keepends=True)
+    cells = lines[3].split(",")
+    cells[KERNEL_7.index("Kernel_Name")] = '"say x""'  # (a quote left open: the next row is swallowed)
+    lines[3] = ",".join(cells)
+    kern.write_text("".join(lines))
+    r = load([quote])
+    assert any(w.startswith("run: skipped 2 1000_kernel_trace.csv row(s)") for w in r.run["warnings"])

@@ -95,9 +95,10 @@ def expand(
                 if skipped is not None:
                     skipped.extend((f, own_outputs.REASON) for f, _ in found if f in ours)
                 found = [x for x in found if x[0] not in ours]
-            unread = [f for f in unread if not _said_by_unit(f, found)]
+            unread = _not_said_by_units(unread, found)
             if dropped is not None and found:
-                dropped.extend(DroppedInput(str(f), why_unreadable(f)) for f in unread if _looks_like_sibling(f, found))
+                kinds = _kinds(found)
+                dropped.extend(DroppedInput(str(f), why_unreadable(f)) for f in unread if _looks_like_sibling(f, kinds))
             if in_dirs is not None:
                 in_dirs.update(f for f, _ in found)
             # Our bundle beside traces (in any folder below) is an output of ours, never read with
@@ -137,9 +138,13 @@ def expand(
     return one_format_per_process(_one_per_unit(out, in_dirs), skipped)
 
 
-def _said_by_unit(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
-    """A file a found input's reader reads with its unit, and says what became of."""
-    return any(getattr(m, "says_of", None) and m.unit(f) == m.unit(path) and m.says_of(path) for f, m in found)
+def _not_said_by_units(unread: list[Path], found: list[tuple[Path, ModuleType]]) -> list[Path]:
+    """``unread`` without the files a found input's reader reads with its unit and says what
+    became of (a broken file of a rocprofv3 CSV run is said once, by its reader)."""
+    units = {(m.unit(f), m) for f, m in found if getattr(m, "says_of", None)}
+    if not units:
+        return unread
+    return [f for f in unread if not any(m.unit(f) == u and m.says_of(f) for u, m in units)]
 
 
 def with_units(paths: Iterable[str | Path | None]) -> list[str | Path | None]:
@@ -164,9 +169,10 @@ def _one_per_unit(found: list[tuple[Path, ModuleType]], in_dirs: set[Path] | Non
         unit = getattr(mod, "unit", None)
         if unit is not None:
             whole = unit(path)
-            if (whole, mod.NAME) in seen:
+            key = (whole.resolve(), mod.NAME)  # (one directory reached by two paths is one input)
+            if key in seen:
                 continue
-            seen.add((whole, mod.NAME))
+            seen.add(key)
             if in_dirs is not None and path in in_dirs:
                 in_dirs.add(whole)
             path = whole
@@ -211,8 +217,13 @@ def _kind_of_name(path: Path) -> str:
 TRACE_ENDINGS = (".json", ".gz", ".xz", ".bz2", ".zst", ".log", ".npz", ".jsonl", ".tar", ".tgz", ".zip")
 
 
-def _looks_like_sibling(path: Path, found: list[tuple[Path, ModuleType]]) -> bool:
-    kinds = {_kind_of_name(f) for f, _ in found if f.is_file()}
+def _kinds(found: list[tuple[Path, ModuleType]]) -> set[str]:
+    """The kinds of name (``_kind_of_name``) of the traces found, but those a unit's reader reads
+    and speaks for (another ``.csv`` beside rocprofv3's CSV files is no file of its run)."""
+    return {_kind_of_name(f) for f, m in found if not getattr(m, "says_of", None) and f.is_file()}
+
+
+def _looks_like_sibling(path: Path, kinds: set[str]) -> bool:
     kind = _kind_of_name(path)
     if kind != "" and kind in kinds:
         return True

@@ -201,12 +201,32 @@ def assemble(
     joined["start"] = joined["start"] - t0
     prof.events = Table(EVENT_SCHEMA, joined)
     prof.base_ns = (epoch_of_clock or 0) + t0
+    shared = _shared_devices(kept, rank_of)
+    if shared:
+        notes.append(
+            f"{path.name}: several processes ran on one device ({shared}): two runs in one place, or processes sharing a "
+            "GPU? each process is a rank here"
+        )
     if left_out:
         notes.append(
             f"{path.name}: left out {sum(left_out.values()):,} host row(s) of {len(left_out)} process(es) that ran no "
             f"device work (pids {', '.join(str(p) for p in sorted(left_out)[:8])})"
         )
     return Assembled(prof, rank_of, left_out)
+
+
+def _shared_devices(blocks: Sequence[Block], rank_of: dict[int, int]) -> str:
+    """ "GPU 0: pids 1000, 2000" for each device whose kernels and copies came from several
+    processes that are ranks ("" when none)."""
+    users: dict[int, set[int]] = {}
+    for b in blocks:
+        if b.kind in DEVICE_KINDS and b.device is not None and len(b):
+            for d in np.unique(b.device).tolist():
+                if d >= 0:
+                    pids = np.unique(b.pid[b.device == d]).tolist()
+                    users.setdefault(d, set()).update(p for p in pids if rank_of.get(p, -1) >= 0)
+    many = [(d, sorted(p)) for d, p in sorted(users.items()) if len(p) > 1]
+    return "; ".join(f"GPU {d}: pids {', '.join(map(str, p[:4]))}" for d, p in many[:4])
 
 
 def _take(b: Block, mask: np.ndarray) -> Block:

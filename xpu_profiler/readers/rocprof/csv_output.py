@@ -26,7 +26,7 @@ from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
 from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions
-from ..vendor_rows import Block, assemble, ranks_of, usable
+from ..vendor_rows import ODD, Block, assemble, ranks_of, usable
 from . import common, csv_files, csv_tables
 from .csv_agents import Agents
 from .csv_tables import Rows
@@ -51,6 +51,7 @@ _ROCTX_CALLS = frozenset(
     )
 )
 _RANGE_DOMAINS = ("MARKER_CORE_API", "MARKER_CORE_RANGE_API")
+_MADE_UP = -1000  # the made-up process of GPU d's kernels whose process no file says: _MADE_UP - d
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -126,24 +127,31 @@ def _blocks(parsed: list[tuple[csv_files.File, Rows]], agents: Agents, notes: li
     blocks: list[Block] = []
     for f, rows in sorted(parsed, key=lambda x: x[0].table != "kernel_trace"):  # (kernels first: their GPUs)
         if f.table == "kernel_trace":
-            blocks.append(_kernels(rows, pids, f.prefix, agents))
+            blocks.append(_kernels(rows, pids, f, agents))
         elif f.table == "memory_copy_trace":
-            blocks.append(_copies(rows, pids, f.prefix, agents))
+            blocks.append(_copies(rows, pids, f, agents))
         else:
             blocks += _calls(rows, pids.of(rows, f.prefix), f.path.name, notes)
+    if pids.made_up:
+        notes.append(
+            f"{pids.made_up:,} kernel(s) launched from threads no call names (their process is unknown): "
+            "one process per GPU taken for them"
+        )
     return blocks
 
 
 class _Pids:
     """The process of each row: its ``Process_Id``; else its file's (``<pid>_...``, else the one
     process its prefix's calls name); else its launching thread's (``Thread_Id`` of a call's
-    thread); a copy, the process whose kernels ran on its GPU; else one made-up process per
-    prefix (negative: no real pid)."""
+    thread). A kernel whose thread no call names: one made-up process per GPU (a negative pid;
+    ``made_up`` counts them). A copy: the process whose kernels ran on its GPU, ``ODD`` (left out,
+    counted) where several did; else one made-up process per prefix."""
 
     def __init__(self, parsed: list[tuple[csv_files.File, Rows]]):
         self.of_prefix: dict[str, int] = {}
         self.of_thread: dict[int, int] = {}
         self.of_device: dict[int, set[int]] = {}
+        self.made_up = 0
         calls: dict[str, set[int]] = {}
         for f, rows in parsed:
             if f.pid is not None:
@@ -157,7 +165,7 @@ class _Pids:
             one = calls.get(prefix, set())
             self.of_prefix.setdefault(prefix, next(iter(one)) if len(one) == 1 else -1 - i)
 
-    def of(self, rows: Rows, prefix: str, device: np.ndarray | None = None) -> np.ndarray:
+    def of(self, rows: Rows, prefix: str, device: np.ndarray | None = None, copies: bool = False) -> np.ndarray:
         if rows.has("Process_Id"):
             return rows.ints("Process_Id")
         default = self.of_prefix[prefix]
@@ -165,43 +173,49 @@ class _Pids:
         if default >= 0:
             return out
         if rows.has("Thread_Id"):
-            tid = rows.ints("Thread_Id")
-            out = np.array([self.of_thread.get(t, default) for t in tid.tolist()], np.int64)
-        if device is not None:
-            lut = {d: next(iter(p)) for d, p in self.of_device.items() if len(p) == 1}
-            out = np.where(out < 0, [lut.get(d, default) for d in device.tolist()], out)
-        return out
+            tids, inv = np.unique(rows.ints("Thread_Id"), return_inverse=True)
+            out = np.array([self.of_thread.get(t, default) for t in tids.tolist()], np.int64)[inv.reshape(-1)]
+        if device is None:
+            return out
+        unknown = out < 0
+        if not copies:
+            made_up = unknown & (device >= 0)
+            self.made_up += int(made_up.sum()) if self.of_thread else 0
+            return np.where(made_up, _MADE_UP - device, out)
+        devs, inv = np.unique(device, return_inverse=True)
+        lut = [
+            (next(iter(p)) if len(p) == 1 else ODD) if (p := self.of_device.get(d)) else default for d in devs.tolist()
+        ]
+        return np.where(unknown, np.array(lut, np.int64)[inv.reshape(-1)], out) if len(devs) else out
 
     def ran(self, device: np.ndarray, pid: np.ndarray) -> None:
-        for d, p in zip(device.tolist(), pid.tolist()):
-            if d >= 0 and p >= 0:
+        for d, p in set(zip(device.tolist(), pid.tolist())):
+            if d >= 0:
                 self.of_device.setdefault(d, set()).add(p)
 
 
-def _kernels(rows: Rows, of: _Pids, prefix: str, agents: Agents) -> Block:
+def _kernels(rows: Rows, of: _Pids, f: csv_files.File, agents: Agents) -> Block:
     """Kernel dispatches on their GPU and stream (else queue)."""
     skipped = dict(rows.skipped)
     dev = agents.devices(*rows.agents("Agent_Id"))
     track = rows.ints("Stream_Id") if rows.has("Stream_Id") else rows.ints("Queue_Id")
     names, name = csv_tables.ids(rows.text("Kernel_Name"))
     cols = [rows.ints("Start_Timestamp"), rows.ints("End_Timestamp"), dev, track, rows.ints("Correlation_Id", -1)]
-    cols += [of.of(rows, prefix), name]
+    cols += [of.of(rows, f.prefix, dev), name]
     labels = ("Start_Timestamp", "End_Timestamp", "Agent_Id", "Stream_Id", "Correlation_Id", "Process_Id", "name")
     start, end, dev, track, corr, pids, name = usable(cols, labels, _ODD, skipped)
     of.ran(dev, pids)
-    return Block(
-        "kernel_trace", K_KERNEL, names, name, start, end, pids, track, dev, corr, cat="kernel", skipped=skipped
-    )
+    return Block(f.path.name, K_KERNEL, names, name, start, end, pids, track, dev, corr, cat="kernel", skipped=skipped)
 
 
-def _copies(rows: Rows, of: _Pids, prefix: str, agents: Agents) -> Block:
+def _copies(rows: Rows, of: _Pids, f: csv_files.File, agents: Agents) -> Block:
     """Memory copies, on the GPU they go to (else the one they come from)."""
     skipped = dict(rows.skipped)
     ops, op = csv_tables.ids(rows.text("Direction"))
     src = agents.devices(*rows.agents("Source_Agent_Id"))
     dst = agents.devices(*rows.agents("Destination_Agent_Id"))
     cols = [rows.ints("Start_Timestamp"), rows.ints("End_Timestamp"), src, dst, rows.ints("Stream_Id")]
-    cols += [rows.ints("Correlation_Id", -1), of.of(rows, prefix, np.where(dst >= 0, dst, src)), op]
+    cols += [rows.ints("Correlation_Id", -1), of.of(rows, f.prefix, np.where(dst >= 0, dst, src), copies=True), op]
     labels = ("Start_Timestamp", "End_Timestamp", "Source_Agent_Id", "Destination_Agent_Id", "Stream_Id")
     start, end, src, dst, track, corr, pids, op = usable(
         cols, labels + ("Correlation_Id", "Process_Id", "op"), _ODD, skipped
@@ -210,7 +224,7 @@ def _copies(rows: Rows, of: _Pids, prefix: str, agents: Agents) -> Block:
     dev = np.where(dst >= 0, dst, src)
     names = [common.copy_name(o) for o in ops]
     return Block(
-        "memory_copy_trace",
+        f.path.name,
         K_MEMCPY,
         names,
         op,
@@ -239,17 +253,17 @@ def _calls(rows: Rows, pid: np.ndarray, file: str, notes: list[str]) -> list[Blo
     start, end, tid, corr, pids, name, domain = usable(cols, labels, _ODD, skipped)
     of = np.array([_domain(d) for d in domains], object)[domain] if len(domain) else np.zeros(0, object)
     out = []
-    for what, kind, cat, table in (
-        ("hip", K_RUNTIME, "cuda_runtime", "hip_api_trace"),
-        ("rccl", K_RUNTIME, "rccl_api", "rccl_api_trace"),
-        ("range", K_ANNOTATION, "user_annotation", "marker_api_trace"),
+    for what, kind, cat in (
+        ("hip", K_RUNTIME, "cuda_runtime"),
+        ("rccl", K_RUNTIME, "rccl_api"),
+        ("range", K_ANNOTATION, "user_annotation"),
     ):
         m = of == what
         if what == "range":
             m &= np.isin(name, [i for i, n in enumerate(names) if n not in _ROCTX_CALLS]) & (end > start)
         if m.any():  # (a range links to no device work: no correlation id, as from the JSON)
             link = corr[m] if kind == K_RUNTIME else None
-            out.append(Block(table, kind, names, name[m], start[m], end[m], pids[m], tid[m], None, link, cat=cat))
+            out.append(Block(file, kind, names, name[m], start[m], end[m], pids[m], tid[m], None, link, cat=cat))
     marks = int(((of == "range") | (of == "marker")).sum()) - int(sum(len(b) for b in out if b.kind == K_ANNOTATION))
     if marks:
         notes.append(f"{file}: not used by the analysis: {marks:,} ROCTx mark(s) or control call(s) with no span")
@@ -259,9 +273,7 @@ def _calls(rows: Rows, pid: np.ndarray, file: str, notes: list[str]) -> list[Blo
     if out:
         out[0].skipped = skipped
     elif skipped:
-        out.append(
-            Block("api_trace", K_RUNTIME, names, name[:0], start[:0], end[:0], pids[:0], tid[:0], skipped=skipped)
-        )
+        out.append(Block(file, K_RUNTIME, names, name[:0], start[:0], end[:0], pids[:0], tid[:0], skipped=skipped))
     return out
 
 
@@ -278,4 +290,4 @@ def _domain(domain: str) -> str:
 
 
 def _unused(domains: list[str]) -> list[str]:
-    return sorted(d[:40] for d in domains if not _domain(d))[:4]
+    return sorted(d[:40] or "(no domain)" for d in domains if not _domain(d))[:4]

@@ -26,9 +26,8 @@ place, so that files of every release (and ``rocpd convert``'s, with a ``Guid`` 
 from __future__ import annotations
 
 import csv
-import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -129,14 +128,14 @@ class BadHeader(ValueError):
     pass
 
 
-def parse(text: str, table: str = "") -> Rows:
+def parse(text: Iterable[str], table: str = "") -> Rows:
     """A rocprofv3 CSV file's rows (of ``table``'s used columns and the times; every column
     without one). A row with more or fewer fields than its header (what an unescaped quote or
     line break in a kernel name or message leaves) is skipped and counted, with the lines a
     stray quote swallowed. ``BadHeader``: a used column named twice."""
     limit = csv.field_size_limit(1 << 30)  # (a kernel name of megabytes is one odd row, not a failure)
     try:
-        reader = csv.reader(io.StringIO(text), strict=False, skipinitialspace=True)
+        reader = csv.reader(text, strict=False, skipinitialspace=True)
         header = [c.strip() for c in next(reader, [])]
         while header and not header[-1]:  # (a header ending in a comma)
             header.pop()
