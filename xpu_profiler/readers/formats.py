@@ -133,9 +133,19 @@ def expand(
                     raise TraceError(p, sqlite_db.why_unreadable(p))
                 raise TraceError(p, f"not a supported trace or log format ({EXPECTED})")
             out.append((p, mod))
-    from .rocprof.twins import one_format_per_process
+    return _settled(_one_per_unit(out, in_dirs), skipped)
 
-    return one_format_per_process(_one_per_unit(out, in_dirs), skipped)
+
+def _settled(
+    found: list[tuple[Path, ModuleType]], skipped: list[tuple[Path, str]] | None
+) -> list[tuple[Path, ModuleType]]:
+    """The inputs after each reader's ``settle`` hook, which sees them all (rocprofv3's: one
+    process written in several formats is read once); what a hook leaves out goes to ``skipped``."""
+    for mod in registry():
+        settle = getattr(mod, "settle", None)
+        if settle is not None:
+            found = settle(found, skipped)
+    return found
 
 
 def _not_said_by_units(unread: list[Path], found: list[tuple[Path, ModuleType]]) -> list[Path]:

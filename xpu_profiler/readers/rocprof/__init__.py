@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import attrgetter
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions, is_json_document, resolve_rank
 from ..content import read_bytes
 from ..vendor_rows import I64_MAX, ODD, Block, assemble, names_by_rank, threads_by_rank, usable
-from . import common
+from . import common, twins
 from .records import Copy, Kernel, Tool, decode
 
 NAME = "rocprofv3"
@@ -50,6 +51,13 @@ TOP_KEY = b'"rocprofiler-sdk-tool"'
 
 def sniff(path: Path, head: bytes) -> bool:
     return is_json_document(head) and TOP_KEY in head[:4096]
+
+
+def settle(
+    found: list[tuple[Path, ModuleType]], skipped: list[tuple[Path, str]] | None
+) -> list[tuple[Path, ModuleType]]:
+    """The inputs found, each rocprofv3 process read once whatever formats it was written in (``twins``)."""
+    return twins.one_format_per_process(found, skipped)
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
