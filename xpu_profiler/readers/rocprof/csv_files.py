@@ -82,12 +82,15 @@ def covered_elsewhere(directory: Path) -> list[str]:
 
 
 def _twins(directory: Path) -> dict[str, str]:
-    """prefix → the name of the same process's JSON or rocpd output in the directory."""
+    """prefix → the name of the same process's JSON or rocpd output in the directory (a file of
+    that name that holds one: rocprofv3's top key, SQLite's header)."""
     out: dict[str, str] = {}
-    for f in directory.iterdir():
+    for f in sorted(directory.iterdir()):
         m = RESULTS.match(f.name)
-        if m and f.is_file() and f.stat().st_size:
-            out.setdefault(m.group(1), f.name)
+        if m and f.is_file():
+            head = read_head(f)
+            if head.startswith(b"SQLite format 3\x00") or b'"rocprofiler-sdk-tool"' in head:
+                out.setdefault(m.group(1), f.name)
     return out
 
 

@@ -189,9 +189,9 @@ class _Pids:
         return np.where(unknown, np.array(lut, np.int64)[inv.reshape(-1)], out) if len(devs) else out
 
     def ran(self, device: np.ndarray, pid: np.ndarray) -> None:
-        for d, p in set(zip(device.tolist(), pid.tolist())):
+        for d in np.unique(device).tolist():
             if d >= 0:
-                self.of_device.setdefault(d, set()).add(p)
+                self.of_device.setdefault(d, set()).update(np.unique(pid[device == d]).tolist())
 
 
 def _kernels(rows: Rows, of: _Pids, f: csv_files.File, agents: Agents) -> Block:
