@@ -335,6 +335,8 @@ def test_each_process_once_across_formats_copies_and_paths(runs, tmp_path):
         "1000_kernel_trace.csv: not read: the same process as 1000_results.json beside it (read from there)"
         in (got.run["warnings"])
     )
+    (run / "1000_results.json").write_text('{"results": [1, 2]}')  # (another program's file of that name: no twin)
+    _same_events(load([run]), load([d / "csv7.0"]))
     named = tmp_path / "named"
     named.mkdir()
     for f in (d / "csv7.0" / gen_rocprof_csv.HOST).glob("1000_*"):
