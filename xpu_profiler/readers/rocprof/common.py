@@ -37,6 +37,17 @@ COPY_NAMES = {
 GPU_AGENT = 2  # rocprofiler_agent_type_t: 1 CPU, 2 GPU
 
 
+def domain_of(category: str) -> str:
+    """A record domain (``category``) as the readers use it: "hip", "rccl", "marker" or ""."""
+    if category in HIP_DOMAINS:
+        return "hip"
+    if category in RCCL_DOMAINS:
+        return "rccl"
+    if category in MARKER_DOMAINS:
+        return "marker"
+    return ""
+
+
 def copy_name(operation: str) -> str:
     return COPY_NAMES.get(operation, f"Memcpy ({operation.removeprefix('MEMORY_COPY_').lower() or 'unknown'})")
 

@@ -278,15 +278,9 @@ def _calls(rows: Rows, pid: np.ndarray, file: str, notes: list[str]) -> list[Blo
 
 
 def _domain(domain: str) -> str:
-    if domain in common.HIP_DOMAINS:
-        return "hip"
-    if domain in common.RCCL_DOMAINS:
-        return "rccl"
-    if domain in _RANGE_DOMAINS:
-        return "range"
-    if domain in common.MARKER_DOMAINS:
-        return "marker"
-    return ""
+    """``common.domain_of``, with the marker domains that hold ranges told apart ("range")."""
+    kind = common.domain_of(domain)
+    return "range" if kind == "marker" and domain in _RANGE_DOMAINS else kind
 
 
 def _unused(domains: list[str]) -> list[str]:

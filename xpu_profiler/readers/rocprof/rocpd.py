@@ -170,7 +170,7 @@ def _regions(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> list[Block]:
     cols = [start, end, pid, tid, corr, cat_ids, name_ids, ext_ids]
     names_of = ("start", "end", "pid", "tid", "stack_id", "category", "name", "extdata")
     start, end, pid, tid, corr, cat_ids, name_ids, ext_ids = usable(cols, names_of, _ODD, skipped)
-    cat_of = np.array([_domain(c) for c in cats], object)[cat_ids] if len(cat_ids) else np.zeros(0, object)
+    cat_of = np.array([common.domain_of(c) for c in cats], object)[cat_ids] if len(cat_ids) else np.zeros(0, object)
     out = []
     for domain, kind, label in (("hip", K_RUNTIME, "cuda_runtime"), ("rccl", K_RUNTIME, "rccl_api")):
         m = cat_of == domain
@@ -195,16 +195,6 @@ def _regions(conn: sqlite3.Connection, sch: dict[str, set[str]]) -> list[Block]:
         )
     )
     return out
-
-
-def _domain(category: str) -> str:
-    if category in common.HIP_DOMAINS:
-        return "hip"
-    if category in common.RCCL_DOMAINS:
-        return "rccl"
-    if category in common.MARKER_DOMAINS:
-        return "marker"
-    return ""
 
 
 def _message(extdata: str) -> str:

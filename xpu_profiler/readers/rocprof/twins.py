@@ -15,10 +15,12 @@ from types import ModuleType
 
 from . import csv_files
 
-_PREFERRED = {"rocprofv3": 0, "rocpd": 1, "rocprofv3-csv": 2}
+#: JSON before the database; CSV files come after both (``csv_files.covered_elsewhere``)
+_PREFERRED = {"rocprofv3": 0, "rocpd": 1}
+_READ_ONCE = "the same process(es) as {} (rocprofv3 output in another format): read once, from those"
 
 
-def _processes(path: Path, name: str) -> set[str]:
+def _processes(path: Path) -> set[str]:
     """The processes a JSON or rocpd output's name says (``<prefix>_results.json``: ``<prefix>``)."""
     m = csv_files.RESULTS.match(path.name)
     return {m.group(1)} if m else set()
@@ -27,37 +29,31 @@ def _processes(path: Path, name: str) -> set[str]:
 def one_format_per_process(
     found: list[tuple[Path, ModuleType]], skipped: list[tuple[Path, str]] | None
 ) -> list[tuple[Path, ModuleType]]:
-    """``found`` without the inputs whose every process another rocprofv3 output of the same
-    directory holds in a format preferred before theirs; those go to ``skipped`` with the reason."""
-    mine = [(p, m.NAME, _processes(p, m.NAME)) for p, m in found if m.NAME in _PREFERRED]
+    """``found`` without the inputs whose every process another rocprofv3 output among them, in
+    the same directory, holds in a format preferred before theirs; those go to ``skipped``."""
     inputs = {p for p, _ in found}
+    single = [(p, _PREFERRED[m.NAME], _processes(p)) for p, m in found if m.NAME in _PREFERRED]
     out = []
     for path, mod in found:
-        rank = _PREFERRED.get(mod.NAME)
-        covering = csv_files.covered_elsewhere(path) if mod.NAME == "rocprofv3-csv" and path.is_dir() else []
-        if covering and {path / n for n in covering} <= inputs:
+        over = _covering(path, mod.NAME, single, inputs)
+        if over:
             if skipped is not None:
-                names = ", ".join(covering)[:200]
-                skipped.append(
-                    (
-                        path,
-                        f"the same process(es) as {names} (rocprofv3 output in another format): read once, from those",
-                    )
-                )
+                skipped.append((path, _READ_ONCE.format(", ".join(over)[:200])))
             continue
-        if rank is not None and mod.NAME != "rocprofv3-csv":
-            pids, where = _processes(path, mod.NAME), _dir(path, mod.NAME)
-            better = [(p, theirs) for p, name, theirs in mine if _PREFERRED[name] < rank and _dir(p, name) == where]
-            covered = set().union(*(theirs for _, theirs in better))
-            if pids and pids <= covered:
-                if skipped is not None:
-                    names = ", ".join(p.name for p, theirs in better if theirs & pids)
-                    why = f"the same process(es) as {names[:200]} (rocprofv3 output in another format): read once, from those"
-                    skipped.append((path, why))
-                continue
         out.append((path, mod))
     return out
 
 
-def _dir(path: Path, name: str) -> Path:
-    return path if name == "rocprofv3-csv" else path.parent
+def _covering(path: Path, name: str, single: list[tuple[Path, int, set[str]]], inputs: set[Path]) -> list[str]:
+    """The names of the inputs preferred to ``path`` that hold every process it holds; [] when
+    they do not all."""
+    if name == "rocprofv3-csv":
+        covering = csv_files.covered_elsewhere(path) if path.is_dir() else []
+        return covering if covering and {path / n for n in covering} <= inputs else []
+    if name not in _PREFERRED:
+        return []
+    pids = _processes(path)
+    better = [(p, theirs) for p, rank, theirs in single if rank < _PREFERRED[name] and p.parent == path.parent]
+    if pids and pids <= set().union(*(theirs for _, theirs in better)):
+        return [p.name for p, theirs in better if theirs & pids]
+    return []
