@@ -153,7 +153,8 @@ def _why_not(f: Path) -> str:
     try:
         if f.stat().st_size == 0:
             return "empty file"
-        head = read_bytes(f)[:200]
+        # (a compressed file is read whole: a broken stream says so; a plain one only its head)
+        head = read_bytes(f)[:200] if compression_of(f) else read_head(f, 200)
     except (TraceError, OSError) as e:
         return e.problem if isinstance(e, TraceError) else f"unreadable ({e.strerror})"
     if not head.strip():
@@ -165,7 +166,7 @@ def parse(f: File, notes: list[str]) -> Rows | None:
     """A file's rows; None (said in ``notes``) when it cannot be read. A plain file is read as
     it is parsed (no copy of it in memory)."""
     try:
-        if not _COMPRESSED.search(f.path.name) and compression_of(f.path) is None:
+        if compression_of(f.path) is None:
             with open(f.path, encoding="utf-8", errors="replace", newline="") as text:
                 if text.read(1) != "\ufeff":  # (a byte-order mark: skipped)
                     text.seek(0)
