@@ -1,7 +1,7 @@
 """The process the commands run in: the analysis commands start numpy with one BLAS thread
 (OpenBLAS otherwise starts one per core that spins, taking CPU from the reader's workers)
 unless the user chose a number, the live command is left alone (vLLM runs under it); numbers
-in the environment that are no ASCII number are ignored."""
+in the environment that are no ASCII number are ignored; the worker pools' pipes are wide."""
 
 from __future__ import annotations
 
@@ -68,3 +68,28 @@ def test_odd_numbers_in_the_environment_are_ignored(value: str, monkeypatch) -> 
     assert fork_workers(1 << 30, 0) == min(os.cpu_count() or 1, 8)
     monkeypatch.setenv("XPU_PROFILER_WORKERS", "3")
     assert fork_workers(1 << 30, 0) == 3
+
+
+def _megabytes(k: int) -> bytes:
+    return bytes([k]) * (3 << 20)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe capacity is Linux's")
+def test_worker_pools_return_large_results_through_wide_pipes() -> None:
+    """The reader's and the trace writer's worker pools send their results (megabytes of a
+    chunk's columns, of a written piece) through pipes as wide as the system lets an
+    unprivileged process ask (a 64 KiB pipe woke the reader a page at a time: twice the read's
+    time on two cores), and every result comes back whole, in order."""
+    import fcntl
+
+    from xpu_profiler.core.forking import PIPE_BYTES, fork_pool
+
+    limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with fork_pool(2) as pool:
+        pipes = [pool._outqueue._writer.fileno(), pool._inqueue._writer.fileno()]  # type: ignore[attr-defined]
+        widths = [fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) for fd in pipes]
+        got = pool.map(_megabytes, range(5), chunksize=1)
+    if os.geteuid() == 0 or limit >= PIPE_BYTES:  # (else the system's narrower default stays)
+        assert widths == [PIPE_BYTES, PIPE_BYTES]
+    assert [len(g) for g in got] == [3 << 20] * 5
+    assert [g[0] == g[-1] == k for k, g in enumerate(got)] == [True] * 5
