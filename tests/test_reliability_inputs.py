@@ -306,3 +306,19 @@ def test_validate_warns_on_what_perfetto_imports_through_and_fails_what_it_rejec
     bad.write_bytes(io.BytesIO(b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "dur": 1}]}').read())
     res = run("validate", bad)
     assert res.returncode == 1 and "ts missing or not a number" in res.stdout
+
+
+def test_a_trace_whose_events_all_last_0_ns_says_so(reference, tmp_path):
+    """A writer that records no durations: the counts are read (every event of the well-formed
+    trace), and one warning says there is no time, rather than a report of 0 ns passing for a run."""
+    doc = json.loads(text(RANK0))
+    for e in doc["traceEvents"]:
+        if "dur" in e:
+            e["dur"] = 0
+    (tmp_path / "rank0.json").write_text(json.dumps(doc))
+    got = summary_of(tmp_path / "rank0.json", tmp_path / "o")
+    assert got["totals"]["events"] == reference["one"]["totals"]["events"]
+    assert got["totals"]["op_time_ns"] == 0
+    said = [w for w in got["warnings"] if "lasts 0 ns" in w]
+    assert len(said) == 1 and f"{got['totals']['events']:,} events" in said[0], got["warnings"]
+    assert not [w for w in reference["one"]["warnings"] if "lasts 0 ns" in w]

@@ -103,6 +103,7 @@ def _merged(
             aside.append((Path(t.path), prof))
             continue
         _one_run(Path(t.path), prof, devices)
+        _timed(Path(t.path), prof)
         if len(tasks) > 1:  # (one input cannot be read twice)
             _not_read_before(Path(t.path), prof, contents)
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
@@ -128,6 +129,14 @@ def _merged(
     for path, why in skipped_files:
         merged.warn(f"{path}: skipped ({why})")
     return merged
+
+
+def _timed(path: Path, prof: Profile) -> None:
+    """A warning where every event read lasts 0 ns (a writer that records no durations): the
+    analysis then has counts but no time, which must not pass for a run that took none."""
+    dur = prof.events["dur"]
+    if len(dur) and not dur.any():
+        prof.warn(f"{path}: every one of its {len(dur):,} events lasts 0 ns: no time to analyse, counts only")
 
 
 def _note_dropped(prof: Profile, drops: list[DroppedInput]) -> None:
