@@ -183,3 +183,25 @@ def test_odd_dispatches_are_skipped_and_counted(tmp_path, real_cut, how, why):
     path.write_text(json.dumps(doc))
     err = one_line_error(invoke("analyze", path, "-o", tmp_path / "o"))
     assert f"{path.name}: " in err and f"skipped 2 kernel_dispatch {why}" in err
+
+
+def test_odd_kernel_symbols_are_skipped_and_their_kernels_named_by_id(tmp_path, real_cut):
+    """A kernel symbol of an odd shape (a null name, a number for the object) is skipped and
+    counted in one warning; every dispatch is read, those of its kernel named by its id."""
+    doc = json.loads(json.dumps(real_cut))
+    tool = doc["rocprofiler-sdk-tool"][0]
+    kd = tool["buffer_records"]["kernel_dispatch"]
+    spoiled = [tool["kernel_symbols"][0]["kernel_id"], tool["kernel_symbols"][1]["kernel_id"]]
+    tool["kernel_symbols"][0]["kernel_name"] = None
+    tool["kernel_symbols"][1] = 17
+    path = tmp_path / "odd_results.json"
+    path.write_text(json.dumps(doc))
+    prof, s = analysis.analyze([path])
+    lines = [w for w in s.warnings if "kernel_symbols" in w]
+    assert len(lines) == 1 and lines[0].startswith("odd_results.json: skipped 2 kernel_symbols record(s) of an odd")
+    assert "their kernels named by id" in lines[0]
+    assert s.totals.events == len(kd)
+    kernels = prof.events["name"][prof.events["kind"] == K_KERNEL]
+    names = Counter(prof.strings.strings[i] for i in kernels.tolist())
+    for k in spoiled:
+        assert names[f"kernel {k}"] == sum(r["dispatch_info"]["kernel_id"] == k for r in kd)

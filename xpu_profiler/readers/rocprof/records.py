@@ -122,7 +122,7 @@ class _LooseTool(msgspec.Struct):
     metadata: Metadata = Metadata()
     agents: list[Any] = []
     strings: Strings = msgspec.field(default_factory=Strings)
-    kernel_symbols: list[Symbol] = []
+    kernel_symbols: list[msgspec.Raw] = []
     buffer_records: dict[str, msgspec.Raw] | None = None
 
 
@@ -133,6 +133,7 @@ class _LooseFile(msgspec.Struct):
 _DECODER = msgspec.json.Decoder(File)
 _LOOSE = msgspec.json.Decoder(_LooseFile)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_SYMBOL = msgspec.json.Decoder(Symbol)
 #: the record lists the reader uses, each record's shape
 _RECORD = {
     name: msgspec.json.Decoder(shape)
@@ -151,8 +152,9 @@ def decode(path: Path, data: bytes) -> tuple[list[Tool], list[str]]:
     odd shape (...)"); one line naming the problem for a file that is not this format.
 
     A record of an odd shape (a text where a time belongs, a null, a number where an object
-    belongs) is skipped and counted, the others read: the whole file is decoded at once, and
-    only when that fails again with each record of its lists on its own."""
+    belongs), in a record list or among the kernel symbols (its kernels are then named by id),
+    is skipped and counted, the others read: the whole file is decoded at once, and only when
+    that fails again with each record of its lists on its own."""
     try:
         return _DECODER.decode(data).tool, []
     except msgspec.ValidationError:
@@ -171,9 +173,15 @@ def decode(path: Path, data: bytes) -> tuple[list[Tool], list[str]]:
         for name, raw in (t.buffer_records or {}).items():
             if name in _RECORD:
                 got[name] = _records(name, raw, odd, lists)
-        tools.append(Tool(t.metadata, t.agents, t.strings, t.kernel_symbols, Buffers(**got)))
+        symbols = _each(t.kernel_symbols, _SYMBOL, odd.setdefault("kernel_symbols", [0, ""]))
+        tools.append(Tool(t.metadata, t.agents, t.strings, symbols, Buffers(**got)))
     skipped = [f"its {name} (no list: {why})" for name, why in lists.items()]
-    skipped += [f"{n:,} {name} record(s) of an odd shape (first: {why})" for name, (n, why) in odd.items()]
+    skipped += [
+        f"{n:,} {name} record(s) of an odd shape (first: {why})"
+        + ("; their kernels named by id" if name == "kernel_symbols" else "")
+        for name, (n, why) in odd.items()
+        if n
+    ]
     return tools, skipped
 
 
@@ -185,12 +193,17 @@ def _records(name: str, raw: msgspec.Raw, odd: dict[str, list], lists: dict[str,
     except msgspec.ValidationError as e:
         lists.setdefault(name, str(e))
         return []
-    one = _RECORD[name]
+    return _each(items, _RECORD[name], odd.setdefault(name, [0, ""]))
+
+
+def _each(items: list[msgspec.Raw], shape: msgspec.json.Decoder, count: list) -> list:
+    """The items of the expected shape; the others counted in ``count`` ([skipped, the first
+    one's problem])."""
     out = []
     for item in items:
         try:
-            out.append(one.decode(item))
+            out.append(shape.decode(item))
         except msgspec.ValidationError as e:
-            count = odd.setdefault(name, [0, str(e)])
+            count[1] = count[1] or str(e)
             count[0] += 1
     return out
