@@ -261,11 +261,14 @@ def test_opens_the_link_in_the_browser(trace, viewers, tmp_path):
     assert Path(str(got) + ".bytes").read_bytes() == trace.read_bytes()
 
 
-@pytest.mark.parametrize("kind", ["missing", "directory", "empty"])
+@pytest.mark.parametrize("kind", ["missing", "directory", "empty", "fifo"])
 def test_bad_trace_is_one_line_exit_2(tmp_path, kind):
+    """(A FIFO is never opened: it would wait for a writer.)"""
     p = tmp_path / "t.json.gz"
     if kind == "directory":
         p.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(p)
     elif kind == "empty":
         p.write_bytes(b"")
     r = subprocess.run(

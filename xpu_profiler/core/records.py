@@ -36,9 +36,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from .record_check import Shapes, Types, checked
 
 #: one per engine step (scheduler output), made in the EngineCore
 SCHED_FIELDS = (
@@ -64,6 +67,36 @@ WORKER_FIELDS = ("step", "rank", "t_exec", "t_exec_end", "t_sample", "t_sample_e
 REQUEST_FIELDS = ("req", "arrival", "first_token", "finish", "prompt_len", "output_len")
 #: one per counter sample
 COUNTER_FIELDS = ("rank", "name", "t", "value")
+
+#: each row kind: its fields, the fewest a row has (fields added later, at the end, are optional:
+#: rows written before them are read) and those that hold a string (the others are numbers)
+ROW_SHAPES: Shapes = {
+    "sched": (SCHED_FIELDS, SCHED_FIELDS.index("dp_rank") + 1, ()),
+    "worker": (WORKER_FIELDS, WORKER_FIELDS.index("tokens") + 1, ()),
+    "counters": (COUNTER_FIELDS, len(COUNTER_FIELDS), ("name",)),
+    "requests": (REQUEST_FIELDS, len(REQUEST_FIELDS), ("req",)),
+}
+#: the batch's other fields and the JSON types each may have (absent or null always)
+FIELD_TYPES: Types = {
+    "pid": (int,),
+    "ppid": (int,),
+    "process": (str,),
+    "run": (str, int),
+    "started_ns": (int,),
+    "hook_ns": (int, float),
+    "role": (str,),
+    "meta": (dict,),
+    "hooks": (dict,),
+    "place": (dict,),
+    "fatal": (str,),
+    "errors": (dict,),
+    "dropped": (dict,),
+    "warnings": (list,),
+    "torch_files": (list,),
+    "torch_marks": (list,),
+    "torch_rank": (int,),
+    "torch_windows": (dict,),
+}
 
 S_IDX = {f: i for i, f in enumerate(SCHED_FIELDS)}
 W_IDX = {f: i for i, f in enumerate(WORKER_FIELDS)}
@@ -212,8 +245,21 @@ def append_batch(directory: str, batch: Batch) -> None:
 
 
 def record_files(directory: str | Path) -> list[Path]:
+    """The directory's record files (named so: whether each is a regular file, the reader checks)."""
     d = Path(directory)
     return sorted(d.glob("*" + RECORD_SUFFIX)) if d.is_dir() else []
+
+
+def _not_regular(f: Path) -> str | None:
+    """What a record file is when it is no regular file (a FIFO would wait for a writer
+    forever, a link to /dev/zero never end), None for a regular file."""
+    from .regular import file_kind
+
+    try:
+        mode = f.stat().st_mode
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return None if stat.S_ISREG(mode) else f"not a regular file ({file_kind(mode)})"
 
 
 def record_sizes(directory: str | Path) -> dict[str, int]:
@@ -221,10 +267,8 @@ def record_sizes(directory: str | Path) -> dict[str, int]:
     reads only what was appended after."""
     out = {}
     for f in record_files(directory):
-        try:
+        if _not_regular(f) is None:
             out[f.name] = f.stat().st_size
-        except OSError:
-            continue
     return out
 
 
@@ -241,27 +285,42 @@ def read_record_files(directory: str | Path, since: dict[str, int] | None = None
     """Every batch flushed to ``<dir>/*.records.jsonl`` (env mode, serve, interrupted runs);
     with ``since`` ({file name: offset}, see ``record_sizes``) only the lines appended
     after those offsets. A line cut by a crash, or a file that cannot be read, is skipped
-    and said in a ``warnings`` batch; with ``growing`` (a running server's files) a last
-    line without its newline is one still being written, left out silently."""
+    and said in a ``warnings`` batch, as is a line that is no record or a row of odd shape
+    (``record_check``); with ``growing`` (a running server's files) a last line without its
+    newline is one still being written, left out silently."""
     out: list[Batch] = []
     problems = []
     for f in record_files(directory):
         try:
+            if (why := _not_regular(f)) is not None:
+                problems.append(f"{f.name}: {why}, skipped")
+                continue
             text = _read_text(f, (since or {}).get(f.name, 0))
         except OSError as e:
             problems.append(f"{f.name}: cannot be read ({e.strerror})")
             continue
         if growing and not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]
-        cut = 0
+        cut, odd = 0, []  # lines cut short; why each odd line is no record
+        odd_rows: dict[str, int] = {}
         for line in text.splitlines():
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    batch, why = checked(json.loads(line), ROW_SHAPES, FIELD_TYPES, odd_rows)
                 except ValueError:
                     cut += 1
+                    continue
+                if batch is None:
+                    odd.append(why)
+                else:
+                    out.append(batch)
         if cut:
             problems.append(f"{f.name}: {cut} record line(s) cut short (a process killed while writing), skipped")
+        if odd:
+            problems.append(f"{f.name}: skipped {len(odd)} line(s) that are no record (first: {odd[0]})")
+        if odd_rows:
+            rows = ", ".join(f"{n:,} {kind}" for kind, n in odd_rows.items())
+            problems.append(f"{f.name}: skipped row(s) of odd shape or value: {rows}")
     if problems:
         out.append(
             {"pid": 0, "process": "", "sched": [], "worker": [], "counters": [], "requests": [], "warnings": problems}
@@ -280,6 +339,8 @@ class StepTally:
 
     def __call__(self) -> int:
         for f in record_files(self.directory):
+            if _not_regular(f) is not None:
+                continue
             try:
                 with open(f, "rb") as fh:
                     fh.seek(self.offsets.get(f.name, 0))
@@ -291,7 +352,7 @@ class StepTally:
             for line in whole.splitlines():
                 try:
                     self.steps += len(json.loads(line).get("sched") or ())
-                except (ValueError, AttributeError):
+                except (ValueError, AttributeError, TypeError):
                     continue
         return self.steps
 

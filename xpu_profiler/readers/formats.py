@@ -10,6 +10,7 @@ from types import ModuleType
 
 from ..core import compression
 from ..core.errors import TraceError
+from ..core.records import RECORD_SUFFIX
 from ..core.regular import file_kind, require_regular
 from . import own_outputs, sqlite_db
 from .base import DroppedInput, rank_from_name
@@ -235,7 +236,7 @@ def _kinds(found: list[tuple[Path, ModuleType]]) -> set[str]:
 
 def _looks_like_sibling(path: Path, kinds: set[str]) -> bool:
     kind = _kind_of_name(path)
-    if kind != "" and kind in kinds:
+    if (kind != "" and kind in kinds) or path.name.endswith(RECORD_SUFFIX):  # (one that is no regular file)
         return True
     return rank_from_name(path) is not None and path.name.lower().endswith(TRACE_ENDINGS)
 

@@ -30,7 +30,8 @@ from . import assemble, lifetimes
 
 
 def is_record_dir(directory: Path) -> bool:
-    return directory.is_dir() and bool(record_files(directory))
+    """Whether a regular record file is in it (a FIFO named like one makes no record directory)."""
+    return directory.is_dir() and any(f.is_file() for f in record_files(directory))
 
 
 def torch_profiler_traces(directory: Path) -> list[Path]:

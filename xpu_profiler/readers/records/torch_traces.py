@@ -17,6 +17,7 @@ import numpy as np
 from ...core.errors import TraceError
 from ...core.profile import K_ANNOTATION, SCHEMAS, Profile
 from ...core.records import STEP_RANGE
+from ...core.regular import require_regular
 from ..base import ReadOptions
 
 
@@ -55,15 +56,17 @@ def load_traces(files: list[tuple], default_rank: int = 0, problems: list[str] |
     clock Kineto wrote. The global rank the worker gave wins over the trace's own (its rank
     inside its engine's process group, repeated by every data-parallel engine). A trace
     that cannot be read (cut short by a process killed while writing it) is left out,
-    said in ``problems`` when given (else its error is raised)."""
+    said in ``problems`` when given (else its error is raised), as is one that is missing or
+    no regular file."""
     from .. import kineto
 
     profiles = []
     for path, marks, *given in files:
         p = Path(path)
-        if not p.exists():
-            continue
         try:
+            if not p.exists():
+                raise TraceError(p, "named by the run's records, not found")
+            require_regular(p, "a torch.profiler trace is a file")  # (a FIFO would hang the read)
             prof = kineto.read(p, ReadOptions(rank=default_rank))  # the file's own rank, if it says one
         except TraceError as e:
             if problems is None:
