@@ -32,6 +32,7 @@ _TS_DECIMALS = re.compile(rb'"(?:ts|dur)":\s*-?\d+\.(\d{4,})')
 MAX_TS_US = 1e12  # relative times: beyond this, 3 decimals of a double are no longer exact
 JS_SAFE = 2**53
 _PHASES = set("XBEiICMstfben")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _SURROGATE = re.compile(rb"\\u[dD][89abAB]")
 
 
@@ -71,6 +72,8 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         _check_document(doc, problems)
         events = doc["traceEvents"]
+    elif isinstance(doc, dict) and "traceEvents" not in doc:
+        return problems + ["no traceEvents array: not a Chrome trace (Perfetto opens none of its events)"]
     else:
         return problems + ["traceEvents is not an array"]
     seen = _Seen()
@@ -97,6 +100,12 @@ def _check_bytes(data: bytes, problems: list[str]) -> bytes:
     m = _TS_DECIMALS.search(data)
     if m:
         problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
+    keys = len(_EVENTS_KEY.findall(data))
+    if keys > 1:
+        problems.append(
+            f"'traceEvents' is written {keys} times: Perfetto shows every one's events, JSON readers "
+            "(and `analyze`) the last one's; write one array"
+        )
     if _SURROGATE.search(data):
         problems.append("a surrogate escape (\\uD800-\\uDFFF): Perfetto rejects them; write UTF-8")
     return data
@@ -373,11 +382,22 @@ def validate_file(path: str | Path) -> list[str]:
         raise TraceError(
             path, f"{kind}-compressed: Perfetto opens JSON traces plain or gzip-compressed; decompress it first"
         )
-    if b"\0" in data[:4096] and kind is None:
-        raise TraceError(path, "binary content (a NUL byte near the start), not a JSON trace")
     try:
-        return validate_bytes(data, str(path))
+        text = gzip.decompress(data) if kind is not None else data
     except (OSError, EOFError, zlib.error) as e:
         raise TraceError(path, f"cannot decompress ({e})") from None
+    inner = compression.kind_of(text[:6]) if kind is not None else None
+    if inner is not None:
+        raise TraceError(path, f"{inner}-compressed inside the gzip: decompress it until the JSON is plain or one gzip")
+    if b"\0" in text[:4096]:
+        raise TraceError(path, "binary content (a NUL byte near the start), not a JSON trace")
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError(
+            path, f"not UTF-8 text (byte {e.start:,} is {text[e.start : e.start + 1]!r}): JSON traces are UTF-8"
+        ) from None
+    try:
+        return validate_bytes(text, str(path))
     except RecursionError:
         raise TraceError(path, "nested too deeply to be a trace") from None

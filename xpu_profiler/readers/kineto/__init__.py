@@ -49,6 +49,12 @@ def _read_whole(path: Path) -> tuple:
     data = read_bytes(path)
     notes: list[str] = []
     data = closed_array(path, data, notes)
+    repeated = len(_EVENTS_KEY.findall(data, 0, len(data)))
+    if repeated > 1:  # (the streamed read declines such a file: its chunks do not decode)
+        notes.append(
+            f"{path.name}: its 'traceEvents' key is written {repeated} times: the events of the last read, "
+            "as JSON readers take a repeated key (Perfetto shows every one's)"
+        )
     try:
         trace, raw = top_level(path, data)
     except TraceError as e:  # NaN, a huge number, an odd top-level field: the tolerant parse
@@ -70,6 +76,8 @@ def _read_whole(path: Path) -> tuple:
     return trace, parts, notes
 
 
+#: the events array's key (a second one: a repeated key, which JSON readers take the last of)
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 #: the last complete event of an array a crashed writer left open: "}" then "," (or the end)
 _LAST_EVENT_END = re.compile(rb"\}\s*,?\s*$")
 
