@@ -13,6 +13,7 @@ findings), made of the layers below the facade; ``pandas`` is needed only for th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from . import aggregate, exporters, findings
 from .aggregate import select
 from .core import atomic_write
 from .core.errors import XpuProfilerError
+from .core.fmt import plain
 from .core.profile import FRAME_SCHEMA, Profile, Table
 from .readers import ReadOptions, own_outputs
 from .readers.base import is_json_document, looks_like_kineto
@@ -104,7 +106,7 @@ class Analysis:
     def __repr__(self) -> str:
         t = self.summary.totals
         return (
-            f"<xpu_profiler Analysis of {self.source or 'a profile'}: {t.steps} engine steps, {t.ranks} rank(s), "
+            f"<xpu_profiler Analysis of {plain(self.source) or 'a profile'}: {t.steps} engine steps, {t.ranks} rank(s), "
             f"{len(self.summary.findings)} finding(s); sections: {', '.join(SECTIONS)}>"
         )
 
@@ -143,6 +145,8 @@ class Analysis:
 
     # -- the outputs --------------------------------------------------------------------
     def _write(self, fmt: str, path: str | Path) -> Path:
+        if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or str(path) == "":
+            raise XpuProfilerError(f"path={path!r}: give a file name (str or pathlib.Path)")
         if self.profile is None and fmt == "perfetto":
             raise XpuProfilerError(f"{self.source}: a summary.json alone holds no events: load the trace for a {fmt}")
         what, endings = _OUTPUTS[fmt]
@@ -170,7 +174,7 @@ def _check_settings(rank: Any, steps: Any, max_events: Any) -> None:
 
     if rank is not None and not is_rank(rank):
         raise XpuProfilerError(f"rank={rank!r}: a rank is a whole number from 0 to {MAX_RANK - 1:,}")
-    if steps is not None and not isinstance(steps, str):
+    if steps is not None and (not isinstance(steps, str) or not steps.strip()):
         raise XpuProfilerError(
             f"steps={steps!r}: the engine steps kept are a string 'A:B' (A: or :B leave an end open)"
         )
@@ -207,14 +211,26 @@ def load(
 ) -> Analysis:
     """Read and analyse a trace, a directory (ranks, a vLLM profiler directory, a server's
     record directory), a bundle, or several of them, as ``xpu_profiler analyze`` does; a
-    ``summary.json`` is read back as it is (sections, no trace). ``steps="A:B"`` and
+    ``summary.json`` is read back as it is (sections, no trace; the settings, which apply to a
+    trace, raise there). ``steps="A:B"`` and
     ``max_events`` keep part of a large trace; ``python_frames=False`` leaves the Python
     stack frames out of the trace. A file that is no usable input raises ``XpuProfilerError``
     (``TraceError``) with the line ``analyze`` prints."""
     items = as_paths(paths, "paths")
     capture = as_paths(capture, "capture", empty=True)
     _check_settings(rank, steps, max_events)
+    if findings_config is not None and (
+        not isinstance(findings_config, (str, os.PathLike))
+        or isinstance(findings_config, bytes)
+        or not str(findings_config)
+    ):
+        raise XpuProfilerError(f"findings_config={findings_config!r}: give the TOML file's path (str or pathlib.Path)")
     if len(items) == 1 and _is_summary(Path(items[0])):
+        given: dict[str, Any] = {"capture": capture, "rank": rank, "steps": steps, "max_events": max_events}
+        given |= {"python_frames": None if python_frames else False, "findings_config": findings_config}
+        odd = [k for k, v in given.items() if v not in (None, [])]
+        if odd:  # (a summary is read back as it was written: nothing to apply them to)
+            raise XpuProfilerError(f"{items[0]}: a summary.json is read as it is; {odd[0]}= applies to a trace")
         try:
             return Analysis(load_summary(items[0]), None, str(items[0]), items)
         except ValueError as e:  # a JSON document that is no summary of ours: what analyze says of it

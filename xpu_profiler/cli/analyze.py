@@ -11,6 +11,8 @@ from ..core.errors import XpuProfilerError
 from .common import (
     OUTPUT_RULE,
     PROGRESS_MIN_BYTES,
+    NonEmptyPath,
+    Text,
     _csv,
     _fail,
     _interrupted,
@@ -22,11 +24,11 @@ from .common import (
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=NonEmptyPath(path_type=Path))
 @click.option(
     "--output",
     "-o",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     default=Path("xpu_profiler_out"),
     show_default=True,
     help=OUTPUT_RULE,
@@ -37,7 +39,7 @@ from .common import (
     default=None,
     help="Comma list of perfetto, json, csv, html, bundle (default: all but bundle).",
 )
-@click.option("--taxonomy", type=click.Path(path_type=Path), help="TOML file with extra fused-op patterns.")
+@click.option("--taxonomy", type=NonEmptyPath(path_type=Path), help="TOML file with extra fused-op patterns.")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the top-kernels table.")
 @click.option(
     "--rank", type=click.IntRange(min=0), default=None, help="Rank of a single-rank input that does not say it."
@@ -52,7 +54,7 @@ from .common import (
     "--capture",
     "captures",
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     help="Graph-capture trace(s) of the run, a file or a directory (repeatable): replayed kernels are "
     "attributed through the captured launches. A vLLM profiler directory's capture_traces/ is "
     "picked up without it.",
@@ -75,22 +77,23 @@ from .common import (
     "(1 = the oldest; default: the latest).",
 )
 @click.option(
-    "--findings-config", type=click.Path(path_type=Path), help="TOML file overriding the findings' thresholds."
+    "--findings-config", type=NonEmptyPath(path_type=Path), help="TOML file overriding the findings' thresholds."
 )
 @click.option(
     "--baseline",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     help="A basic-level run of the same workload (summary.json, trace or directory): the "
     "profiler-overhead finding compares throughput against it.",
 )
 @click.option(
     "--device-spec",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     help="TOML/JSON file with device peaks (FLOP/s, memory bandwidth) for MFU and bandwidth.",
 )
 @click.option(
     "--steps",
     "step_range",
+    type=Text(),
     default=None,
     metavar="A:B",
     help="Keep only engine steps A to B-1 (A: or :B leave one end open) of a large trace.",
@@ -105,6 +108,7 @@ from .common import (
 @click.option(
     "--model",
     "model",
+    type=Text(),
     default=None,
     metavar="NAME|PATH",
     help="The model the trace ran: a built-in or known name (qwen3-30b-a3b, glm-5, llama-3.1-70b, ...), a "

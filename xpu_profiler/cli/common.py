@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,68 @@ OUTPUT_RULE = (
     "as STEM.trace.json.gz, STEM.summary.json, ...; any other file name (.json, .txt, .gz...) or a "
     "format --format leaves out is an error."
 )
+
+
+class NonEmptyPath(click.Path):
+    """A path option or argument that is never empty: ``''`` would be the current directory,
+    read as an input or written into as an output without a word."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty: name a file or a directory", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Text(click.ParamType):
+    """A text option that is never empty (an empty value was silently the default)."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty", param, ctx)
+        return value
+
+
+class Percent(click.ParamType):
+    """A finite percentage of 0 or more (``inf``, ``nan`` and negatives make no threshold)."""
+
+    name = "pct"
+
+    def convert(self, value, param, ctx):
+        try:
+            pct = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is no number", param, ctx)
+        if pct != pct or pct in (float("inf"), float("-inf")) or pct < 0:
+            self.fail(f"{value!r}: a finite percentage of 0 or more", param, ctx)
+        return pct
+
+
+class Main(click.Group):
+    """The command group, its standard streams made safe first: a closed standard output is
+    the null device (a command writes its paths there), text the terminal's encoding cannot
+    show is escaped, and a standard output that fails (a full disk, an I/O error) is one line
+    on standard error, exit 2, not a traceback (a closed pipe, ``| head``, is click's: exit 1)."""
+
+    def main(self, *args, **kwargs):
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is None:  # (started with the descriptor closed)
+                setattr(sys, name, open(os.devnull, "w"))
+            elif hasattr(stream, "reconfigure"):
+                stream.reconfigure(errors="backslashreplace")
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # (here, where a failure can still be said)
+        except OSError as e:
+            if e.errno == errno.EPIPE:
+                raise
+            sys.stdout = open(os.devnull, "w")  # (nothing more goes there, at exit either)
+            click.echo(f"xpu_profiler: error: standard output: {e.strerror or e}", err=True)
+            sys.exit(2)
 
 
 def offline_process() -> None:

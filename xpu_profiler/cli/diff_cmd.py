@@ -8,16 +8,16 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import _fail, _interrupted, _os_error, _wrote, offline_process
+from .common import NonEmptyPath, Percent, Text, _fail, _interrupted, _os_error, _wrote, offline_process
 
 
 @click.command("diff")
-@click.argument("base", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
+@click.argument("base", type=NonEmptyPath(path_type=Path))
+@click.argument("new", type=NonEmptyPath(path_type=Path))
 @click.option(
     "--output",
     "-o",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     default=Path("xpu_profiler_diff"),
     show_default=True,
     help="Directory for diff.json and diff.html (or a .html/.json file name).",
@@ -25,7 +25,7 @@ from .common import _fail, _interrupted, _os_error, _wrote, offline_process
 @click.option(
     "--fail-on",
     "fail_on",
-    type=float,
+    type=Percent(),
     default=None,
     metavar="PCT",
     help="Exit 1 when the decode (or --fail-on-phase) cost per token regressed by more than PCT %.",
@@ -39,13 +39,14 @@ from .common import _fail, _interrupted, _os_error, _wrote, offline_process
 )
 @click.option(
     "--fail-on-metric",
+    type=Text(),
     default="per_token_ns",
     show_default=True,
     help="Metric --fail-on looks at: per_token_ns, step_p50_ns, step_p99_ns (per phase), or "
     "output_tok_s, decode_tok_s, ttft_p50_ns, tpot_p50_ns, ...",
 )
 @click.option(
-    "--findings-config", type=click.Path(path_type=Path), help="TOML file overriding the findings' thresholds."
+    "--findings-config", type=NonEmptyPath(path_type=Path), help="TOML file overriding the findings' thresholds."
 )
 @click.option("--quiet", "-q", is_flag=True, help="No terminal table.")
 def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, findings_config, quiet) -> None:
@@ -106,6 +107,10 @@ def _diff_paths(output: Path) -> dict[str, Path]:
     from ..core.atomic_write import OutputError, reason
     from ..core.fmt import plain
 
+    if str(output) == "-":
+        raise XpuProfilerError(
+            "--output -: the outputs are files, none goes to standard output: name a directory or a file"
+        )
     try:
         is_dir = output.is_dir()
     except OSError as e:  # a name too long, no access

@@ -11,7 +11,7 @@ from ..core.errors import XpuProfilerError
 from ..core.version import __version__
 from ..knowledge.devices import DEVICES
 from . import analyze, diff_cmd, record_cmd, tools
-from .common import _fail, _interrupted, _os_error
+from .common import Main, NonEmptyPath, Text, _fail, _interrupted, _os_error
 
 
 def _version(ctx: click.Context) -> None:
@@ -28,7 +28,7 @@ def _version(ctx: click.Context) -> None:
     ctx.exit()
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Main, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
     is_flag=True,
@@ -39,6 +39,7 @@ def _version(ctx: click.Context) -> None:
 )
 @click.option(
     "--model",
+    type=Text(),
     help="Hugging Face id or a known name (glm-5, qwen3-30b-a3b, ...), a local path, or a "
     "built-in small model (tiny-llama, tiny-moe, tiny-glm).",
 )
@@ -71,7 +72,7 @@ def _version(ctx: click.Context) -> None:
 @click.option("--output-len", type=int, default=32, show_default=True)
 @click.option("--warmup-steps", type=int, default=2, show_default=True)
 @click.option("--profile-steps", type=int, default=None, help="Steps under torch.profiler (default: all).")
-@click.option("--prompts", type=click.Path(dir_okay=False), help='JSONL file of prompts ({"prompt": ...}).')
+@click.option("--prompts", type=NonEmptyPath(dir_okay=False), help='JSONL file of prompts ({"prompt": ...}).')
 @click.option("--tensor-parallel-size", "-tp", type=int, default=1, show_default=True)
 @click.option("--max-num-batched-tokens", type=int, default=None)
 @click.option("--max-model-len", type=int, default=None)
@@ -79,10 +80,10 @@ def _version(ctx: click.Context) -> None:
 @click.option("--load-format", default=None, help="vLLM load format (built-in models use 'dummy').")
 @click.option("--enforce-eager/--no-enforce-eager", default=None)
 @click.option("--engine-arg", multiple=True, metavar="KEY=VALUE", help="Extra vLLM engine argument (repeatable).")
-@click.option("--device-spec", type=click.Path(dir_okay=False), help="TOML/JSON file overriding device specs.")
+@click.option("--device-spec", type=NonEmptyPath(dir_okay=False), help="TOML/JSON file overriding device specs.")
 @click.option(
     "--findings-config",
-    type=click.Path(dir_okay=False),
+    type=NonEmptyPath(dir_okay=False),
     help="TOML file overriding the findings' thresholds (see the README's findings section).",
 )
 @click.option(

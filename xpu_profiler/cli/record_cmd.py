@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import OUTPUT_RULE, _csv, _fail, _interrupted, _os_error
+from .common import OUTPUT_RULE, NonEmptyPath, Text, _csv, _fail, _interrupted, _os_error
 
 
 @click.command()
@@ -18,19 +18,19 @@ from .common import OUTPUT_RULE, _csv, _fail, _interrupted, _os_error
 @click.option(
     "--dir",
     "record_dir",
-    type=click.Path(file_okay=False),
+    type=NonEmptyPath(file_okay=False),
     default=None,
     help="The server's XPU_PROFILER_DIR (default: read from the server process's environment).",
 )
 @click.option(
     "--output",
     "-o",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     default=Path("xpu_profiler_out"),
     show_default=True,
     help=OUTPUT_RULE,
 )
-@click.option("--format", "formats", default=None, help="Comma list of perfetto, json, csv, html.")
+@click.option("--format", "formats", type=Text(), default=None, help="Comma list of perfetto, json, csv, html.")
 @click.option(
     "--detail_level",
     "--detail-level",
@@ -57,7 +57,7 @@ from .common import OUTPUT_RULE, _csv, _fail, _interrupted, _os_error
 )
 @click.option(
     "--trace-dir",
-    type=click.Path(file_okay=False),
+    type=NonEmptyPath(file_okay=False),
     default=None,
     help="--via vllm: the server's torch_profiler_dir (default: read from its command line).",
 )

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from ..core.errors import XpuProfilerError
-from .common import _fail, _os_error
+from .common import NonEmptyPath, _fail, _os_error
 
 
 @click.command()
-@click.argument("trace", type=click.Path(path_type=Path))
+@click.argument("trace", type=NonEmptyPath(path_type=Path))
 def validate(trace: Path) -> None:
     """Check a Chrome/Perfetto trace JSON against Perfetto's import rules: what Perfetto rejects
     or drops fails it (exit 1); what it imports through (precision, order, names) is a warning."""
@@ -37,7 +37,7 @@ def validate(trace: Path) -> None:
 
 
 @click.command("view")
-@click.argument("trace", type=click.Path(path_type=Path))
+@click.argument("trace", type=NonEmptyPath(path_type=Path))
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),

@@ -380,5 +380,5 @@ def _write_parts(path: Path, parts: Iterable[bytes]) -> None:
 def write(profile: Profile, summary: Summary | None, path: str | Path, ahead: Any = None) -> Path:
     """The trace; ``ahead``: what ``ahead(profile)`` made beforehand (used while still valid)."""
     path = Path(path)
-    _write_parts(path, encode_parts(profile, summary, gzip=path.name.endswith(".gz"), ahead=ahead))
+    _write_parts(path, encode_parts(profile, summary, gzip=path.name.lower().endswith(".gz"), ahead=ahead))
     return path

@@ -11,7 +11,6 @@ import bisect
 import gzip
 import json
 import math
-import re
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -22,18 +21,16 @@ from typing import Any
 from ..core import compression
 from ..core.errors import TraceError
 from ..core.regular import require_regular
+from .validate_text import check_bytes, no_json_text
 
 MAX_DEPTH = 512
 UINT32_MAX = 4_294_967_295
 KNOWN_METADATA = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
-_TS_DECIMALS = re.compile(rb'"(?:ts|dur)":\s*-?\d+\.(\d{4,})')
 
 
 MAX_TS_US = 1e12  # relative times: beyond this, 3 decimals of a double are no longer exact
 JS_SAFE = 2**53
 _PHASES = set("XBEiICMstfben")
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_SURROGATE = re.compile(rb"\\u[dD][89abAB]")
 
 
 def _first_big_int(x: Any) -> int | None:
@@ -60,7 +57,7 @@ def _reject_constant(name: str) -> Any:
 def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     """The problems of a trace file's bytes (gzip-compressed or not); empty means clean."""
     problems: list[str] = []
-    data = _check_bytes(data, problems)
+    data = check_bytes(data, problems)
     try:
         doc = json.loads(data, parse_constant=_reject_constant)
     except ValueError as err:
@@ -83,32 +80,6 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
     problems += _check_flows(seen.flows, seen.slices)
     _check_nesting(seen.slices, problems)
     return problems
-
-
-def _check_bytes(data: bytes, problems: list[str]) -> bytes:
-    """What the raw bytes show (BOM, first key, decimals, surrogates); the bytes to parse."""
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    if data.startswith(b"\xef\xbb\xbf"):
-        problems.append("starts with a UTF-8 BOM: Perfetto will not detect it as JSON")
-        data = data[3:]
-    head = data[:128].lstrip()
-    if not head.startswith(b'{"traceEvents"'):
-        problems.append(
-            'must start with {"traceEvents" (object form, traceEvents first) so no other importer claims it'
-        )
-    m = _TS_DECIMALS.search(data)
-    if m:
-        problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
-    keys = len(_EVENTS_KEY.findall(data))
-    if keys > 1:
-        problems.append(
-            f"'traceEvents' is written {keys} times: Perfetto shows every one's events, JSON readers "
-            "(and `analyze`) the last one's; write one array"
-        )
-    if _SURROGATE.search(data):
-        problems.append("a surrogate escape (\\uD800-\\uDFFF): Perfetto rejects them; write UTF-8")
-    return data
 
 
 def _check_document(doc: dict[str, Any], problems: list[str]) -> None:
@@ -378,25 +349,13 @@ def validate_file(path: str | Path) -> list[str]:
     except OSError as e:
         raise TraceError(path, e.strerror or str(e)) from None
     kind = compression.kind_of(data[:6])
-    if kind is not None and kind != compression.GZIP:
-        raise TraceError(
-            path, f"{kind}-compressed: Perfetto opens JSON traces plain or gzip-compressed; decompress it first"
-        )
     try:
-        text = gzip.decompress(data) if kind is not None else data
+        text = gzip.decompress(data) if kind == compression.GZIP else data
     except (OSError, EOFError, zlib.error) as e:
         raise TraceError(path, f"cannot decompress ({e})") from None
-    inner = compression.kind_of(text[:6]) if kind is not None else None
-    if inner is not None:
-        raise TraceError(path, f"{inner}-compressed inside the gzip: decompress it until the JSON is plain or one gzip")
-    if b"\0" in text[:4096]:
-        raise TraceError(path, "binary content (a NUL byte near the start), not a JSON trace")
-    try:
-        text.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceError(
-            path, f"not UTF-8 text (byte {e.start:,} is {text[e.start : e.start + 1]!r}): JSON traces are UTF-8"
-        ) from None
+    why = no_json_text(text, kind)
+    if why:
+        raise TraceError(path, why)
     try:
         return validate_bytes(text, str(path))
     except RecursionError:

@@ -229,8 +229,17 @@ class Taxonomy:
             raise XpuProfilerError(f"{path}: not valid TOML ({e})") from None
         rows: list[Family | tuple[str, ...]] = []
         mods: list[tuple[str, str]] = []
+        unknown = sorted(set(data) - {"pattern", "module"})
+        if unknown:  # (a misspelt table would leave its rules unused without a word)
+            raise XpuProfilerError(f"{path}: unknown table {unknown[0]!r} (known: [[pattern]], [[module]])")
         for key in ("pattern", "module"):
-            for i, row in enumerate(data.get(key, [])):
+            rows_of = data.get(key, [])
+            for i, row in enumerate(rows_of if isinstance(rows_of, list) else [rows_of]):
+                odd = sorted(set(row) - {"regex", "fused_op", "note"}) if isinstance(row, dict) else []
+                if odd:
+                    raise XpuProfilerError(
+                        f"{path}: [[{key}]] #{i + 1}: unknown key {odd[0]!r} (known: regex, fused_op, note)"
+                    )
                 if (
                     not isinstance(row, dict)
                     or not isinstance(row.get("regex"), str)

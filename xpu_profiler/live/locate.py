@@ -32,15 +32,19 @@ class Server:
 
 
 def parse_url(url: str) -> tuple[str, str, int]:
-    u = urlparse(url if "://" in url else f"http://{url}")
-    if u.scheme not in ("http", "https") or not u.hostname:
+    try:
+        u = urlparse(url if "://" in url else f"http://{url}")
+        host = u.hostname  # (a bracketed host that is no IPv6 address raises here)
+    except ValueError:
+        host = None
+    if host is None or u.scheme not in ("http", "https"):
         raise XpuProfilerError(f"--url {url!r}: expected http://HOST:PORT")
     try:
         port = u.port or (443 if u.scheme == "https" else 80)
     except ValueError:
         raise XpuProfilerError(f"--url {url!r}: bad port") from None
     base = f"{u.scheme}://{u.netloc}"
-    return base, u.hostname, port
+    return base, host, port
 
 
 def _listening_inodes(port: int) -> set[str]:

@@ -79,9 +79,40 @@ def load_summary(path: str | Path) -> Summary:
     if version == 1:
         doc = _from_v1(doc)
     try:
-        return msgspec.convert(doc, Summary)
+        summary = msgspec.convert(doc, Summary)
     except msgspec.ValidationError as e:
         raise ValueError(f"{path}: not a valid summary ({e})") from None
+    why = _odd_values(summary)
+    if why:  # (a hand-edited file: its numbers would compare as a run's)
+        raise ValueError(f"{path}: not a valid summary ({why})")
+    return summary
+
+
+def _odd_values(summary: Summary) -> str | None:
+    """What no summary we write holds: a negative time or count in the totals, the phases,
+    the fused ops or the kernels; columns of one table of different lengths (an empty one is
+    a column that summary has not: older versions wrote fewer)."""
+    rows: list[tuple[str, msgspec.Struct]] = [("totals", summary.totals)]
+    rows += [(f"phases[{i}]", p) for i, p in enumerate(summary.phases)]
+    rows += [(f"fused_ops[{i}]", f) for i, f in enumerate(summary.fused_ops)]
+    rows += [(f"top_kernels[{i}]", k) for i, k in enumerate(summary.top_kernels)]
+    for where, row in rows:
+        for name in row.__struct_fields__:
+            v = getattr(row, name)
+            counted = name.endswith("_ns") or name in _COUNTS
+            if counted and isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or v != v):
+                return f"{where}.{name} is {v}"
+    for where, table in (("steps", summary.steps), ("requests", summary.requests)):
+        lengths = {n: len(v) for n in table.__struct_fields__ if isinstance(v := getattr(table, n), list) and v}
+        if len(set(lengths.values())) > 1:
+            common = max(set(lengths.values()), key=list(lengths.values()).count)
+            odd = next(k for k, n in lengths.items() if n != common)
+            return f"its {where} column {odd} has {lengths[odd]} rows, the others {common}"
+    return None
+
+
+#: the counts of the rows ``_odd_values`` looks at (beside every ``*_ns``)
+_COUNTS = ("steps", "tokens", "count", "events", "step_rows", "engines", "ranks", "prefill_tokens", "decode_tokens")
 
 
 def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,13 @@ verdicts styled on a terminal, plain text everywhere else.
 Sections build lists of blocks: ``str`` lines, styled lines (``line``, ``heading``) and tables
 (``table``); ``to_text`` lays them out for a ``Screen``:
 
-- on a terminal (``screen.screen_for``): its width, colours, a line under each table's header;
+- on a terminal (``screen.screen_for``): its width, colours (none with ``NO_COLOR`` or
+  ``TERM=dumb``), a line under each table's header;
   a long line wraps with its continuation indented; a table wider than the terminal narrows
   its text columns (names, sources; their cells end in "…"), keeps numbers whole and each row
   on one line, and when that is not enough folds into parts (the first column, then the next
   columns that fit), one under the other;
-- anywhere else (a pipe, a file, ``NO_COLOR``, ``TERM=dumb``): no ANSI codes, no box-drawing
+- anywhere else (a pipe, a file): no ANSI codes, no box-drawing
   characters, each line whole at its full width, the columns lined up with spaces and the
   header underlined with ``-``: what grep, a diff of two outputs and a log file want.
 
