@@ -82,6 +82,26 @@ def test_the_export_is_never_written(tmp_path):
     assert sorted(p.name for p in db.parent.iterdir()) == ["report.sqlite"] and db.stat().st_mtime_ns == mtime
 
 
+def test_an_export_with_a_write_ahead_log_beside_it_is_read_as_sqlite_reads_it(tmp_path):
+    """A database a writer still holds open (its committed rows in the ``-wal`` file): its
+    kernels are those a SQLite reader sees, not the stale main file's; the three files are
+    left as they were."""
+    db = tmp_path / "report.sqlite"
+    db.write_bytes(real_data.need(SAMPLE).read_bytes())
+    with closing(sqlite3.connect(db)) as writer:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0")
+        writer.commit()
+        ((kernels, kernel_ns),) = writer.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+        ((stale,),) = _sql(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")  # (the main file alone)
+        assert stale > kernels and Path(f"{db}-wal").stat().st_size > 0
+        files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+        _, s = analysis.analyze([db])
+        assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()} == files
+    assert s.totals.device_kernel_ns == kernel_ns
+
+
 def _steps(profile, epoch: int):
     st = profile.steps
     order = np.lexsort((st["start"], st["rank"]))

@@ -2,16 +2,19 @@
 their tables and columns known up front, rows read in batches into numpy columns.
 
 The input is never modified: the database is opened with ``mode=ro`` and ``immutable=1`` (no
-lock, no journal, no ``-wal`` file beside it is written or replayed). A file that is no
+lock, no journal written); one with a ``-wal`` or ``-journal`` file beside it is read from a
+temporary copy where SQLite applies it (``opened``). A file that is no
 database, a corrupt one, or one that is not the profiler's is one line naming the file and the
 problem (``TraceError``), never an ``sqlite3`` traceback.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import quote
 
@@ -28,20 +31,46 @@ def is_sqlite(head: bytes) -> bool:
     return head.startswith(MAGIC)
 
 
+#: the files beside a database that hold what is not in it yet: committed transactions not yet
+#: copied back (write-ahead log), or a transaction cut short that must be rolled back (journal)
+PENDING = ("-wal", "-journal")
+
+
 @contextmanager
 def opened(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection; SQLite's errors become one line naming the file."""
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
+    """A read-only connection; SQLite's errors become one line naming the file. A database with
+    a non-empty ``-wal`` or ``-journal`` beside it (a writer still open, or one that crashed) is
+    read from a temporary copy of the two, where SQLite applies them as it opens it: the input
+    stays as it is, and its rows are what SQLite itself would read."""
+    path = Path(path)
+    pending = [s for s in PENDING if _size(Path(f"{path}{s}"))]
+    with tempfile.TemporaryDirectory(prefix="xpu_profiler_db_") if pending else nullcontext() as tmp:
+        where = path.resolve()
+        if tmp is not None:
+            where = Path(tmp) / "db"
+            try:
+                for suffix in ("", *pending):
+                    shutil.copyfile(f"{path}{suffix}", f"{where}{suffix}")
+            except OSError as e:
+                raise TraceError(path, f"cannot copy it to read its {pending[0]} file ({e.strerror or e})") from None
+        uri = f"file:{quote(str(where))}?mode={'rw' if tmp else 'ro&immutable=1'}"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise TraceError(path, f"cannot open the SQLite database ({e})") from None
+        try:
+            yield conn
+        except sqlite3.DatabaseError as e:
+            raise TraceError(path, f"corrupt or unreadable SQLite database ({e})") from None
+        finally:
+            conn.close()
+
+
+def _size(p: Path) -> int:
     try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    except sqlite3.Error as e:
-        raise TraceError(path, f"cannot open the SQLite database ({e})") from None
-    try:
-        yield conn
-    except sqlite3.DatabaseError as e:
-        raise TraceError(path, f"corrupt or unreadable SQLite database ({e})") from None
-    finally:
-        conn.close()
+        return p.stat().st_size if p.is_file() else 0
+    except OSError:
+        return 0
 
 
 def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
