@@ -102,6 +102,28 @@ def test_an_export_with_a_write_ahead_log_beside_it_is_read_as_sqlite_reads_it(t
     assert s.totals.device_kernel_ns == kernel_ns
 
 
+def test_names_the_string_table_lacks_are_said(tmp_path):
+    """Kernels whose name ids the export's StringIds lacks keep their rows, named by their id,
+    and a warning counts them (their fused op cannot come from a name)."""
+    db = tmp_path / "report.sqlite"
+    db.write_bytes(real_data.need(SAMPLE).read_bytes())
+    with closing(sqlite3.connect(db)) as c:
+        ((rows, ids, first),) = c.execute(
+            "SELECT count(*), count(DISTINCT demangledName), min(demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName IN "
+            "(SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3)"
+        )
+        c.execute(
+            "DELETE FROM StringIds WHERE id IN (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3)"
+        )
+        c.commit()
+    _, s = analysis.analyze([db])
+    said = [w for w in s.warnings if "CUPTI_ACTIVITY_KIND_KERNEL row(s) name" in w]
+    assert said == [
+        f"report.sqlite: {rows:,} CUPTI_ACTIVITY_KIND_KERNEL row(s) name {ids:,} string id(s) the file's string table "
+        f"lacks: named by their id (#{first})"
+    ]
+
+
 def _steps(profile, epoch: int):
     st = profile.steps
     order = np.lexsort((st["start"], st["rank"]))

@@ -57,6 +57,12 @@ def run_json(tmp_path_factory):
     truth = gen_rocprof.write_json(d / "json7", Workload())
     gen_rocprof.write_json(d / "json62", Workload(), release="6.2")
     gen_rocprof.write_rocpd(d / "run.db", Workload())
+    # both processes in one file's list (rocprofv3 writes one per process; a merge of them)
+    tools = [
+        json.loads((d / "json7" / f"{pid}_results.json").read_text())["rocprofiler-sdk-tool"] for pid in (1000, 1001)
+    ]
+    (d / "merged").mkdir()
+    (d / "merged" / "results.json").write_text(json.dumps({"rocprofiler-sdk-tool": tools[0] + tools[1]}))
     return d, truth
 
 
@@ -71,8 +77,9 @@ def test_both_releases_read_alike(run_json):
     assert a.strings.lookup(a.events["name"]) == b.strings.lookup(b.events["name"])
 
 
-@pytest.mark.parametrize("source", ["json7", "json62", "run.db"])
+@pytest.mark.parametrize("source", ["json7", "json62", "run.db", "merged"])
 def test_steps_collectives_and_ranks(run_json, source):
+    """(``merged``: one file listing both processes: each its rank, as their two files.)"""
     d, truth = run_json
     profile, s = analysis.analyze([d / source])
     st = profile.steps
@@ -191,17 +198,38 @@ def test_odd_kernel_symbols_are_skipped_and_their_kernels_named_by_id(tmp_path, 
     doc = json.loads(json.dumps(real_cut))
     tool = doc["rocprofiler-sdk-tool"][0]
     kd = tool["buffer_records"]["kernel_dispatch"]
-    spoiled = [tool["kernel_symbols"][0]["kernel_id"], tool["kernel_symbols"][1]["kernel_id"]]
-    tool["kernel_symbols"][0]["kernel_name"] = None
-    tool["kernel_symbols"][1] = 17
+    used = list(dict.fromkeys(r["dispatch_info"]["kernel_id"] for r in kd))[:2]  # two kernels dispatched
+    at = [i for i, sym in enumerate(tool["kernel_symbols"]) if sym["kernel_id"] in used]
+    spoiled = [tool["kernel_symbols"][i]["kernel_id"] for i in at]
+    tool["kernel_symbols"][at[0]]["kernel_name"] = None
+    tool["kernel_symbols"][at[1]] = 17
     path = tmp_path / "odd_results.json"
     path.write_text(json.dumps(doc))
     prof, s = analysis.analyze([path])
     lines = [w for w in s.warnings if "kernel_symbols" in w]
-    assert len(lines) == 1 and lines[0].startswith("odd_results.json: skipped 2 kernel_symbols record(s) of an odd")
+    assert len(lines) == 2 and lines[0].startswith("odd_results.json: skipped 2 kernel_symbols record(s) of an odd")
     assert "their kernels named by id" in lines[0]
     assert s.totals.events == len(kd)
     kernels = prof.events["name"][prof.events["kind"] == K_KERNEL]
     names = Counter(prof.strings.strings[i] for i in kernels.tolist())
-    for k in spoiled:
-        assert names[f"kernel {k}"] == sum(r["dispatch_info"]["kernel_id"] == k for r in kd)
+    rows = [sum(r["dispatch_info"]["kernel_id"] == k for r in kd) for k in spoiled]
+    assert [names[f"kernel {k}"] for k in spoiled] == rows and min(rows) > 0
+    assert lines[1].startswith(
+        f"odd_results.json: {sum(rows):,} kernel dispatch(es) of 2 kernel(s) kernel_symbols does not"
+    )
+
+
+def test_records_of_kinds_the_file_does_not_name_are_counted(run_json, tmp_path):
+    """A file whose table of record kinds is gone: its HIP calls cannot be told from other
+    APIs' calls; they are skipped, and counted in a warning."""
+    d, _ = run_json
+    doc = json.loads((d / "json7" / "1000_results.json").read_text())
+    (tool,) = doc["rocprofiler-sdk-tool"]
+    hip = len(tool["buffer_records"]["hip_api"])
+    del tool["strings"]["buffer_records"]
+    (tmp_path / "1000_results.json").write_text(json.dumps(doc))
+    _, s = analysis.analyze([tmp_path / "1000_results.json"])
+    said = [w for w in s.warnings if "hip_api record(s) of a kind" in w]
+    assert said == [
+        f"1000_results.json: skipped {hip:,} hip_api record(s) of a kind its strings.buffer_records table does not name"
+    ]

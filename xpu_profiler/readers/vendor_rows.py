@@ -130,18 +130,26 @@ def ranks_of(blocks: Sequence[Block]) -> dict[int, int]:
     return {p: i for i, p in enumerate(order)}
 
 
-def _interned(strings: StringTable, names: Sequence[str] | Mapping[int, str], ids: np.ndarray) -> np.ndarray:
+def _interned(
+    strings: StringTable, names: Sequence[str] | Mapping[int, str], ids: np.ndarray, unnamed: list[int]
+) -> np.ndarray:
     """Profile string ids of a block's name ids (only the names it uses are interned; an id
-    the table lacks is named by its number)."""
+    the table lacks is named by its number, ``#12``: ``unnamed`` gets its rows, the ids and the first)."""
     if not len(ids):
         return np.zeros(0, np.int32)
     uniq, inv = np.unique(ids, return_inverse=True)
+    inv = inv.reshape(-1)
     if isinstance(names, Mapping):
-        words = [names.get(u, f"#{u}") for u in uniq.tolist()]
+        known = [u in names for u in uniq.tolist()]
     else:
-        n = len(names)
-        words = [names[u] if 0 <= u < n else f"#{u}" for u in uniq.tolist()]
-    out: np.ndarray = strings.intern_many(words)[inv.reshape(-1)]
+        known = [0 <= u < len(names) for u in uniq.tolist()]
+    words = [names[u] if k else f"#{u}" for u, k in zip(uniq.tolist(), known)]
+    if not all(known):
+        lost = ~np.array(known)
+        unnamed[0] += int(lost[inv].sum())
+        unnamed[1] += int(lost.sum())
+        unnamed[2] = int(uniq[lost][0])
+    out: np.ndarray = strings.intern_many(words)[inv]
     return out
 
 
@@ -183,7 +191,13 @@ def assemble(
         n = len(b)
         if not n:
             continue
-        cols["name"].append(_interned(strings, b.names, b.name))
+        unnamed = [0, 0, 0]
+        cols["name"].append(_interned(strings, b.names, b.name, unnamed))
+        if unnamed[0]:
+            notes.append(
+                f"{path.name}: {unnamed[0]:,} {b.table} row(s) name {unnamed[1]:,} string id(s) the file's string table "
+                f"lacks: named by their id (#{unnamed[2]})"
+            )
         cols["kind"].append(np.full(n, b.kind, np.int8))
         cols["start"].append(np.asarray(b.start, np.int64))
         cols["dur"].append(np.asarray(b.end, np.int64) - b.start)

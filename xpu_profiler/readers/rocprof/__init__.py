@@ -81,8 +81,10 @@ def read(path: Path, options: ReadOptions) -> Profile:
         raise TraceError(path, "nothing to analyse: no kernel dispatch, copy, HIP call or marker range in it")
     declared = next(iter(used)) if len(used) == 1 and len(tools) == 1 else None
     rank = int(resolve_rank(path, options, declared) or 0)
-    done = assemble(path, blocks, None, notes, ranks={p: rank for p in pids})
+    # several processes in one file: each its own rank, as their files side by side would be
+    done = assemble(path, blocks, None, notes, ranks={p: rank for p in pids} if len(set(pids)) == 1 else None)
     prof = done.profile
+    rank = min(done.ranks.values(), default=rank)
     rccl = common.link_collectives(prof)
     for line in notes:
         prof.warn(line)
@@ -171,10 +173,15 @@ def _blocks(tool: Tool, pid: int, used: set[int], notes: list[str], path: Path) 
     br = tool.buffer_records
     out: list[Block] = []
     if br.kernel_dispatch:
-        out.append(_kernels(tool, br.kernel_dispatch, pid, gpu, used))
+        out.append(_kernels(tool, br.kernel_dispatch, pid, gpu, used, notes, path))
     if br.memory_copy:
         out.append(_copies(br.memory_copy, names, pid, gpu, used))
     hip = [r for r in br.hip_api if names.domain(r.kind) in common.HIP_DOMAINS]
+    unnamed = sum(not 0 <= r.kind < len(names.domains) for r in br.hip_api)
+    if unnamed:  # (the file's table of record kinds lacks them: which API they called is unknown)
+        notes.append(
+            f"{path.name}: skipped {unnamed:,} hip_api record(s) of a kind its strings.buffer_records table does not name"
+        )
     if hip:
         out.append(_api(hip, names, pid, "hip_api", K_RUNTIME, "cuda_runtime")[0])
     if br.rccl_api:
@@ -184,8 +191,9 @@ def _blocks(tool: Tool, pid: int, used: set[int], notes: list[str], path: Path) 
     return out
 
 
-def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int]) -> Block:
-    """Kernel dispatches, named by their kernel symbol, on their GPU and stream."""
+def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int], notes: list[str], path: Path) -> Block:
+    """Kernel dispatches, named by their kernel symbol, on their GPU and stream (by their id,
+    ``kernel 12``, where ``kernel_symbols`` lacks it: said in ``notes``)."""
     symbols = {s.kernel_id: s.display() for s in tool.kernel_symbols}
     skipped: dict[str, int] = {}
     cols = {
@@ -199,6 +207,13 @@ def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int]) -> Block
     start, end, kid, agent, stream, corr = _usable(cols, skipped)
     uniq = np.unique(kid).tolist()
     table = [symbols.get(k) or f"kernel {k}" for k in uniq]
+    unnamed = [k for k in uniq if not symbols.get(k)]
+    if unnamed:
+        rows = int(np.isin(kid, unnamed).sum())
+        notes.append(
+            f"{path.name}: {rows:,} kernel dispatch(es) of {len(unnamed):,} kernel(s) kernel_symbols does not name: "
+            f"named by their id (kernel {unnamed[0]})"
+        )
     dev = np.array([gpu.get(a, -1) for a in agent.tolist()], np.int64)
     used.update(np.unique(dev[dev >= 0]).tolist())
     return Block(
