@@ -379,3 +379,17 @@ def test_processes_the_files_do_not_tell_apart(runs, tmp_path):
     kern.write_text("".join(lines))
     r = load([quote])
     assert any(w.startswith("run: skipped 2 1000_kernel_trace.csv row(s)") for w in r.run["warnings"])
+
+
+def test_a_run_in_two_formats_whose_files_hold_other_processes_is_refused(runs, tmp_path):
+    """The processes' JSON files beside the CSV files ``rocpd convert`` merged from the same run
+    (no pid in their names: no twin rule can pair them): every device record of the CSV was
+    read from the JSON already. One line naming both, never the run counted twice."""
+    d, _ = runs
+    both = _merge(d / "csv7.0" / gen_rocprof_csv.HOST, tmp_path / "both")
+    for f in (d / "json7").glob("*_results.json"):
+        (both / f.name).write_bytes(f.read_bytes())
+    err = one_line_error(invoke("analyze", both, "-o", tmp_path / "o"))
+    rows = sum(len((both / f"{t}.csv").read_text().splitlines()) - 1 for t in ("kernel_trace", "memory_copy_trace"))
+    assert "1000_results.json" in err and "1001_results.json" in err and "the same run in another format" in err
+    assert f"{rows:,} of its {rows:,} device records were read from" in err, err

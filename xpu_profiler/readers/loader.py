@@ -87,6 +87,7 @@ def _merged(
     seen: dict[str, set[int]] = {}  # ranks already taken, per format
     devices: list[tuple[Path, tuple]] = []  # the first input's device, to hold the others to
     contents: dict[bytes, Path] = {}  # what each file read held: one trace in two files is no two ranks
+    device_rows: list[tuple[Path, str, np.ndarray]] = []  # each file's reader, device records: one run, two formats
     kept_profiles: list[Profile] = []
     aside: list[tuple[Path, Profile]] = []
     for t, prof in zip(tasks, profiles):
@@ -106,6 +107,7 @@ def _merged(
         _timed(Path(t.path), prof)
         if len(tasks) > 1:  # (one input cannot be read twice)
             _not_read_before(Path(t.path), prof, contents)
+            _records_not_read_before(Path(t.path), t.reader, prof, device_rows)
         _separate_ranks(prof, Path(t.path), seen.setdefault(t.reader, set()))
         kept_profiles.append(prof)
     if aside and not kept_profiles:  # only capture traces by content: the first one is the run
@@ -225,6 +227,55 @@ def _not_read_before(path: Path, prof: Profile, contents: dict[bytes, Path]) -> 
     ranks = rank_from_name(other), rank_from_name(path)
     if None in ranks or ranks[0] == ranks[1]:
         raise TraceError(path, f"the same trace as {other} (identical events): pass one of them")
+
+
+#: the share of a file's device records (kernels, copies) found in the files read before it from
+#: which it is the same run again: ranks of one run share none (another GPU, another nanosecond)
+SHARED_RECORDS = 0.5
+
+
+def _records_not_read_before(path: Path, reader: str, prof: Profile, seen: list[tuple[Path, str, np.ndarray]]) -> None:
+    """A file whose device records (GPU, start and duration, to the nanosecond) were mostly read
+    from files of another format already holds the same run again (rocprofv3's JSON and a CSV
+    or database converted from it holding several processes): as more ranks it would double
+    every total. One line, naming the files that held them first. (Files of one format are
+    held apart by ``_not_read_before``; a sample of the records is looked up first, so many
+    large inputs cost a few searches each.)"""
+    ev = prof.events
+    on_device = np.flatnonzero(ev["device"] >= 0)
+    if not len(on_device):
+        return
+    keys = _record_keys(prof, on_device)  # (sorted)
+    sample = keys[np.linspace(0, len(keys) - 1, min(len(keys), 256)).astype(np.int64)]
+    found = np.zeros(len(sample), bool)
+    holders = []
+    for other, fmt, before in seen:
+        if fmt == reader:
+            continue
+        at = np.minimum(np.searchsorted(before, sample), len(before) - 1)
+        hit = before[at] == sample
+        if hit.any():
+            holders.append((other, before))
+            found |= hit
+    if found.sum() >= SHARED_RECORDS * len(sample):
+        shared = int(np.isin(keys, np.concatenate([b for _, b in holders])).sum())
+        where = ", ".join(str(o) for o, _ in holders[:3]) + (" ..." if len(holders) > 3 else "")
+        raise TraceError(
+            path,
+            f"{shared:,} of its {len(keys):,} device records were read from {where} already (the same run in another "
+            "format?): keep one of them as an input",
+        )
+    seen.append((path, reader, keys))
+
+
+def _record_keys(prof: Profile, rows: np.ndarray) -> np.ndarray:
+    """One 64-bit key per device record: its device, absolute start and duration mixed."""
+    ev = prof.events
+    with np.errstate(over="ignore"):
+        k = (ev["start"][rows] + np.int64(prof.base_ns)).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        k ^= ev["dur"][rows].astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        k ^= ev["device"][rows].astype(np.uint64) * np.uint64(0x165667B19E3779F9)
+    return np.unique(k)
 
 
 def _device_of(prof: Profile) -> tuple | None:
