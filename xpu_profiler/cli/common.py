@@ -61,7 +61,7 @@ class Main(click.Group):
     """The command group, its standard streams made safe first: a closed standard output is
     the null device (a command writes its paths there), text the terminal's encoding cannot
     show is escaped, and a standard output that fails (a full disk, an I/O error) is one line
-    on standard error, exit 2, not a traceback (a closed pipe, ``| head``, is click's: exit 1)."""
+    on standard error, exit 2, not a traceback (a reader that left, ``| head``: exit 1, as click)."""
 
     def main(self, *args, **kwargs):
         for name in ("stdout", "stderr"):
@@ -76,9 +76,9 @@ class Main(click.Group):
             finally:
                 sys.stdout.flush()  # (here, where a failure can still be said)
         except OSError as e:
-            if e.errno == errno.EPIPE:
-                raise
             sys.stdout = open(os.devnull, "w")  # (nothing more goes there, at exit either)
+            if e.errno == errno.EPIPE:  # the reader left (``| head``): nothing to say, as click says nothing
+                sys.exit(1)
             click.echo(f"xpu_profiler: error: standard output: {e.strerror or e}", err=True)
             sys.exit(2)
 
