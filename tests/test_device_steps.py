@@ -342,3 +342,30 @@ def test_validator_flow_rules(events, problem) -> None:
         assert problems == []
     else:
         assert any(problem in p for p in problems), problems
+
+
+def _streams_trace(path: Path, rank: int, base_us: float) -> Path:
+    """Eight streams of five 20 µs kernels each, 100 µs apart, from ``base_us`` on."""
+    ev = [{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}}]
+    for s in range(8):
+        for k in range(5):
+            args = {"device": 0, "stream": 7 + s, "correlation": 1000 * s + k}
+            ev.append({"ph": "X", "cat": "kernel", "name": f"k{s}", "pid": 0, "tid": 7 + s,
+                       "ts": base_us + s * 10 + k * 100, "dur": 20, "args": args})  # fmt: skip
+    path.write_text(json.dumps({"traceEvents": ev, "distributedInfo": {"rank": rank, "world_size": 2}}))
+    return path
+
+
+def test_idle_rows_of_ranks_on_far_apart_clocks(tmp_path: Path) -> None:
+    """Rank 0 on the epoch clock (µs since 1970), rank 1 near zero: each stream's gaps are its
+    own (80 µs between its kernels), as when each rank is analysed alone; no time wraps."""
+    both = tmp_path / "both"
+    both.mkdir()
+    alone = [analyze([_streams_trace(both / f"rank{r}.json", r, base)])[1] for r, base in ((0, 1.7e15), (1, 1000.0))]
+    _, s = analyze([both])
+    rows = sorted((r.rank, r.stream, r.phase, r.gaps, r.other_ns, r.kernel_wait_ns) for r in s.idle)
+    want = sorted((a.rank, a.stream, a.phase, a.gaps, a.other_ns, a.kernel_wait_ns) for one in alone for a in one.idle)
+    assert rows == want and len(rows) == 16
+    assert {r[3:5] for r in rows if r[0] == 1} == {(4, 4 * 80_000)}  # four gaps of 80 µs per stream
+    # (rank 0's: as exact as a double of µs since 1970 holds ns, within 256 ns)
+    assert all(r[3] == 4 and abs(r[4] - 4 * 80_000) <= 4 * 256 for r in rows if r[0] == 0)

@@ -98,8 +98,14 @@ def test_an_export_with_a_write_ahead_log_beside_it_is_read_as_sqlite_reads_it(t
         assert stale > kernels and Path(f"{db}-wal").stat().st_size > 0
         files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
         _, s = analysis.analyze([db])
+        link = tmp_path / "elsewhere" / "link.sqlite"  # (the log lies beside the database, not the link)
+        link.parent.mkdir()
+        link.symlink_to(db)
+        _, through_link = analysis.analyze([link])
+        link.unlink()
+        link.parent.rmdir()
         assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()} == files
-    assert s.totals.device_kernel_ns == kernel_ns
+    assert s.totals.device_kernel_ns == through_link.totals.device_kernel_ns == kernel_ns
 
 
 def test_names_the_string_table_lacks_are_said(tmp_path):

@@ -62,3 +62,13 @@ def test_validate_says_another_profilers_json_has_no_events_array(tmp_path):
     other.write_text(json.dumps({"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}}]}))
     res = run("validate", other)
     assert res.returncode == 1 and "no traceEvents array: not a Chrome trace" in res.stdout
+
+
+def test_a_key_named_like_the_events_array_elsewhere_is_no_repeat(tmp_path):
+    """An event's args or another top-level object holding a ``traceEvents`` key: one array."""
+    doc = {
+        "traceEvents": [{"name": "a", "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1, "args": {"traceEvents": [1]}}],
+        "otherData": {"traceEvents": []},
+    }
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    assert "written 2 times" not in run("validate", tmp_path / "t.json").stdout

@@ -92,6 +92,14 @@ def test_a_standard_output_that_fails_is_one_line(runs, tmp_path, command):
     assert r.returncode == 2 and err.strip() == "xpu_profiler: error: standard output: No space left on device", err
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_an_error_with_standard_error_full_keeps_its_exit_status(tmp_path):
+    """(``diff --fail-on`` exits 1 for a regression: a refused input must stay 2.)"""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "xpu_profiler", "analyze", str(tmp_path / "none")], stderr=full)
+    assert r.returncode == 2
+
+
 def test_a_closed_standard_output_and_another_encoding_still_write_the_outputs(runs, tmp_path):
     closed = subprocess.run(
         [sys.executable, "-m", "xpu_profiler", "analyze", str(runs / "t.json"), "-o", str(tmp_path / "c")],
@@ -150,12 +158,19 @@ def test_an_analysis_shows_its_source_escaped(runs, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "edit, why", [("negative", "phases[0].step_p50_ns is -5"), ("columns", "column busy_ns has 3 rows")]
+    "edit, why",
+    [
+        ("negative", "phases[0].step_p50_ns is -5"),
+        ("by phase", "fused_ops[0].time_ns_by_phase['decode'] is -5"),
+        ("columns", "column busy_ns has 3 rows"),
+    ],
 )
 def test_a_hand_edited_summary_with_values_no_run_has_is_refused(runs, tmp_path, edit, why):
     doc = json.loads((runs / "a.json").read_text())
     if edit == "negative":
         doc["phases"][0]["step_p50_ns"] = -5
+    elif edit == "by phase":
+        doc["fused_ops"][0]["time_ns_by_phase"]["decode"] = -5
     else:
         doc["steps"]["busy_ns"] = [1, 2, 3]
     (tmp_path / "e.json").write_text(json.dumps(doc))

@@ -47,7 +47,15 @@ ODD_LINES = {
     "a list for its sched": batch(range(0), sched={"a": 1}),
     "odd hooks": batch(range(9, 10), errors={"hook": 3}),
     "odd meta": batch(range(9, 10), meta={"engine": [1]}),
+    "a place without its rank": batch(range(9, 10), place={"tp": 1}),
+    "a rank beyond int32": batch(range(9, 10), place={"dp": 0, "world": 1, "rank": 2**40}),
+    "NaN hook time": batch(range(9, 10), hook_ns=math.nan),
+    "an error of three fields": batch(range(9, 10), errors={"hook": [1, "m", "x"]}),
+    "a number for its run": batch(range(9, 10), run=7),
+    "a NUL in a torch file": batch(range(9, 10), torch_files=["a\u0000b"]),
+    "a warning that is no text": batch(range(9, 10), warnings=[1]),
 }
+DEEP = "[" * 100_000 + "]" * 100_000  # (a line nested deeper than Python's parser goes)
 ODD_ROWS = {
     "too few fields": [3, BASE],
     "a text for a time": [3, "soon", *sched(3)[2:]],
@@ -55,7 +63,22 @@ ODD_ROWS = {
     "NaN": [3, math.nan, *sched(3)[2:]],
     "beyond int64": [3, 10**30, *sched(3)[2:]],
     "true for a count": [3, BASE, BASE + 1, BASE + 2, True, *sched(3)[5:]],
+    "a token count beyond int32": [3, BASE, BASE + 1, BASE + 2, 2**62, *sched(3)[5:]],
+    "a time beyond any clock": [3, -(2**62) - 1, *sched(3)[2:]],
 }
+
+
+def test_the_hooks_own_rows_with_an_unknown_kv_usage_are_read(tmp_path):
+    """Where vLLM does not tell the KV cache usage the hooks write NaN (``append_batch``): the
+    rows are the run's steps, never odd ones."""
+    from xpu_profiler.core.records import append_batch
+
+    d = tmp_path / "records"
+    d.mkdir()
+    rows = [sched(i)[:10] + [math.nan] + sched(i)[11:] for i in range(5)]
+    append_batch(str(d), batch(range(0), sched=rows, counters=[[0, "kv_cache_usage", BASE, math.nan]]))
+    s = analysed(d, tmp_path / "o")
+    assert s["totals"]["steps"] == 5 and not [w for w in s["warnings"] if "odd" in w or "no record" in w]
 
 
 def test_odd_lines_and_rows_are_skipped_and_counted(tmp_path):
@@ -66,11 +89,11 @@ def test_odd_lines_and_rows_are_skipped_and_counted(tmp_path):
     d.mkdir()
     lines = [batch(range(2)), *ODD_LINES.values(), batch(range(2, 3))]
     lines.append(batch(range(4, 5)) | {"sched": [*ODD_ROWS.values(), sched(4)]})
-    (d / RECORD).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (d / RECORD).write_text("".join(json.dumps(x) + "\n" for x in lines) + DEEP + "\n")
     s = analysed(d, tmp_path / "o")
     assert s["totals"]["steps"] == 4
     said = [w for w in s["warnings"] if w.startswith(RECORD)]
-    assert f"skipped {len(ODD_LINES)} line(s) that are no record (first: a NoneType, no record)" in said[0]
+    assert f"skipped {len(ODD_LINES) + 1} line(s) that are no record (first: a NoneType, no record)" in said[0]
     assert said[1] == f"{RECORD}: skipped row(s) of odd shape or value: {len(ODD_ROWS)} sched"
     assert len(said) == 2, said
 
@@ -126,3 +149,13 @@ def test_a_torch_trace_the_records_name_that_is_no_file_is_a_warning(tmp_path, k
     why = {"missing": "named by the run's records, not found", "fifo": "not a regular file (a FIFO)"}
     assert why.get(kind, "not a regular file") in said and said.endswith("its events are missing")
     shutil.rmtree(tmp_path / "torch", ignore_errors=True)
+
+
+def test_a_start_time_no_calendar_holds_still_gives_a_report(tmp_path):
+    """A batch saying its process started 10^25 ns before 1970: the report leaves the date out."""
+    d = tmp_path / "records"
+    d.mkdir()
+    (d / RECORD).write_text(json.dumps(batch(range(3), started_ns=-(10**18) * 4)) + "\n")
+    res = invoke("analyze", d, "-o", tmp_path / "o", "-q")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o" / "report.html").is_file()

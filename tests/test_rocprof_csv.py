@@ -392,4 +392,8 @@ def test_a_run_in_two_formats_whose_files_hold_other_processes_is_refused(runs, 
     err = one_line_error(invoke("analyze", both, "-o", tmp_path / "o"))
     rows = sum(len((both / f"{t}.csv").read_text().splitlines()) - 1 for t in ("kernel_trace", "memory_copy_trace"))
     assert "1000_results.json" in err and "1001_results.json" in err and "the same run in another format" in err
-    assert f"{rows:,} of its {rows:,} device records were read from" in err, err
+    assert f"{rows:,} of its {rows:,} device records are in" in err, err
+    # one process's file first, then the merged files (most of that file's records are in them)
+    merged = _merge(d / "csv7.0" / gen_rocprof_csv.HOST, tmp_path / "merged")
+    err = one_line_error(invoke("analyze", both / "1000_results.json", merged, "-o", tmp_path / "o"))
+    assert "1000_results.json too" in err and "the same run in another format" in err, err

@@ -79,7 +79,10 @@ class Main(click.Group):
             sys.stdout = open(os.devnull, "w")  # (nothing more goes there, at exit either)
             if e.errno == errno.EPIPE:  # the reader left (``| head``): nothing to say, as click says nothing
                 sys.exit(1)
-            click.echo(f"xpu_profiler: error: standard output: {e.strerror or e}", err=True)
+            try:
+                click.echo(f"xpu_profiler: error: standard output: {e.strerror or e}", err=True)
+            except OSError:  # (standard error fails too: the exit status says it alone)
+                pass
             sys.exit(2)
 
 

@@ -243,9 +243,10 @@ def make_parent(path: Path) -> None:
 
 
 @contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """While a temporary file exists, SIGTERM (when nothing else handles it) unwinds like an
-    exception, so the temporary file is removed before the process exits (status 143)."""
+def sigterm_unwinds() -> Iterator[None]:
+    """While a temporary file exists (an output being written, a database's copy being read),
+    SIGTERM (when nothing else handles it) unwinds like an exception, so the temporary file is
+    removed before the process exits (status 143)."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
@@ -278,7 +279,7 @@ def replacing(
     old = check_target(path)
     make_parent(path)
     remove_stale_temps(path)
-    with _sigterm_unwinds():
+    with sigterm_unwinds():
         try:
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_owner_prefix(path.name), suffix=TEMP_SUFFIX)
         except OSError as e:

@@ -16,37 +16,55 @@ from typing import Any
 Shapes = dict[str, tuple[tuple[str, ...], int, tuple[str, ...]]]
 Types = dict[str, tuple[type, ...]]
 
-INT64 = 1 << 63
+TIME_MAX = 1 << 62  # a time (ns since the epoch, or -1 unseen): beyond it no clock reads
+COUNT_MAX = 1 << 31  # a count, a rank, a step: the tables hold them as int32
+#: fields that are times (the others that are numbers are counts, ranks, steps)...
+TIMES = {"t", "t_sched", "t_sched_end", "t_end", "t_exec", "t_exec_end", "t_sample", "t_sample_end"}
+TIMES |= {"arrival", "first_token", "finish", "started_ns", "hook_ns"}
+#: ... and measurements, which may be NaN (the hooks write NaN where vLLM does not tell)
+MEASURES = {"kv_usage", "value"}
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any, field: str = "") -> bool:
+    """Whether ``v`` is a number the field's column holds (see ``TIMES`` and ``MEASURES``)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
-    return -INT64 <= v < INT64 if isinstance(v, int) else math.isfinite(v) and abs(v) < INT64
-
-
-def _row_ok(row: Any, fields: tuple[str, ...], fewest: int, texts: tuple[str, ...] = ()) -> bool:
-    if not isinstance(row, (list, tuple)) or len(row) < fewest:
+    if field in MEASURES:
+        return True
+    if isinstance(v, float) and not math.isfinite(v):
         return False
-    return all(isinstance(v, str) if f in texts else _number(v) for f, v in zip(fields, row))
+    return -TIME_MAX <= v < TIME_MAX if field in TIMES else -COUNT_MAX <= v < COUNT_MAX
+
+
+def _row_ok(row: Any, fields: tuple[str, ...], fewest: int, texts: tuple[str, ...] = (), most: int = 64) -> bool:
+    if not isinstance(row, (list, tuple)) or not fewest <= len(row) <= most:
+        return False
+    return all(isinstance(v, str) if f in texts else _number(v, f) for f, v in zip(fields, row))
 
 
 def _odd_field(batch: dict[str, Any], fields: Types) -> str | None:
-    """Why a batch's fields are not a batch's: the first field of another type or shape."""
+    """Why a batch's fields are not a batch's: the first field of another type, shape or range."""
     for key, types in fields.items():
         v = batch.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, types)):
             return f"its {key!r} is {type(v).__name__}"
-    if any(not isinstance(f, str) for f in batch.get("torch_files") or ()):
+        if isinstance(v, (int, float)) and not _number(v, key):
+            return f"its {key!r} is {v}"
+    if any(not isinstance(f, str) or "\0" in f for f in batch.get("torch_files") or ()):
         return "a torch file that is no path"
-    if any(not _row_ok(m, ("step", "t"), 2) for m in batch.get("torch_marks") or ()):
+    if any(not _row_ok(m, ("step", "t"), 2, most=2) for m in batch.get("torch_marks") or ()):
         return "a torch mark that is no (step, time)"
     errors = (batch.get("errors") or {}).values()
-    if any(not _row_ok(e, ("count",), 2) or not isinstance(e[1], str) for e in errors):
+    if any(not _row_ok(e, ("count",), 2, most=2) or not isinstance(e[1], str) for e in errors):
         return "an odd entry in its 'errors'"
     for key in ("dropped", "place"):
         if any(not _number(n) for n in (batch.get(key) or {}).values()):
             return f"an odd entry in its {key!r}"
+    place = batch.get("place") or {}
+    if ("world" in place or "tp" in place) and "rank" not in place:
+        return "its 'place' names no rank"
+    if any(not isinstance(w, str) for w in batch.get("warnings") or ()):
+        return "a warning that is no text"
     if not isinstance((batch.get("meta") or {}).get("engine") or {}, dict):
         return "an odd entry in its 'meta'"
     return None

@@ -81,7 +81,7 @@ FIELD_TYPES: Types = {
     "pid": (int,),
     "ppid": (int,),
     "process": (str,),
-    "run": (str, int),
+    "run": (str,),
     "started_ns": (int,),
     "hook_ns": (int, float),
     "role": (str,),
@@ -310,6 +310,8 @@ def read_record_files(directory: str | Path, since: dict[str, int] | None = None
                 except ValueError:
                     cut += 1
                     continue
+                except RecursionError:  # (nested deeper than any batch)
+                    batch, why = None, "nested too deeply"
                 if batch is None:
                     odd.append(why)
                 else:

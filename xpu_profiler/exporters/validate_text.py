@@ -6,6 +6,7 @@ mark, the first key, decimals a double loses, surrogate escapes, a repeated even
 from __future__ import annotations
 
 import gzip
+import json
 import re
 
 from ..core import compression
@@ -33,6 +34,23 @@ def no_json_text(text: bytes, kind: str | None) -> str | None:
     return None
 
 
+def _repeated_events_key(data: bytes) -> int:
+    """How many times one object holds the key ``traceEvents`` (0: none does twice; a key of
+    that name inside an event's args is another object's)."""
+    most = 0
+
+    def pairs(items: list) -> dict:
+        nonlocal most
+        most = max(most, sum(k == "traceEvents" for k, _ in items))
+        return dict(items)
+
+    try:
+        json.loads(data, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return 0  # (the parse that follows says what is wrong)
+    return most if most > 1 else 0
+
+
 def check_bytes(data: bytes, problems: list[str]) -> bytes:
     """What the raw bytes show (BOM, first key, decimals, surrogates); the bytes to parse."""
     if data[:2] == b"\x1f\x8b":
@@ -48,7 +66,7 @@ def check_bytes(data: bytes, problems: list[str]) -> bytes:
     m = _TS_DECIMALS.search(data)
     if m:
         problems.append(f"a ts/dur has more than 3 decimals ({m.group(0)[:40]!r}): nanosecond fractions are lost")
-    keys = len(_EVENTS_KEY.findall(data))
+    keys = _repeated_events_key(data) if len(_EVENTS_KEY.findall(data)) > 1 else 0
     if keys > 1:
         problems.append(
             f"'traceEvents' is written {keys} times: Perfetto shows every one's events, JSON readers "

@@ -236,9 +236,9 @@ SHARED_RECORDS = 0.5
 
 def _records_not_read_before(path: Path, reader: str, prof: Profile, seen: list[tuple[Path, str, np.ndarray]]) -> None:
     """A file whose device records (GPU, start and duration, to the nanosecond) were mostly read
-    from files of another format already holds the same run again (rocprofv3's JSON and a CSV
-    or database converted from it holding several processes): as more ranks it would double
-    every total. One line, naming the files that held them first. (Files of one format are
+    from files of another format already, or that holds most of the records of one such file,
+    is the same run again (rocprofv3's JSON and a CSV or database converted from it holding
+    several processes, in either order): as more ranks it would double every total. One line, naming the files that held them first. (Files of one format are
     held apart by ``_not_read_before``; a sample of the records is looked up first, so many
     large inputs cost a few searches each.)"""
     ev = prof.events
@@ -246,26 +246,37 @@ def _records_not_read_before(path: Path, reader: str, prof: Profile, seen: list[
     if not len(on_device):
         return
     keys = _record_keys(prof, on_device)  # (sorted)
-    sample = keys[np.linspace(0, len(keys) - 1, min(len(keys), 256)).astype(np.int64)]
+    sample = _sample(keys)
     found = np.zeros(len(sample), bool)
-    holders = []
+    holders, holds_one = [], False
     for other, fmt, before in seen:
         if fmt == reader:
             continue
-        at = np.minimum(np.searchsorted(before, sample), len(before) - 1)
-        hit = before[at] == sample
-        if hit.any():
+        hit = _found(before, sample)
+        inside = _found(keys, _sample(before)).mean() >= SHARED_RECORDS  # (a process's file read before)
+        if hit.any() or inside:
             holders.append((other, before))
             found |= hit
-    if found.sum() >= SHARED_RECORDS * len(sample):
+            holds_one |= inside
+    if holds_one or found.sum() >= SHARED_RECORDS * len(sample):
         shared = int(np.isin(keys, np.concatenate([b for _, b in holders])).sum())
         where = ", ".join(str(o) for o, _ in holders[:3]) + (" ..." if len(holders) > 3 else "")
         raise TraceError(
             path,
-            f"{shared:,} of its {len(keys):,} device records were read from {where} already (the same run in another "
-            "format?): keep one of them as an input",
+            f"{shared:,} of its {len(keys):,} device records are in {where} too, read already (the same run in "
+            "another format?): keep one of them as an input",
         )
     seen.append((path, reader, keys))
+
+
+def _sample(keys: np.ndarray) -> np.ndarray:
+    """At most 256 of the sorted keys, spread over them."""
+    return keys[np.linspace(0, len(keys) - 1, min(len(keys), 256)).astype(np.int64)]
+
+
+def _found(keys: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    """Which of ``sample`` the sorted ``keys`` hold."""
+    return keys[np.minimum(np.searchsorted(keys, sample), len(keys) - 1)] == sample
 
 
 def _record_keys(prof: Profile, rows: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from ..core.atomic_write import sigterm_unwinds
 from ..core.errors import TraceError
 from .vendor_rows import I64_MAX, ODD
 
@@ -43,14 +44,18 @@ def opened(path: Path) -> Iterator[sqlite3.Connection]:
     read from a temporary copy of the two, where SQLite applies them as it opens it: the input
     stays as it is, and its rows are what SQLite itself would read."""
     path = Path(path)
-    pending = [s for s in PENDING if _size(Path(f"{path}{s}"))]
-    with tempfile.TemporaryDirectory(prefix="xpu_profiler_db_") if pending else nullcontext() as tmp:
-        where = path.resolve()
+    real = path.resolve()  # (the logs lie beside the database, not beside a link to it)
+    pending = [s for s in PENDING if _size(Path(f"{real}{s}"))]
+    with (
+        sigterm_unwinds() if pending else nullcontext(),
+        tempfile.TemporaryDirectory(prefix="xpu_profiler_db_") if pending else nullcontext() as tmp,
+    ):
+        where = real
         if tmp is not None:
             where = Path(tmp) / "db"
             try:
                 for suffix in ("", *pending):
-                    shutil.copyfile(f"{path}{suffix}", f"{where}{suffix}")
+                    shutil.copyfile(f"{real}{suffix}", f"{where}{suffix}")
             except OSError as e:
                 raise TraceError(path, f"cannot copy it to read its {pending[0]} file ({e.strerror or e})") from None
         uri = f"file:{quote(str(where))}?mode={'rw' if tmp else 'ro&immutable=1'}"

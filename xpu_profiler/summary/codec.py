@@ -96,12 +96,17 @@ def _odd_values(summary: Summary) -> str | None:
     rows += [(f"phases[{i}]", p) for i, p in enumerate(summary.phases)]
     rows += [(f"fused_ops[{i}]", f) for i, f in enumerate(summary.fused_ops)]
     rows += [(f"top_kernels[{i}]", k) for i, k in enumerate(summary.top_kernels)]
-    for where, row in rows:
+    while rows:
+        where, row = rows.pop()
         for name in row.__struct_fields__:
             v = getattr(row, name)
-            counted = name.endswith("_ns") or name in _COUNTS
-            if counted and isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or v != v):
-                return f"{where}.{name} is {v}"
+            if isinstance(v, msgspec.Struct):  # (a phase's device and host times, its kernels)
+                rows.append((f"{where}.{name}", v))
+                continue
+            counted = "_ns" in name or name in _COUNTS or name.startswith("count")
+            for key, x in v.items() if isinstance(v, dict) else [("", v)]:  # (times and counts by phase)
+                if counted and isinstance(x, (int, float)) and not isinstance(x, bool) and (x < 0 or x != x):
+                    return f"{where}.{name}{f'[{key!r}]' if key else ''} is {x}"
     for where, table in (("steps", summary.steps), ("requests", summary.requests)):
         lengths = {n: len(v) for n in table.__struct_fields__ if isinstance(v := getattr(table, n), list) and v}
         if len(set(lengths.values())) > 1:

@@ -89,11 +89,15 @@ def find_gaps(
     if n == 0:
         z = np.zeros(0, np.int64)
         return Gaps(z, z, z, z, z, z, z, z, keys, z)
-    big = int(max(e.max(), s.max())) + 1
-    ke = g * big + e
+    # the latest end of the group so far, by one running maximum over (group, end) packed in one
+    # integer: the ends by their rank among the distinct ends, so that the packing never
+    # overflows (times of inputs on far apart clocks made it wrap: negative idle times)
+    ends, end_rank = np.unique(e, return_inverse=True)
+    big = len(ends) + 1
+    ke = g * big + end_rank.reshape(-1)
     prev = np.maximum.accumulate(np.concatenate(([np.iinfo(np.int64).min], ke[:-1])))
     same = prev >= g * big  # an earlier event of the same group exists
-    p = np.where(same, prev - g * big, s)
+    p = np.where(same, ends[np.clip(prev - g * big, 0, big - 2)], s)
     gap = np.where(same, np.maximum(s - p, 0), 0)
     m = gap > 0
     g, s, p, la, r, gap = g[m], s[m], p[m], la[m], r[m], gap[m]

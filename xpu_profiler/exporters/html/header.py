@@ -95,7 +95,10 @@ def _utc(ns: Any) -> str | None:
     v = number(ns)
     if not v:
         return None
-    return datetime.fromtimestamp(v / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(v / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (ValueError, OverflowError, OSError):  # (a time no calendar holds: a damaged input's)
+        return None
 
 
 def _source_title(sources: list[Source]) -> str:
