@@ -11,6 +11,7 @@ problem (``TraceError``), never an ``sqlite3`` traceback.
 from __future__ import annotations
 
 import shutil
+import signal
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -48,7 +49,7 @@ def opened(path: Path) -> Iterator[sqlite3.Connection]:
     pending = [s for s in PENDING if _size(Path(f"{real}{s}"))]
     with (
         sigterm_unwinds() if pending else nullcontext(),
-        tempfile.TemporaryDirectory(prefix="xpu_profiler_db_") if pending else nullcontext() as tmp,
+        _copy_dir() if pending else nullcontext() as tmp,
     ):
         where = real
         if tmp is not None:
@@ -69,6 +70,21 @@ def opened(path: Path) -> Iterator[sqlite3.Connection]:
             raise TraceError(path, f"corrupt or unreadable SQLite database ({e})") from None
         finally:
             conn.close()
+
+
+@contextmanager
+def _copy_dir() -> Iterator[str]:
+    """A temporary directory, removed at the end whatever ends it: Ctrl-C and SIGTERM wait
+    while it is removed (one arriving in the middle left it behind, its files gone)."""
+    tmp = tempfile.mkdtemp(prefix="xpu_profiler_db_")
+    try:
+        yield tmp
+    finally:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _size(p: Path) -> int:
