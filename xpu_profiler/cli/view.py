@@ -26,7 +26,7 @@ from typing import TextIO
 
 from ..core.errors import XpuProfilerError
 from ..core.fmt import plain
-from ..core.regular import file_kind
+from ..core.regular import not_regular
 
 PERFETTO_ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -59,8 +59,9 @@ def check_trace(trace: str | os.PathLike) -> Path:
         raise XpuProfilerError(f"{trace}: no such file")
     if path.is_dir():
         raise XpuProfilerError(f"{trace}: is a directory; give the trace file (e.g. report.trace.json.gz)")
-    if not path.is_file():  # a FIFO would wait for a writer, a device never end
-        raise XpuProfilerError(f"{trace}: not a regular file ({file_kind(path.stat().st_mode)}): give the trace file")
+    why = not_regular(path)  # (a FIFO would wait for a writer, a device never end)
+    if why:
+        raise XpuProfilerError(f"{trace}: {why}: give the trace file")
     try:
         with open(path, "rb") as f:
             first = f.read(1)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -253,13 +252,12 @@ def record_files(directory: str | Path) -> list[Path]:
 def _not_regular(f: Path) -> str | None:
     """What a record file is when it is no regular file (a FIFO would wait for a writer
     forever, a link to /dev/zero never end), None for a regular file."""
-    from .regular import file_kind
+    from .regular import not_regular
 
     try:
-        mode = f.stat().st_mode
+        return not_regular(f)
     except OSError as e:
         return f"cannot be read ({e.strerror})"
-    return None if stat.S_ISREG(mode) else f"not a regular file ({file_kind(mode)})"
 
 
 def record_sizes(directory: str | Path) -> dict[str, int]:

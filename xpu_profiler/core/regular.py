@@ -24,6 +24,13 @@ def file_kind(mode: int) -> str:
     return "not a file"
 
 
+def not_regular(path: str | Path) -> str | None:
+    """Why a path is no regular file to read, ``not a regular file (a FIFO)``; None for one
+    (OSError where it cannot be looked at)."""
+    mode = os.stat(path).st_mode
+    return None if stat.S_ISREG(mode) else f"not a regular file ({file_kind(mode)})"
+
+
 def require_regular(path: str | Path, what: str = "pass the file itself", directory_ok: bool = False) -> os.stat_result:
     """The path's stat; TraceError (one line) where it is no regular file (nor a directory,
     where ``directory_ok``). A missing path is left to the caller (its own message)."""

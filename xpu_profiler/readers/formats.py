@@ -11,7 +11,7 @@ from types import ModuleType
 from ..core import compression
 from ..core.errors import TraceError
 from ..core.records import RECORD_SUFFIX
-from ..core.regular import file_kind, require_regular
+from ..core.regular import not_regular, require_regular
 from . import own_outputs, sqlite_db
 from .base import DroppedInput, rank_from_name
 from .content import NOT_UTF8, compression_of, read_bytes, read_head, text_encoding
@@ -246,8 +246,9 @@ def why_unreadable(path: Path) -> str:
     if path.is_symlink() and not path.exists():
         return f"a broken link (to {os.readlink(path)}, which does not exist)"
     try:
-        if not path.is_file():
-            return f"not a regular file ({file_kind(path.stat().st_mode)})"
+        why = not_regular(path)
+        if why:
+            return why
         if path.stat().st_size == 0:
             return "empty file"
         packed = compression_of(path)
