@@ -154,3 +154,28 @@ def test_diff_terminal_and_html_put_base_before_new(twins, summaries, tmp_path):
     html = write_diff(r, tmp_path / "diff.html").read_text()
     assert html.index(H100.name) < html.index(twins["stalled"].name)
     assert 'id="host-table"' in html and 'id="layer-table"' in html and "llama.py(343): forward" in html
+
+
+#: frames only a compilation runs (Dynamo's tracing, Inductor's lowering): a trace without any
+#: holds no (re)compilation, whatever else of torch.compile it shows
+COMPILING = ("torch/_dynamo/convert_frame.py", "torch/_dynamo/symbolic_convert.py", "torch/_inductor/compile_fx.py")
+#: a compiled model's steady state: Inductor's launcher and the generated code's call
+COMPILED_RUNTIME = ("torch/_inductor/runtime/", "/inductor_cache/", "torch/fx/graph_module.py")
+
+
+def test_a_compiled_models_steady_state_is_no_recompile(summaries):
+    """The H100 trace is vLLM's compiled Llama: its steps run Inductor's generated code and
+    launcher, and no frame of a compilation. None of its host time is a recompile (whose fix,
+    warming up, changes nothing here); the generated code's time is the compiled graph's
+    launching."""
+    doc = json.loads(gzip.decompress(H100.read_bytes()))
+    frames = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "python_function"}
+    assert not [f for f in frames if any(c in f for c in COMPILING)]
+    assert [f for f in frames if any(c in f for c in COMPILED_RUNTIME)]
+    s = summaries["h100"]
+    causes = [c for p in s.phases if p.host for c in p.host.causes]
+    assert "recompile" not in {c.cause for c in causes} | set(s.host_path.cause)
+    runtime = [c for c in causes if any(r in c.name for r in COMPILED_RUNTIME)]
+    assert runtime and {c.cause for c in runtime} == {"compiled_launch"}
+    on_path = {s.host_path.cause[i] for i, n in enumerate(s.host_path.name) if any(r in n for r in COMPILED_RUNTIME)}
+    assert on_path == {"compiled_launch"}

@@ -50,12 +50,35 @@ _GRAPHS_V = (
 
 CAUSES: list[HostCause] = [
     HostCause(
+        "compiled_launch",
+        "a compiled graph's Python wrappers launching its kernels one by one (Inductor's runtime)",
+        ("frame", "range"),
+        re.compile(
+            r"torch/_inductor/runtime/|torch/_inductor/output_code\.py|torch/_inductor/codecache\.py\(\d+\): __call__$|"
+            r"torch/_inductor/utils\.py\(\d+\): run$|torch/fx/graph_module\.py|_aot_autograd/runtime_wrappers\.py|"
+            r"/torchinductor_[^/]*/|/inductor_cache/"
+        ),
+        {
+            "vllm": _GRAPHS_V,
+            "sglang": "CUDA graphs for decode (not --disable-cuda-graph)",
+            "*": "replay the compiled graph from a CUDA/HIP graph (torch.compile mode='reduce-overhead')",
+        },
+        "torch/_inductor/runtime/triton_heuristics.py (the launcher), output_code.py (the compiled graph's call), "
+        "torch/fx/graph_module.py (a GraphModule's call), the generated code (/tmp/torchinductor_USER/, vLLM's "
+        "torch_compile_cache/.../inductor_cache/): the steady state of a compiled model",
+    ),
+    HostCause(
         "recompile",
         "a torch.compile (re)compilation inside the window",
         ("frame", "range"),
-        re.compile(r"torch/_dynamo/(convert_frame|symbolic_convert|output_graph)|torch/_inductor/|torch/fx/"),
+        re.compile(
+            r"torch/_dynamo/(convert_frame|symbolic_convert|output_graph|variables/|bytecode_transformation)|"
+            r"torch/_inductor/(compile_fx|graph|lowering|scheduler|ir|async_compile|select_algorithm|autotune_process|"
+            r"codegen/|fx_passes/|codecache)|torch/_functorch/(aot_autograd|_aot_autograd/(?!runtime_wrappers))|"
+            r"torch/fx/(_symbolic_trace|proxy|interpreter|passes/|experimental/)"
+        ),
         {"*": "warm up before profiling; TORCH_LOGS=recompiles says what changed (a new shape: mark it dynamic)"},
-        "torch/_dynamo/convert_frame.py",
+        "torch/_dynamo/convert_frame.py; torch/_inductor/compile_fx.py",
     ),
     HostCause(
         "compile_guards",
