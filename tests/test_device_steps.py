@@ -113,16 +113,22 @@ def covered(runs: list[list[int]], a: int, b: int) -> int:
 
 def expected(truth: list[dict]) -> dict[str, list[int]]:
     """Every number of the device timeline, by hand: spans, own busy, idle, starved, and the
-    device-level host wait before each step's first kernel."""
+    device-level host wait before each step's first kernel. A step's span ends at its last
+    kernel's end, or where the next step's first kernel starts if that is earlier (kernels of
+    two steps running at once on the two streams: the time they share is the later step's);
+    its busy time is its own kernels' union up to that end."""
     every = union([(s, e) for t in truth for s, e, _ in t["kernels"]])
     out: dict[str, list[int]] = {k: [] for k in ("start", "end", "busy", "idle", "starved", "host_wait")}
     prev_end = None
-    for t in truth:
+    firsts = [min(s for s, _, _ in t["kernels"]) for t in truth]
+    for k, t in enumerate(truth):
         ks = t["kernels"]
         s0, s1 = min(s for s, _, _ in ks), max(e for _, e, _ in ks)
+        if k + 1 < len(truth) and s0 < firsts[k + 1] < s1:
+            s1 = firsts[k + 1]
         out["start"].append(s0)
         out["end"].append(s1)
-        out["busy"].append(sum(e - s for s, e in union([(s, e) for s, e, _ in ks])))
+        out["busy"].append(sum(e - s for s, e in union([(s, min(e, s1)) for s, e, _ in ks if s < s1])))
         out["idle"].append((s1 - s0) - covered(every, s0, s1))
         out["starved"].append(max(0, s0 - prev_end) if prev_end is not None else 0)
         first = min(ks)  # the kernel that ends the gap before the step
@@ -369,3 +375,40 @@ def test_idle_rows_of_ranks_on_far_apart_clocks(tmp_path: Path) -> None:
     assert {r[3:5] for r in rows if r[0] == 1} == {(4, 4 * 80_000)}  # four gaps of 80 µs per stream
     # (rank 0's: as exact as a double of µs since 1970 holds ns, within 256 ns)
     assert all(r[3] == 4 and abs(r[4] - 4 * 80_000) <= 4 * 256 for r in rows if r[0] == 0)
+
+
+def test_steps_running_at_once_on_two_streams_share_their_time_once(tmp_path: Path) -> None:
+    """Each step launches a short kernel on stream 7 and a long one on stream 8; the next step
+    starts while the long one still runs, so the device is busy without a break. The time two
+    steps share is counted once: the phase's busy time and period are the device's busy
+    time (no more than the window), and the decode rate is its tokens over that time."""
+    ev: list[dict] = []
+    every, short, long_ = 300, 100, 500  # µs
+    kernels = []
+    for k in range(5):
+        h0 = 1000 + every * k
+        ev.append({"ph": "X", "cat": "user_annotation", "name": STEP, "pid": 100, "tid": 1, "ts": h0, "dur": 250})
+        for j, (stream, dur) in enumerate(((7, short), (8, long_))):
+            corr = 2 * k + j + 1
+            launch = h0 + 5 + 2 * j
+            ev.append(
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1, "ts": launch,
+                 "dur": 2, "args": {"correlation": corr}}
+            )  # fmt: skip
+            start = h0 + 10
+            ev.append(
+                {"ph": "X", "cat": "kernel", "name": f"k{stream}", "pid": 0, "tid": stream, "ts": start, "dur": dur,
+                 "args": {"correlation": corr, "device": 0, "stream": stream}}
+            )  # fmt: skip
+            kernels.append((start * 1000, (start + dur) * 1000))
+    path = tmp_path / "overlapping.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    _, s = analyze([path])
+    busy = sum(e - b for b, e in union(kernels))  # the device's busy time: one run here
+    assert len(union(kernels)) == 1
+    (phase,) = s.phases
+    assert phase.device.busy_ns == busy and phase.device.period_ns == busy
+    assert sum(s.steps.busy_ns) == busy and sum(s.device_steps.device_busy_ns) == busy
+    assert s.totals.device_busy_ns == busy <= s.totals.wall_ns
+    tokens = 5 * 4  # the annotation's decode tokens, per step
+    assert s.throughput.decode_tok_s == pytest.approx(tokens / (busy / 1e9))

@@ -111,6 +111,8 @@ def _summary(
     view = engine_view(profile, span, span - wait)  # the slowest rank: the most time not waiting
     br = Breakdown(profile, b_idx)
     tl = timeline.result()
+    if tl is not None:  # each step's own device work up to where the next step's begins (``device_timeline``)
+        steps["busy"] = np.where(tl.has, tl.busy, steps["busy"])
     pieces = host_pieces(profile, tl)
     phases = _phases(profile, br, tl, basis, by_phase.result(), pieces)
     ranks, dev_busy = ranks_table(profile, basis, tl)
