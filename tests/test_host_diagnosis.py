@@ -179,3 +179,19 @@ def test_a_compiled_models_steady_state_is_no_recompile(summaries):
     assert runtime and {c.cause for c in runtime} == {"compiled_launch"}
     on_path = {s.host_path.cause[i] for i, n in enumerate(s.host_path.name) if any(r in n for r in COMPILED_RUNTIME)}
     assert on_path == {"compiled_launch"}
+
+
+def test_an_identical_twin_is_no_change(summaries, tmp_path):
+    """The twin with ROCm's names and nothing else changed: the diff finds no change. Its host
+    time causes align call for call whatever each vendor calls them: the H100 trace launches
+    through the runtime (cudaLaunchKernel) and the driver (cuLaunchKernel), one call that the
+    twin names hipLaunchKernel for both, so each run lists it as one cause with both calls'
+    time (two rows of one call would leave part of it below a run's cut)."""
+    doc = json.loads(gzip.decompress(H100.read_bytes()))
+    calls = {e["name"] for e in doc["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    assert {"cudaLaunchKernel", "cuLaunchKernel"} <= calls
+    twin = tmp_path / "mi300x-same.pt.trace.json.gz"
+    rocm_twin.make(H100, twin, stall_us=0)
+    report = compare(summaries["h100"], analyze([twin])[1])
+    assert report.unchanged and report.headline == "no change"
+    assert all(r.status == "unchanged" for r in report.host)

@@ -286,7 +286,12 @@ def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = 
         report.layers, layer_notes = layer_deltas(base, new)
         report.notes += layer_notes
         report.steps = step_splits(base, new, common)
-        report.host = host_deltas(base, new, common)
+        report.host, host_unlisted = host_deltas(base, new, common)
+        if host_unlisted:
+            report.notes.append(
+                f"{host_unlisted} host time cause(s) appear in one run's list only while the other's list is "
+                "cut: they may be below its cut rather than added or removed"
+            )
         report.unchanged = _unchanged(report)
         report.headline, report.headline_phase = headline(report)
     report.notes += _vendor_notes(report, base, new, one_vendor, unlisted)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..core import fmt
 from ..knowledge.runtime_api import neutral_call
-from ..summary import HostCause, Phase, Summary
+from ..summary import HostCause, HostTime, Phase, Summary
 from ..summary.diff import DiffReport, HostDelta, StepSplit
 
 #: changes below this (relative) count as none
@@ -54,11 +54,14 @@ def _impact(b: Phase, n: Phase) -> float | None:
     return None
 
 
-def host_deltas(base: Summary, new: Summary, phases: list[str]) -> list[HostDelta]:
+def host_deltas(base: Summary, new: Summary, phases: list[str]) -> tuple[list[HostDelta], int]:
     """Per phase: its exposed host time per step on each side, then each cause (the frame, op
-    or call that held it) that either side has, largest move first."""
+    or call that held it) that either side has, largest move first; and how many causes one
+    side lists while the other's list is cut (``HostTime.causes`` keeps the largest): those
+    may only be below its cut, so they are counted, not shown as added or removed."""
     bp, np_ = {p.phase: p for p in base.phases}, {p.phase: p for p in new.phases}
     out: list[HostDelta] = []
+    unlisted = 0
     for ph in phases:
         hb = bp[ph].host if ph in bp else None
         hn = np_[ph].host if ph in np_ else None
@@ -68,6 +71,9 @@ def host_deltas(base: Summary, new: Summary, phases: list[str]) -> list[HostDelt
         b, n = _by_key(hb.causes), _by_key(hn.causes)
         rows = []
         for key in dict.fromkeys([*n, *b]):
+            if (key not in b and _cut(hb)) or (key not in n and _cut(hn)):
+                unlisted += 1
+                continue
             c = n[key][0] if key in n else b[key][0]
             name = c.name if key not in b or b[key][0].name == c.name else f"{b[key][0].name} → {c.name}"
             rows.append(
@@ -75,7 +81,13 @@ def host_deltas(base: Summary, new: Summary, phases: list[str]) -> list[HostDelt
             )
         rows.sort(key=lambda r: -abs(r.delta_ns or 0.0))
         out += rows[:MAX_CAUSES]
-    return out
+    return out, unlisted
+
+
+def _cut(h: HostTime) -> bool:
+    """Whether a phase's causes leave some of its exposed host time out (its list was cut)."""
+    listed = sum(c.per_step_ns for c in h.causes)
+    return h.exposed_per_step_ns - listed > NOISE * max(h.exposed_per_step_ns, 1.0) + 1e-6
 
 
 def _by_key(causes: list[HostCause]) -> dict[tuple[str, str], tuple[HostCause, float]]:

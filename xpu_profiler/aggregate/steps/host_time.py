@@ -6,6 +6,7 @@ import numpy as np
 
 from ...core.profile import PHASES, Profile
 from ...knowledge.host_causes import cause_of
+from ...knowledge.runtime_api import neutral_call
 from ...summary import HostCause, HostPath, HostTime
 from ..engine_family import detect
 from .host import KIND_NAMES, HostPieces
@@ -37,7 +38,11 @@ def _causes(
     """One row per evidence (kind, name), summed over the phase's steps."""
     if not m.any():
         return []
-    (keys, inv) = np.unique(np.stack([pieces.kind[m].astype(np.int64), pieces.name[m]], 1), axis=0, return_inverse=True)
+    names = pieces.name[m].astype(np.int64)
+    calls = pieces.kind[m] == KIND_NAMES.index("runtime")
+    if calls.any():
+        names[calls] = _one_per_call(profile, names[calls], dur[m][calls])
+    (keys, inv) = np.unique(np.stack([pieces.kind[m].astype(np.int64), names], 1), axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     t = np.bincount(inv, weights=dur[m]).astype(np.int64)
     pairs = np.unique(np.stack([inv, pieces.step[m]], 1), axis=0)
@@ -60,6 +65,21 @@ def _causes(
             )
         )
     return rows
+
+
+def _one_per_call(profile: Profile, ids: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Runtime calls that are one call on any vendor's runtime (``cudaLaunchKernel`` and the
+    driver's ``cuLaunchKernel``; ``neutral_call``) as one cause, named by its largest: each
+    call's name id → its group's. Else a run's causes would hold a call's names apart while
+    another run's (its ROCm twin: ``hipLaunchKernel`` for both) holds them together."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    t = np.bincount(inv.reshape(-1), weights=dur, minlength=len(uniq))
+    group: dict[str, int] = {}
+    rep = uniq.copy()
+    for i in np.argsort(-t, kind="stable").tolist():  # the largest first: it names its group
+        nid = int(uniq[i])
+        rep[i] = group.setdefault(neutral_call(profile.strings[nid]) if nid >= 0 else "", nid)
+    return rep[inv.reshape(-1)]
 
 
 #: stretches of the host path kept for the trace, at the most (the longest)
