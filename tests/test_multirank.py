@@ -326,3 +326,49 @@ def test_a_rank_that_repeats_step_ids_keeps_every_step():
     assert any("rank 0 repeats step ids" in w for w in s.warnings) and s.alignment.steps == "content"
     assert s.totals.step_rows == 6 and s.totals.steps == 3 and set(s.engine_steps.ranks) == {2}
     assert s.totals.decode_tokens == 2 * 3
+
+
+def _decode_rank(path, rank: int, steps: range, gemm_us: int) -> None:
+    """One rank's trace of identical decode steps (4 tokens each), 1 ms apart on the host's
+    clock: a gemm, then an all-reduce that ends at the same instant on every rank (each
+    step's collective ends 170 µs after its start)."""
+    ev: list[dict] = []
+    pid, corr = 2000 + rank, 1
+    for k in steps:
+        s0 = 1000.0 + 1000 * k
+        ev.append({"ph": "X", "cat": "user_annotation", "name": "execute_context_0(0)_generation_4(4)", "pid": pid,
+                   "tid": pid, "ts": s0, "dur": 100})  # fmt: skip
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": pid, "tid": pid, "ts": s0 + 20,
+                   "dur": 10, "args": {"External id": k + 1, "Collective name": "allreduce", "Process Group Name": "0",
+                   "Process Group Ranks": "[0, 1]", "Group size": 2, "dtype": "BFloat16", "In msg nelems": 1048576,
+                   "Out msg nelems": 1048576}})  # fmt: skip
+        for name, launch, start, dur in (
+            ("void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm>(Params)", s0 + 5, s0 + 10, gemm_us),
+            ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*)", s0 + 22, s0 + 10 + gemm_us, 160 - gemm_us),
+        ):
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": pid,
+                       "ts": launch, "dur": 3, "args": {"correlation": corr}})  # fmt: skip
+            ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": rank, "tid": 7, "ts": start, "dur": dur,
+                       "args": {"correlation": corr, "device": rank, "stream": 7}})  # fmt: skip
+            corr += 1
+    doc = {"schemaVersion": 1, "traceEvents": ev, "host_name": "node1",
+           "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}  # fmt: skip
+    path.write_text(json.dumps(doc))
+
+
+def test_ranks_on_one_clock_whose_profiles_began_a_step_apart(tmp_path):
+    """Two TP ranks on one host (one clock): rank 0 traced steps 0-4, rank 1 steps 1-5, every
+    step alike (steady decode), so the content alone lines them up at any shift. The shift
+    that puts the same step at the same time is the one: six engine steps, each starting
+    at once on both ranks, and rank 0 waits at each shared collective only for rank 1's
+    longer gemm (50 µs), not a step's worth."""
+    _decode_rank(tmp_path / "rank0.pt.trace.json", 0, range(5), gemm_us=100)
+    _decode_rank(tmp_path / "rank1.pt.trace.json", 1, range(1, 6), gemm_us=150)
+    _, s = analysis.analyze([tmp_path])
+    assert s.alignment.clock == "shared" and s.alignment.step_shift_by_rank == {"0": 0, "1": 1}
+    assert s.totals.steps == 6 and s.totals.decode_tokens == 6 * 4
+    both = [i for i, n in enumerate(s.engine_steps.ranks) if n == 2]
+    assert len(both) == 4 and all(s.engine_steps.start_skew_ns[i] == 0 for i in both)
+    shared = 4  # steps 1-4: traced on both ranks
+    comm = _comm(s)
+    assert comm[0].wait_ns == shared * 50_000 and comm[1].wait_ns == 0

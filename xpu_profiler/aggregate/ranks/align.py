@@ -8,9 +8,10 @@ one engine step are found by step id, not by clock (each host has its own clock 
   are used as recorded;
 - vLLM's step annotations carry no id, and ``start_profile`` reaches each rank at a
   different step, so each rank's sequence of steps is matched on its content (phase,
-  tokens and requests of each step, the same on every rank of an engine): the shift
-  that makes most steps agree wins; ties go to the shift whose steps start closest in
-  time, then to the smallest shift.
+  tokens and requests of each step, the same on every rank of an engine): a shift that
+  puts the same steps at the same time (a clock the ranks share: within half a step) with
+  their content agreeing wins; else the shift that makes most steps agree; ties go to the
+  shift whose steps start closest in time, then to the smallest shift.
 
 Data-parallel replicas are separate engines with steps of their own; they are never
 matched with each other. ``align_steps`` fills ``profile.step_engine``; every count of
@@ -150,7 +151,11 @@ def _best_shift(ref_sig, ref_start, ref_dur, sig, start) -> tuple[int, int, int]
         matches = int(np.count_nonzero(sig[lo:hi] == ref_sig[lo + s : hi + s]))
         gap = float(np.median(np.abs(start[lo:hi] - ref_start[lo + s : hi + s])))
         near = gap <= 0.5 * step  # a clock both ranks share puts the same step at the same time
-        key = (matches, near, -gap if near else 0.0, hi - lo, -abs(s))
+        # a shift that puts the same steps at the same time on a shared clock, its content
+        # agreeing, wins over one that only lines up more steps: ranks whose profiles began at
+        # different steps overlap in fewer steps at the true shift than at a false one
+        timed = near and matches >= MIN_MATCH_SHARE * (hi - lo)
+        key = (timed, matches, near, -gap if near else 0.0, hi - lo, -abs(s))
         if best_key is None or key > best_key:
             best, best_key = (s, matches, hi - lo), key
     return best
