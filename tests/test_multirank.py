@@ -6,6 +6,7 @@ groups from the file names."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -184,6 +185,22 @@ def test_two_ranks_clocks_seconds_apart_align_by_step(tmp_path):
     assert abs(s.alignment.clock_offset_ns_by_rank["1"] - off) <= 1
     # on the aligned clock each engine step starts on both ranks within the scheduler's broadcast jitter
     assert max(s.engine_steps.start_skew_ns) < 200_000
+    # and the run's wall time is its span on that clock, not the 8 s between the clocks
+    spans = {}
+    for f in sorted(tmp_path.glob("*.pt.trace.json*")):
+        doc = json.loads(gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_text())
+        # (the profiler's own window, cat "Trace", is no event of the run)
+        x = [e for e in doc["traceEvents"] if e.get("ph") == "X" and "ts" in e and e.get("cat") != "Trace"]
+        rank = doc["distributedInfo"]["rank"]
+        offset = off if rank == 1 else 0
+        base = doc.get("baseTimeNanoseconds", 0)
+        spans[rank] = (
+            min(round(e["ts"] * 1000) for e in x) + base - offset,
+            max(round((e["ts"] + e.get("dur", 0)) * 1000) for e in x) + base - offset,
+        )
+    assert sorted(spans) == [0, 1]
+    want = max(b for _, b in spans.values()) - min(a for a, _ in spans.values())
+    assert abs(s.totals.wall_ns - want) <= 2
 
 
 def test_the_cli_prints_the_rank_tables(slow_run, tmp_path):

@@ -128,7 +128,7 @@ def _summary(
         run=run_from_metadata(profile.run, profile.derived.step_source),
         has_timeline=profile.has_timeline,
         basis="device" if device_mask(profile.events["kind"]).any() else "host",
-        totals=_totals(profile, br, b_idx, dev_busy, len(view.rows), align),
+        totals=_totals(profile, br, b_idx, dev_busy, len(view.rows), align, coll.offsets if clock_known else None),
         fused_ops=br.fused_ops(),
         phases=phases,
         top_kernels=br.top_kernels(profile, top),
@@ -175,10 +175,17 @@ def _phases(profile: Profile, br: Breakdown, tl, basis: np.ndarray, by_phase: di
     return phases
 
 
-def _totals(profile: Profile, br: Breakdown, b_idx: np.ndarray, dev_busy: np.ndarray, steps: int, align) -> Totals:
+def _totals(
+    profile: Profile,
+    br: Breakdown,
+    b_idx: np.ndarray,
+    dev_busy: np.ndarray,
+    steps: int,
+    align,
+    offsets: dict[int, int] | None,
+) -> Totals:
     ev = profile.events
     kind, dur = ev["kind"], ev["dur"]
-    timed = ev["start"] >= 0
     op_time = br.op_time
     ts = token_steps(profile)
     return Totals(
@@ -186,7 +193,7 @@ def _totals(profile: Profile, br: Breakdown, b_idx: np.ndarray, dev_busy: np.nda
         device_kernel_ns=int(dur[kind == K_KERNEL].sum()),
         device_busy_ns=int(dev_busy.sum()),
         host_op_ns=int(dur[(kind == K_CPU_OP) & (ev["depth"] == 0)].sum()),
-        wall_ns=int((ev["start"] + dur)[timed].max() - ev["start"][timed].min()) if timed.any() else 0,
+        wall_ns=_wall(profile, offsets),
         events=int(len(ev)),
         steps=steps,
         step_rows=int(len(profile.steps)),
@@ -198,6 +205,24 @@ def _totals(profile: Profile, br: Breakdown, b_idx: np.ndarray, dev_busy: np.nda
         decode_tokens=int(profile.steps["decode_tokens"][ts].sum()),
         kernel_names=br.kernel_names(profile),
     )
+
+
+def _wall(profile: Profile, offsets: dict[int, int] | None) -> int:
+    """First timed start to last timed end, on the ranks' aligned clock where their offsets
+    are known (ranks on clocks seconds apart would otherwise span those seconds)."""
+    ev = profile.events
+    timed = ev["start"] >= 0
+    if not timed.any():
+        return 0
+    start, end = ev["start"][timed], ev["start"][timed] + ev["dur"][timed]
+    if offsets and any(offsets.values()):
+        rank = ev["rank"][timed]
+        off = np.zeros(len(start), np.int64)
+        for r, v in offsets.items():
+            if v:
+                off[rank == r] = v
+        start, end = start - off, end - off
+    return int(end.max() - start.min())
 
 
 def _phase(phases: list, name: str):

@@ -82,7 +82,7 @@ class Totals(_Struct):
     device_kernel_ns: int = 0
     device_busy_ns: int = 0  # union over streams, summed over ranks
     host_op_ns: int = 0  # top-level host ops
-    wall_ns: int = 0  # first to last timed event
+    wall_ns: int = 0  # first to last timed event (on the ranks' aligned clock where their offsets are known)
     events: int = 0
     steps: int = 0  # engine steps, each counted once however many ranks ran it
     step_rows: int = 0  # step rows: one per engine step per rank
