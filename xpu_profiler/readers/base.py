@@ -8,9 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import TraceError
 from .content import ProgressFn
 
 MAX_RANK = 1 << 20  # a rank at or beyond it is no rank of a real job (declared in a trace, or --rank)
+#: a device index at or beyond it is no device of a real machine (and rank *i* is the process on GPU *i*)
+MAX_DEVICE = MAX_RANK
+#: why an event or row on a device index below -1 (the host) or from ``MAX_DEVICE`` on is skipped
+NO_DEVICE = f"a device index no machine has (below -1, or {MAX_DEVICE:,} or more)"
 
 
 def is_rank(value: object) -> bool:
@@ -49,14 +54,20 @@ class DroppedInput:
     reason: str
 
     def to_run(self) -> dict[str, Any]:
-        """The JSON-ready entry of ``run["dropped_inputs"]``, with the rank its name says (or None)."""
-        return {"path": self.path, "reason": self.reason, "rank": rank_from_name(Path(self.path))}
+        """The JSON-ready entry of ``run["dropped_inputs"]``, with the rank its name says (or None:
+        none, or one no real job has)."""
+        rank = rank_from_name(Path(self.path))
+        return {"path": self.path, "reason": self.reason, "rank": rank if is_rank(rank) else None}
 
 
 def resolve_rank(path: Path, options: ReadOptions, declared: int | None = None) -> int | None:
     """The rank of a one-rank file: what the file itself declares, else what its name says,
-    else ``--rank`` (for a file that says neither); None when nothing does."""
-    for rank in (declared, rank_from_name(path), options.rank):
+    else ``--rank`` (for a file that says neither); None when nothing does. A name's rank no
+    real job has (``MAX_RANK`` or more) is one line naming the file."""
+    named = rank_from_name(path)
+    if declared is None and named is not None and not is_rank(named):
+        raise TraceError(path, f"its name says rank {named}, which no real job has ({MAX_RANK:,} or more): rename it")
+    for rank in (declared, named, options.rank):
         if rank is not None:
             return int(rank)
     return None

@@ -3,13 +3,15 @@ their tables and columns known up front, rows read in batches into numpy columns
 
 The input is never modified: the database is opened with ``mode=ro`` and ``immutable=1`` (no
 lock, no journal written); one with a ``-wal`` or ``-journal`` file beside it is read from a
-temporary copy where SQLite applies it (``opened``). A file that is no
-database, a corrupt one, or one that is not the profiler's is one line naming the file and the
-problem (``TraceError``), never an ``sqlite3`` traceback.
+temporary copy where SQLite applies it, a compressed one (gzip, xz, bzip2, Zstandard:
+``core.compression``, told by its first bytes) from a temporary decompressed copy (``opened``).
+A file that is no database, a corrupt one, or one that is not the profiler's is one line naming
+the file and the problem (``TraceError``), never an ``sqlite3`` traceback.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import signal
 import sqlite3
@@ -17,10 +19,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
 import numpy as np
 
+from ..core import compression
 from ..core.atomic_write import sigterm_unwinds
 from ..core.errors import TraceError
 from .vendor_rows import I64_MAX, ODD
@@ -43,23 +47,25 @@ def opened(path: Path) -> Iterator[sqlite3.Connection]:
     """A read-only connection; SQLite's errors become one line naming the file. A database with
     a non-empty ``-wal`` or ``-journal`` beside it (a writer still open, or one that crashed) is
     read from a temporary copy of the two, where SQLite applies them as it opens it: the input
-    stays as it is, and its rows are what SQLite itself would read."""
+    stays as it is, and its rows are what SQLite itself would read. A compressed database is
+    read from a temporary decompressed copy, as the uncompressed file would be."""
     path = Path(path)
     real = path.resolve()  # (the logs lie beside the database, not beside a link to it)
-    pending = [s for s in PENDING if _size(Path(f"{real}{s}"))]
+    packed = packed_as(real)
+    pending = [] if packed else [s for s in PENDING if _size(Path(f"{real}{s}"))]
+    copied = bool(packed or pending)
     with (
-        sigterm_unwinds() if pending else nullcontext(),
-        _copy_dir() if pending else nullcontext() as tmp,
+        sigterm_unwinds() if copied else nullcontext(),
+        _copy_dir() if copied else nullcontext() as tmp,
     ):
         where = real
         if tmp is not None:
             where = Path(tmp) / "db"
-            try:
-                for suffix in ("", *pending):
-                    shutil.copyfile(f"{real}{suffix}", f"{where}{suffix}")
-            except OSError as e:
-                raise TraceError(path, f"cannot copy it to read its {pending[0]} file ({e.strerror or e})") from None
-        uri = f"file:{quote(str(where))}?mode={'rw' if tmp else 'ro&immutable=1'}"
+            if packed:
+                decompress(path, packed, where)
+            else:
+                _copy(path, real, pending, where)
+        uri = f"file:{quote(str(where))}?mode={'rw' if pending else 'ro&immutable=1'}"
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as e:
@@ -70,6 +76,48 @@ def opened(path: Path) -> Iterator[sqlite3.Connection]:
             raise TraceError(path, f"corrupt or unreadable SQLite database ({e})") from None
         finally:
             conn.close()
+
+
+def packed_as(path: Path) -> str | None:
+    """The compression of a file (``core.compression``: gzip, xz, bzip2, zstd), None for none."""
+    try:
+        with open(path, "rb") as f:
+            return compression.kind_of(f.read(6))
+    except OSError:
+        return None
+
+
+def _copy(path: Path, real: Path, pending: list[str], where: Path) -> None:
+    """The database and its pending logs copied to ``where`` (the logs beside it, as SQLite finds them)."""
+    try:
+        for suffix in ("", *pending):
+            shutil.copyfile(f"{real}{suffix}", f"{where}{suffix}")
+    except OSError as e:
+        raise TraceError(path, f"cannot copy it to read its {pending[0]} file ({e.strerror or e})") from None
+
+
+def decompress(path: Path, kind: str, where: Path) -> None:
+    """The decompressed content of ``path`` (compressed by ``kind``) written to ``where``; a
+    corrupt or cut stream, a missing package, a full disk: one line naming ``path``."""
+    try:
+        with open(path, "rb") as f, open(where, "wb") as out:
+            for part, _ in compression.blocks(f, kind, 1 << 20):
+                _write(out, part, path)
+    except TraceError:
+        raise
+    except compression.MissingPackage as e:
+        raise TraceError(path, str(e)) from None
+    except EOFError:
+        raise TraceError(path, f"truncated {kind} file (compressed stream ends early)") from None
+    except compression.ERRORS as e:
+        raise TraceError(path, f"corrupt {kind} data ({e})") from None
+
+
+def _write(out: BinaryIO, part: bytes, path: Path) -> None:
+    try:
+        out.write(part)
+    except OSError as e:
+        raise TraceError(path, f"cannot decompress it to a temporary file ({e.strerror or e})") from None
 
 
 @contextmanager
@@ -104,12 +152,31 @@ def schema(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 
 def tables_of(path: Path) -> dict[str, set[str]] | None:
-    """The schema of a database file, None when it is none (what sniffing asks)."""
+    """The schema of a database file, None when it is none (what sniffing asks). A compressed
+    one is decompressed once, whichever readers sniff it (while the file is unchanged)."""
+    real = Path(path).resolve()
+    if packed_as(real) is None:
+        return _tables_of(path)
+    try:
+        st = real.stat()
+    except OSError:
+        return None
+    found = _packed_tables_of(str(real), st.st_size, st.st_mtime_ns)
+    return None if found is None else {k: set(v) for k, v in found.items()}
+
+
+def _tables_of(path: Path) -> dict[str, set[str]] | None:
     try:
         with opened(path) as conn:
             return schema(conn)
     except TraceError:
         return None
+
+
+@functools.lru_cache(maxsize=16)
+def _packed_tables_of(real: str, size: int, mtime_ns: int) -> dict[str, frozenset[str]] | None:
+    found = _tables_of(Path(real))
+    return None if found is None else {k: frozenset(v) for k, v in found.items()}
 
 
 def why_unreadable(path: Path) -> str:
@@ -138,11 +205,16 @@ def _int(v: object) -> int:
 def _ints(rows: list, n: int) -> np.ndarray:
     """A batch of rows of ``n`` integer columns as an (rows, n) array; a NULL, a text, a blob
     is ``ODD`` there (the readers skip and count those rows: ``vendor_rows.usable``). A batch
-    with none is one numpy conversion."""
+    of integers alone is one numpy conversion: numpy's own choice of type tells it (a text,
+    even one of digits, makes it a string array, a NULL an object one, a REAL or a number
+    beyond int64 a float one), so that a row reads the same whatever its neighbours."""
     try:
-        return np.array(rows, np.int64).reshape(len(rows), n)
+        block = np.array(rows)
     except (TypeError, ValueError, OverflowError):
-        return np.array([[_int(v) for v in r] for r in rows], np.int64).reshape(len(rows), n)
+        block = np.zeros(0, object)
+    if block.dtype == np.int64:
+        return block.reshape(len(rows), n)
+    return np.array([[_int(v) for v in r] for r in rows], np.int64).reshape(len(rows), n)
 
 
 def columns(conn: sqlite3.Connection, sql: str, n: int, params: tuple = ()) -> list[np.ndarray]:

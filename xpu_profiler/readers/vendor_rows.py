@@ -13,15 +13,18 @@ file's own string table) and ``assemble`` joins the blocks:
   ``torchrun`` and vLLM's workers place them); otherwise the processes are numbered in the order
   of the first device each used. Host rows of processes that ran no device work (a launcher, a
   shell, vLLM's front-end) are left out and counted; a report with no device work at all keeps
-  every process with host rows, numbered in pid order.
+  every process with host rows, numbered in pid order. Device work on no GPU (device -1: a
+  rocprofv3 copy from host to host, between CPU agents) is no GPU's: it is left out of the
+  profile (no device stream of its own) and counted in one note per table.
 - **times**: the profile's time 0 is the earliest row; ``base_ns`` is that row on the epoch when
   the file gives the epoch of its clock, else on the file's own clock (so that files of one
   machine still line up).
 - **odd rows** (a value that is missing or no 64-bit integer, a time beyond any clock, an end
-  before the start, a duration beyond any real run) are skipped and counted in one warning per
-  table and reason, never a failure. A reader marks a value it could not read as ``ODD`` and
-  drops those rows itself (``usable``: it knows the columns' names), counting them in the
-  block's ``skipped``; ``assemble`` checks the times and writes the warnings.
+  before the start, a duration beyond any real run, device work on a device index no machine
+  has) are skipped and counted in one warning per table and reason, never a failure. A reader
+  marks a value it could not read as ``ODD`` and drops those rows itself (``usable``: it knows
+  the columns' names), counting them in the block's ``skipped``; ``assemble`` checks the times
+  and devices and writes the warnings.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.profile import DEVICE_KINDS, EVENT_SCHEMA, KINDS, Profile, StringTable, Table
+from .base import MAX_DEVICE, NO_DEVICE
 
 MAX_NS = 1 << 62  # no clock reads beyond it: a row there is odd
 MAX_DUR_NS = 10**15  # ~11.6 days, as the Kineto reader's MAX_DUR_US: a row that long is absurd
@@ -89,18 +93,48 @@ def usable(cols: Sequence[np.ndarray], names: Sequence[str], why: str, skipped: 
     return [c[~bad] for c in cols]
 
 
-def _time_problems(b: Block) -> tuple[np.ndarray, dict[str, int]]:
-    """Which of a block's rows have usable times, and the others counted by what is wrong."""
+def _row_problems(b: Block) -> tuple[np.ndarray, dict[str, int]]:
+    """Which of a block's rows have usable times (and, for device work, a usable device), and
+    the others counted by what is wrong."""
     start, end = b.start, b.end
     beyond = (start < 0) | (start >= MAX_NS) | (end < 0) | (end >= MAX_NS)
     backwards = ~beyond & (end < start)
     too_long = ~beyond & ~backwards & (end - np.where(beyond, end, start) >= MAX_DUR_NS)
+    bad = beyond | backwards | too_long
+    no_device = np.zeros(len(b), bool)
+    if b.kind in DEVICE_KINDS and b.device is not None:
+        no_device = ~bad & ((b.device < -1) | (b.device >= MAX_DEVICE))
     found = {
         "a time beyond any clock (negative, or past 2^62 ns)": int(beyond.sum()),
         "an end before the start": int(backwards.sum()),
         "a duration of 11.6 days or more (beyond any real run)": int(too_long.sum()),
+        NO_DEVICE: int(no_device.sum()),
     }
-    return ~(beyond | backwards | too_long), {k: n for k, n in found.items() if n}
+    return ~(bad | no_device), {k: n for k, n in found.items() if n}
+
+
+def on_gpu(device: np.ndarray) -> np.ndarray:
+    """Which device indices are a GPU's: 0 up to ``MAX_DEVICE`` (-1 is none, the host)."""
+    return (device >= 0) & (device < MAX_DEVICE)
+
+
+def _off_gpu(b: Block, off_gpu: dict[str, list]) -> Block:
+    """The block without its device work on no GPU (device -1: a copy from host to host): those
+    rows are no GPU's stream and say nothing of a rank; counted in ``off_gpu`` (table → [rows,
+    the first one's name])."""
+    if b.kind not in DEVICE_KINDS or b.device is None or not len(b):
+        return b
+    off = b.device < 0
+    n = int(off.sum())
+    if not n:
+        return b
+    first = int(b.name[int(np.argmax(off))])
+    if isinstance(b.names, Mapping):
+        name = b.names.get(first, f"#{first}")
+    else:
+        name = b.names[first] if 0 <= first < len(b.names) else f"#{first}"
+    off_gpu.setdefault(b.table, [0, str(name)[:80]])[0] += n
+    return _take(b, ~off)
 
 
 def _col(values: np.ndarray | None, n: int, default: int) -> np.ndarray:
@@ -114,8 +148,9 @@ def ranks_of(blocks: Sequence[Block]) -> dict[int, int]:
     for b in blocks:
         if b.kind not in DEVICE_KINDS or not len(b) or b.device is None:
             continue
-        for pid in np.unique(b.pid).tolist():
-            mine = b.pid == pid
+        gpu = on_gpu(b.device)  # (device -1: no GPU's work, no rank's)
+        for pid in np.unique(b.pid[gpu]).tolist():
+            mine = (b.pid == pid) & gpu
             devices.setdefault(pid, set()).update(np.unique(b.device[mine]).tolist())
             i = int(np.argmin(np.where(mine, b.start, np.iinfo(np.int64).max)))
             first = (int(b.start[i]), int(b.device[i]))
@@ -153,6 +188,31 @@ def _interned(
     return out
 
 
+def _usable_blocks(path: Path, blocks: Sequence[Block], notes: list[str]) -> list[Block]:
+    """The blocks without their odd rows (``_row_problems``, and those a reader left out) and
+    their device work on no GPU, each kind counted in one line of ``notes`` per table."""
+    kept: list[Block] = []
+    skipped: dict[tuple[str, str], int] = {}  # (table, reason) → rows: one warning each
+    off_gpu: dict[str, list] = {}  # table → [rows of device work on no GPU, the first one's name]
+    for b in blocks:
+        ok, found = _row_problems(b)
+        for why, n in [*b.skipped.items(), *found.items()]:
+            skipped[(b.table, why)] = skipped.get((b.table, why), 0) + n
+        if found:
+            b = _take(b, ok)
+        b = _off_gpu(b, off_gpu)
+        if len(b):
+            kept.append(b)
+    for (table, why), n in skipped.items():
+        notes.append(f"{path.name}: skipped {n:,} {table} row(s) with {why}")
+    for table, (n, name) in off_gpu.items():
+        notes.append(
+            f"{path.name}: not used by the analysis: {n:,} {table} row(s) on no GPU (a copy from host to host, or "
+            f"on an agent the file lists as no GPU; first: {name})"
+        )
+    return kept
+
+
 def assemble(
     path: Path,
     blocks: Sequence[Block],
@@ -163,18 +223,7 @@ def assemble(
     """One Profile of the blocks (see the module's docstring). ``epoch_of_clock``: the epoch ns
     of the file clock's 0, when the file says it. ``ranks``: pid → rank, when the reader knows
     better (``ranks_of`` otherwise)."""
-    kept: list[Block] = []
-    skipped: dict[tuple[str, str], int] = {}  # (table, reason) → rows: one warning each
-    for b in blocks:
-        ok, found = _time_problems(b)
-        for why, n in [*b.skipped.items(), *found.items()]:
-            skipped[(b.table, why)] = skipped.get((b.table, why), 0) + n
-        if found:
-            b = _take(b, ok)
-        if len(b):
-            kept.append(b)
-    for (table, why), n in skipped.items():
-        notes.append(f"{path.name}: skipped {n:,} {table} row(s) with {why}")
+    kept = _usable_blocks(path, blocks, notes)
     rank_of = ranks if ranks is not None else ranks_of(kept)
     left_out: dict[int, int] = {}
     prof = Profile()

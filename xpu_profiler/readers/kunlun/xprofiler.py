@@ -48,7 +48,7 @@ from ...core.profile import (
     Table,
 )
 from ...knowledge.kernel_names import demangle_names
-from ..base import ReadOptions, resolve_rank
+from ..base import MAX_DEVICE, NO_DEVICE, ReadOptions, resolve_rank
 from ..begin_end import Mark, pair
 from ..content import read_bytes
 from ..kineto.tolerant import NOT_OBJECT, add_skip, generic, skip_lines
@@ -154,8 +154,9 @@ class _Events:
         }
         self.skips: dict = {}
 
-    def add(self, e: dict, ts: float, dur: float) -> None:
-        """One slice: its name, category, kind, times, device, track and correlation id."""
+    def add(self, i: int, e: dict, ts: float, dur: float) -> bool:
+        """One slice (#``i``): its name, category, kind, times, device, track and correlation
+        id; False when its device is no device's index (skipped and counted)."""
         name = e.get("name")
         name = name if isinstance(name, str) else str(name) if name is not None else ""
         cat = e.get("cat")
@@ -165,6 +166,9 @@ class _Events:
         dev = _first(args, _DEVICE_KEYS)
         if dev == -1:
             dev = self.pid_device.get(_key(e.get("pid")), -1)
+        if not -1 <= dev < MAX_DEVICE:  # (a handle, a garbled number: the int32 column would wrap)
+            self.skip(f"with {NO_DEVICE}", i, e)
+            return False
         stream = _first(args, _STREAM_KEYS)
         kind = _kind(cat, name, dev != -1 or stream != -1)
         self.names.append(name)
@@ -175,6 +179,7 @@ class _Events:
         self.devices.append(dev if kind in (K_KERNEL, K_MEMCPY, K_MEMSET, K_COMM) or dev != -1 else -1)
         self.tracks.append(stream if stream != -1 else _int(e.get("tid"), 0))
         self.corrs.append(_first(args, _CORR_KEYS))
+        return True
 
     def skip(self, kind: str, i: int, e) -> None:
         """An odd event left out, counted by the kind of oddity."""
@@ -196,8 +201,7 @@ class _Events:
             if why:
                 self.skip(why, i, e)
                 continue
-            self.counts["begin_end"] += 1
-            self.add(e, sl.start, sl.dur)
+            self.counts["begin_end"] += self.add(i, e, sl.start, sl.dur)
 
     def take(self, i: int, e: dict) -> None:
         """One event (#``i``) by its phase: a slice, a begin/end mark, a counter sample, or counted."""
@@ -210,8 +214,7 @@ class _Events:
                 self.skip(why, i, e)
                 return
             assert ts is not None and dur is not None  # _time found both usable
-            self.counts["complete"] += 1
-            self.add(e, ts, dur)
+            self.counts["complete"] += self.add(i, e, ts, dur)
         elif ph in ("B", "E"):
             self.take_mark(i, e, ph, ts)
         elif ph == "C":

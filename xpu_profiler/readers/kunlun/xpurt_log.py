@@ -70,7 +70,10 @@ _NUM = rb"\d+(?:\.\d+)?"
 # "name a b ns" as one group: joined and split on whitespace in C, not matched per field.
 _K3 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S+[ \t]+" + _NUM + rb"[ \t]+" + _NUM + rb")[ \t]+ns\b")
 # "name: N ns" / "name N ns" (N already in ns); the name may hold spaces.
-_K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?):?[ \t]+(" + _NUM + rb")[ \t]*ns\b")
+_K1 = re.compile(rb"\[XPURT_PROF\][ \t]+(\S(?:[^\r\n]*?\S)?)(:?)[ \t]+(" + _NUM + rb")[ \t]*ns\b")
+# a name without the colon that ends in a number: the line held more numbers than a layout has
+# ("name a b c ns"), no name with spaces
+_ENDS_IN_NUMBER = re.compile(rb"[ \t]" + _NUM + rb"$")
 # gtest_ scope lines: indentation (4 spaces a level) and text
 _SCOPE = re.compile(rb"^([ \t]*)(gtest_[^\r\n]*)", re.M)
 _RANK_FILE = re.compile(RANK_IN_NAME + r"\.(log|txt|out)(\.gz)?", re.I)  # rank_3.log
@@ -162,9 +165,10 @@ class _Segment:
         self.ns1: list[bytes] = []
         if text.count(TAG) > len(found):  # other layouts: read them from what is left
             rest = _K3.sub(b"", text) if found else text
-            for name, value in _K1.findall(rest):
-                self.names1.append(name)
-                self.ns1.append(value)
+            for name, colon, value in _K1.findall(rest):
+                if colon or not _ENDS_IN_NUMBER.search(name):  # (the others: in no known layout)
+                    self.names1.append(name)
+                    self.ns1.append(value)
 
     def __len__(self) -> int:
         return len(self.names3) + len(self.names1)

@@ -10,6 +10,10 @@ names. Each process that ran device work is one rank (``vendor_rows``); the NVTX
 annotations, so vLLM's step ranges, its runner scopes and layer-wise ranges, TensorRT-LLM's
 per-iteration range and SGLang's layer markers are step and layer evidence like any other.
 
+``nsys profile --export=sqlite`` leaves the report and its export side by side
+(``report1.nsys-rep``, ``report1.sqlite``): read together they would be one run twice, so the
+report is read once, from the export of its name beside it (``settle``), and a warning says so.
+
 Kernels inside CUDA graphs: with ``--cuda-graph-trace=node`` each node is a kernel row (the
 source record says ``cuda_graph_trace: node``); with the default ``graph`` a graph run is one
 row (``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``), kept as one device slice, and a warning says its
@@ -19,6 +23,7 @@ kernels were not traced.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ...core.errors import TraceError
@@ -45,6 +50,37 @@ def sniff(path: Path, head: bytes) -> bool:
         return False
     sch = tables_of(path)
     return sch is not None and is_export(sch)
+
+
+#: what a report beside its own export is, in the warning that it was set aside
+_EXPORTED = "the report {} beside it was exported from: read once, from that export"
+
+
+def settle(
+    found: list[tuple[Path, ModuleType]], skipped: list[tuple[Path, str]] | None
+) -> list[tuple[Path, ModuleType]]:
+    """The inputs found without each report whose export (the same name, ``.sqlite``, compressed
+    or not) is among them in its directory; those go to ``skipped``, saying so."""
+    ours = [p for p, m in found if m.NAME == NAME]
+    reports = {p for p in ours if rep.is_report(read_head(p, 64))}
+    exports = {(p.resolve().parent, _stem(p)): p for p in ours if p not in reports}
+    out = []
+    for path, mod in found:
+        export = exports.get((path.resolve().parent, _stem(path))) if path in reports else None
+        if export is not None:
+            if skipped is not None:
+                skipped.append((path, _EXPORTED.format(export.name)))
+            continue
+        out.append((path, mod))
+    return out
+
+
+def _stem(path: Path) -> str:
+    """``report1.nsys-rep``, ``report1.sqlite``, ``report1.sqlite.gz`` → ``report1``."""
+    name = path.name
+    for end in (".gz", ".xz", ".bz2", ".zst"):
+        name = name.removesuffix(end)
+    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 def read(path: Path, options: ReadOptions) -> Profile:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...core.errors import TraceError
+from ..sqlite_db import decompress, packed_as
 
 #: the first bytes of a report ("NVIDIA Tegra Profiler Report 2025@1@1@110...")
 MAGIC = b"NVIDIA Tegra Profiler Report"
@@ -42,8 +43,12 @@ def exported(path: Path) -> Iterator[Path]:
             f"`{export_command(path, path.with_suffix('.sqlite').name)}` and analyse the .sqlite file",
         )
     with tempfile.TemporaryDirectory(prefix="xpu_profiler_nsys_") as tmp:
+        report, packed = path, packed_as(path)
+        if packed:  # (nsys reads the report itself: a compressed one is decompressed beside the export)
+            report = Path(tmp) / "report.nsys-rep"
+            decompress(path, packed, report)
         out = Path(tmp) / (path.stem + ".sqlite")
-        cmd = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out), str(path)]
+        cmd = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out), str(report)]
         try:
             done = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, env={**os.environ, "LC_ALL": "C"}

@@ -36,6 +36,8 @@ NVTX = "NVTX_EVENTS"
 #: tables whose presence makes a database an Nsight Systems export
 EXPORT_TABLES = (KERNEL, RUNTIME, MEMCPY, MEMSET, NVTX)
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4 on; 2022.4
+#: why an NVTX range with a NULL end is skipped: it was open when profiling stopped
+OPEN_RANGE = "no end (a range still open when profiling stopped)"
 _API_VERSION = re.compile(r"_v\d+$")  # cudaLaunchKernel_v7000 → cudaLaunchKernel
 
 
@@ -206,7 +208,10 @@ def nvtx_blocks(conn: sqlite3.Connection, sch: Schema) -> tuple[list[Block], int
         4,
         1,
     )
-    skipped: dict[str, int] = {}
+    (open_ranges,) = conn.execute(
+        f"SELECT count(*) FROM {NVTX} WHERE eventType IN ({kinds}) AND end IS NULL"
+    ).fetchone()
+    skipped: dict[str, int] = {OPEN_RANGE: int(open_ranges)} if open_ranges else {}
     names = ["start", "end", "globalTid", "domainId", "text"]
     start, end, gtid, dom_id, ids = usable([start, end, gtid, dom_id, ids], names, "a NULL or non-integer {}", skipped)
     if not len(start):  # an empty block still says what was skipped

@@ -41,7 +41,7 @@ from ...core.profile import K_ANNOTATION, K_KERNEL, K_MEMCPY, K_RUNTIME, Profile
 from ...knowledge.copy_kinds import ROCPROF_COPY
 from ..base import ReadOptions, is_json_document, resolve_rank
 from ..content import read_bytes
-from ..vendor_rows import I64_MAX, ODD, Block, assemble, names_by_rank, threads_by_rank, usable
+from ..vendor_rows import I64_MAX, ODD, Block, assemble, names_by_rank, on_gpu, threads_by_rank, usable
 from . import common, twins
 from .records import Copy, Kernel, Tool, decode
 
@@ -215,7 +215,7 @@ def _kernels(tool: Tool, kd: list, pid: int, gpu: dict, used: set[int], notes: l
             f"named by their id (kernel {unnamed[0]})"
         )
     dev = np.array([gpu.get(a, -1) for a in agent.tolist()], np.int64)
-    used.update(np.unique(dev[dev >= 0]).tolist())
+    used.update(np.unique(dev[on_gpu(dev)]).tolist())
     return Block(
         "kernel_dispatch",
         K_KERNEL,
@@ -245,7 +245,7 @@ def _copies(mc: list, names: _Names, pid: int, gpu: dict, used: set[int]) -> Blo
     src = np.array([gpu.get(a, -1) for a in src_agent.tolist()], np.int64)
     dst = np.array([gpu.get(a, -1) for a in dst_agent.tolist()], np.int64)
     dev = np.where(dst >= 0, dst, src)
-    used.update(np.unique(dev[dev >= 0]).tolist())
+    used.update(np.unique(dev[on_gpu(dev)]).tolist())
     return Block(
         "memory_copy",
         K_MEMCPY,

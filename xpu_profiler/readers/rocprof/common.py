@@ -91,10 +91,13 @@ def gpu_indices(agents: Sequence[dict]) -> dict[int, int]:
 
 
 def device_properties(agents: Sequence[dict], used: set[int]) -> list[dict]:
-    """The GPUs that ran work, as the device table reads them (``name`` first)."""
+    """The GPUs that ran work, as the device table reads them (``name`` first), each once (a
+    file of several processes lists each one's agents: the same GPUs again)."""
     props = []
+    listed: set[int] = set()
     for a in agents:
-        if a.get("type") == GPU_AGENT and a.get("index") in used:
+        if a.get("type") == GPU_AGENT and a.get("index") in used and a["index"] not in listed:
+            listed.add(a["index"])
             name = str(a.get("product_name") or a.get("name") or "").strip()
             p: dict = {"id": a["index"], "name": name}
             for src, dst in (("name", "gfx"), ("cu_count", "numCUs"), ("local_mem_size", "totalGlobalMem")):
