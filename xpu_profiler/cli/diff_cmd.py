@@ -59,6 +59,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     from ..diff.comparison import PHASE_METRICS
     from ..exporters.html.diff_page import write_diff
     from ..findings.checks_run import LEVELS_WITH_TORCH
+    from ..readers.formats import with_units
     from ..summary.diff import encode_diff
     from ..terminal.diff import render
     from ..terminal.screen import screen_for
@@ -66,7 +67,7 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
     written: dict[str, Path] = {}
     try:
         paths = _diff_paths(output)
-        check_outputs(paths, [base, new, findings_config])
+        check_outputs(paths, with_units([base, new, findings_config]))  # (an input's files read with it too)
         fcfg = findings.load_config(findings_config) if findings_config else None
         b, n = load_input(base), load_input(new)
         findings.attach(b, fcfg)
@@ -103,7 +104,9 @@ def diff_command(base, new, output, fail_on, fail_on_phase, fail_on_metric, find
 
 
 def _diff_paths(output: Path) -> dict[str, Path]:
-    """diff.json and diff.html in a directory, or beside a named .json/.html file."""
+    """diff.json and diff.html in a directory, or a named .json/.html file and the other one
+    beside it under the same whole stem (``run.v2.json`` and ``run.v2.html``, as ``analyze``
+    names its outputs)."""
     from ..core.atomic_write import OutputError, reason
     from ..core.fmt import plain
 
@@ -115,9 +118,14 @@ def _diff_paths(output: Path) -> dict[str, Path]:
         is_dir = output.is_dir()
     except OSError as e:  # a name too long, no access
         raise OutputError(output, reason(e)) from None
-    if output.suffix.lower() in (".html", ".htm", ".json") and not is_dir:
-        stem = output.with_suffix("")
-        return {"json": stem.with_suffix(".json"), "html": stem.with_suffix(".html")}
+    suffix = output.suffix.lower()
+    if suffix in (".html", ".htm", ".json") and not is_dir:
+        stem = output.name[: -len(suffix)]  # (only the last ending: run.v2.json → run.v2)
+        named = "json" if suffix == ".json" else "html"
+        return {
+            "json": output if named == "json" else output.with_name(stem + ".json"),
+            "html": output if named == "html" else output.with_name(stem + ".html"),
+        }
     if output.exists() and not is_dir:
         raise XpuProfilerError(f"{plain(str(output))}: exists and is not a directory")
     return {"json": output / "diff.json", "html": output / "diff.html"}

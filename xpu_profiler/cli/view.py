@@ -24,9 +24,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TextIO
 
+from ..core import compression
 from ..core.errors import XpuProfilerError
 from ..core.fmt import plain
 from ..core.regular import not_regular
+from ..exporters.validate_text import not_a_trace
 
 PERFETTO_ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -65,10 +67,17 @@ def check_trace(trace: str | os.PathLike) -> Path:
     try:
         with open(path, "rb") as f:
             first = f.read(1)
+        if not first:
+            raise XpuProfilerError(f"{trace}: the file is empty")
+        why = not_a_trace(path)  # (our bundle, summary or report: Perfetto would show nothing)
     except OSError as e:
+        if e.errno is None:  # (a corrupt gzip stream)
+            raise XpuProfilerError(f"{trace}: cannot decompress ({e})") from None
         raise XpuProfilerError(f"{trace}: cannot read it ({e.strerror or e})") from None
-    if not first:
-        raise XpuProfilerError(f"{trace}: the file is empty")
+    except compression.READ_ERRORS as e:
+        raise XpuProfilerError(f"{trace}: cannot decompress ({e})") from None
+    if why:
+        raise XpuProfilerError(f"{trace}: {why}")
     return path.resolve()
 
 

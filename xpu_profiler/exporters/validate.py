@@ -21,7 +21,7 @@ from typing import Any
 from ..core import compression
 from ..core.errors import TraceError
 from ..core.regular import require_regular
-from .validate_text import check_bytes, no_json_text
+from .validate_text import NO_EVENTS, check_bytes, no_json_text
 
 MAX_DEPTH = 512
 UINT32_MAX = 4_294_967_295
@@ -70,7 +70,7 @@ def validate_bytes(data: bytes, where: str = "trace") -> list[str]:
         _check_document(doc, problems)
         events = doc["traceEvents"]
     elif isinstance(doc, dict) and "traceEvents" not in doc:
-        return problems + ["no traceEvents array: not a Chrome trace (Perfetto opens none of its events)"]
+        return problems + [NO_EVENTS]
     else:
         return problems + ["traceEvents is not an array"]
     seen = _Seen()
@@ -111,6 +111,21 @@ class _Seen:
     last_x: tuple[float, float] | None = None
 
 
+#: the fields that place and name an event, and what each must be
+_IDENTITY = {
+    "pid": "an integer or a string",
+    "tid": "an integer or a string",
+    "name": "a string",
+    "cat": "a string",
+    "id": "an integer or a string",
+}
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _check_event(i: int, e: Any, seen: _Seen, problems: list[str]) -> None:
     """One event: what every event needs (a known phase, pid/tid, ts), then its phase's rules."""
     if not isinstance(e, dict) or not e:
@@ -122,6 +137,14 @@ def _check_event(i: int, e: Any, seen: _Seen, problems: list[str]) -> None:
         return
     if ph not in _PHASES:
         problems.append(f"event #{i}: phase {ph!r} is not one Perfetto and Catapult both read")
+        return
+    odd = next((k for k in _IDENTITY if isinstance(e.get(k), (list, dict))), None)
+    if odd is not None:
+        v = e[odd]
+        problems.append(
+            f"event #{i}: {odd} {_short(v)} is an {'array' if isinstance(v, list) else 'object'}, "
+            f"not {_IDENTITY[odd]} (the event's track and name: checked no further)"
+        )
         return
     if ph != "M":
         seen.used_pids.add(e.get("pid"))

@@ -77,6 +77,9 @@ def load_summary(path: str | Path) -> Summary:
     if missing:  # every summary written has these: without them it would read as a run of nothing
         raise ValueError(f"{path}: not a valid summary (no {', '.join(missing)})")
     if version == 1:
+        why = _odd_v1_sections(doc)
+        if why:  # (what the conversion below would take for an object or a list)
+            raise ValueError(f"{path}: not a valid summary ({why})")
         doc = _from_v1(doc)
     try:
         summary = msgspec.convert(doc, Summary)
@@ -118,6 +121,30 @@ def _odd_values(summary: Summary) -> str | None:
 
 #: the counts of the rows ``_odd_values`` looks at (beside every ``*_ns``)
 _COUNTS = ("steps", "tokens", "count", "events", "step_rows", "engines", "ranks", "prefill_tokens", "decode_tokens")
+
+
+#: JSON's names of the types a version-1 section is read as
+_JSON_TYPES = {dict: "object", list: "array", str: "str", int: "int", float: "float", bool: "bool", type(None): "null"}
+
+
+def _odd_v1_sections(doc: dict[str, Any]) -> str | None:
+    """Where a version-1 file holds another type than the sections ``_from_v1`` reads (said as
+    msgspec says it of a version-2 file); None when every one is what it reads (a section may
+    be null, a fused op may not)."""
+    run, fused = doc.get("run"), doc.get("fused_ops")
+    wanted: list[tuple[str, Any, type, bool]] = [("run", run, dict, True), ("fused_ops", fused, list, True)]
+    wanted += [("throughput", doc.get("throughput"), dict, True)]
+    if isinstance(run, dict):
+        wanted.append(("run.sources", run.get("sources"), list, True))
+    for i, f in enumerate(fused if isinstance(fused, list) else []):
+        wanted.append((f"fused_ops[{i}]", f, dict, False))
+        if isinstance(f, dict):
+            wanted += [(f"fused_ops[{i}].{k}", f.get(k), dict, True) for k in ("by_phase", "per_token_ns")]
+    for where, value, kind, nullable in wanted:
+        if not isinstance(value, kind) and not (nullable and value is None):
+            got = _JSON_TYPES.get(type(value), type(value).__name__)
+            return f"Expected `{_JSON_TYPES[kind]}`, got `{got}` - at `$.{where}`"
+    return None
 
 
 def _from_v1(doc: dict[str, Any]) -> dict[str, Any]:
