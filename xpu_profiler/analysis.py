@@ -7,6 +7,7 @@ call these and need nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from .core.profile import DEVICE_KINDS, FRAME_SCHEMA, K_CPU_OP, Profile, Table
 from .findings import FindingsConfig
 from .knowledge.devices import DeviceSpec
 from .knowledge.taxonomy import Taxonomy
-from .readers import ReadOptions, own_outputs
+from .readers import ReadOptions, bundle, own_outputs
 from .readers import formats as formats_
 from .readers.loader import as_paths, load_run
 from .summary import Summary, load_summary, schema  # noqa: F401  (part of the facade)
@@ -84,9 +85,9 @@ def analyze(
     needs neither attribution nor summary is made while the profile is attributed
     (``exporters.start_ahead``), where memory allows. ``model_config``: the model's
     config.json (``analyze --model``): its layer count and types for the layer view.
-    ``python_frames=False`` leaves the traces' Python stack frames out of the profile (and
-    so of the Perfetto trace and the bundle: smaller files; host time is then explained by
-    ops and runtime calls only)."""
+    ``python_frames=False`` leaves the traces' Python stack frames out of the returned
+    profile once it is analysed, and so out of the Perfetto trace and the bundle (smaller
+    files); the analysis, its host time by cause included, is the same."""
     o = options if options is not None else AnalyzeOptions(**_settings(settings))
     done = run(paths, o)
     return done.profile, done.summary
@@ -96,18 +97,21 @@ def run(paths: Iterable[str | Path], o: AnalyzeOptions) -> Analyzed:
     """``analyze``, keeping what the exporters of ``o.formats`` made ahead for ``export``."""
     profile, capture_profile = load_run(paths, o.capture, o.read, engine=o.engine, jobs=o.jobs)
     _check_analysable(profile)
+    if capture_profile is None and (why := bundle.capture_warning(profile)):
+        profile.warn(why)
     if o.model_config is not None:
         profile.run["model_config"] = o.model_config
-    if not o.python_frames:
-        profile.frames = Table(FRAME_SCHEMA)
     kept = select.apply(profile, o.selection) if o.selection else None
     heap.trim()
-    early = exporters.start_ahead(profile, o.formats, heap.can_spare)
+    # what the outputs write: without the frames when they are left out (the analysis has them)
+    outputs = profile if o.python_frames else dataclasses.replace(profile, frames=Table(FRAME_SCHEMA))
+    early = exporters.start_ahead(outputs, o.formats, heap.can_spare)
     aggregate.attribute(profile, o.taxonomy, capture=capture_profile)  # on an error or Ctrl-C the
     if early is not None:  # daemon thread is not waited for
         early.join()
     heap.trim()
     summary = aggregate.summarize(profile, top=o.top, specs=o.specs)
+    profile.frames = outputs.frames
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     return Analyzed(profile, findings.attach(summary, o.findings_config, o.reference), early)

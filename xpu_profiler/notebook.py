@@ -26,7 +26,7 @@ from .core import atomic_write
 from .core.errors import XpuProfilerError
 from .core.fmt import plain
 from .core.profile import FRAME_SCHEMA, Profile, Table
-from .readers import ReadOptions, own_outputs
+from .readers import ReadOptions, bundle, own_outputs
 from .readers.base import is_json_document, looks_like_kineto
 from .readers.content import is_gzip, read_head
 from .readers.formats import with_units
@@ -214,8 +214,8 @@ def load(
     ``summary.json`` is read back as it is (sections, no trace; the settings, which apply to a
     trace, raise there). ``steps="A:B"`` and
     ``max_events`` keep part of a large trace; ``python_frames=False`` leaves the Python
-    stack frames out of the trace. A file that is no usable input raises ``XpuProfilerError``
-    (``TraceError``) with the line ``analyze`` prints."""
+    stack frames out of the trace it writes (the analysis has them). A file that is no usable
+    input raises ``XpuProfilerError`` (``TraceError``) with the line ``analyze`` prints."""
     items = as_paths(paths, "paths")
     capture = as_paths(capture, "capture", empty=True)
     _check_settings(rank, steps, max_events)
@@ -237,12 +237,14 @@ def load(
             if "not an xpu_profiler summary" not in str(e):
                 raise XpuProfilerError(str(e)) from None
     profile, capture_profile = load_run(items, list(capture), ReadOptions(rank=rank), engine="auto")
-    if not python_frames:
-        profile.frames = Table(FRAME_SCHEMA)
+    if capture_profile is None and (why := bundle.capture_warning(profile)):
+        profile.warn(why)
     sel = select.Selection(select.parse_steps(steps) if steps else None, max_events)
     kept = select.apply(profile, sel) if sel else None
     aggregate.attribute(profile, None, capture=capture_profile)
     summary = aggregate.summarize(profile)
+    if not python_frames:  # (analysed with them: out of the trace only)
+        profile.frames = Table(FRAME_SCHEMA)
     if kept is not None:
         summary.selection = schema.Selection(**kept)
     cfg = findings.load_config(findings_config) if findings_config else None

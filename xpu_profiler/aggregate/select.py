@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import XpuProfilerError
-from ..core.launches import launch_rows
+from ..core.launches import launch_rows, launch_start
 from ..core.profile import Profile
 from .steps.find import find_steps
 
@@ -80,6 +80,32 @@ def _step_window(profile: Profile, lo: int | None, hi: int | None) -> np.ndarray
     return keep
 
 
+def _whole_steps(profile: Profile, keep: np.ndarray) -> int:
+    """Keep only the steps the cut to ``keep`` leaves whole: none of their events left out (an
+    event is the step's whose range holds its launch, else its start, as the attribution
+    decides). A step cut in two would count its whole time for part of its work. Returns how
+    many steps were cut (those wholly after the cut are not counted)."""
+    steps = profile.steps if len(profile.steps) else find_steps(profile)
+    if not len(steps):
+        return 0
+    ev = profile.events
+    la = launch_start(profile)
+    left = np.flatnonzero(~keep & (ev["start"] >= 0))
+    t = np.where(la[left] >= 0, la[left], ev["start"][left])
+    rank = ev["rank"][left]
+    last = int(ev["start"][keep].max()) if keep.any() else -1
+    whole = steps["start"] <= last
+    started = whole.copy()
+    for r in np.unique(steps["rank"]).tolist():
+        m = np.flatnonzero(steps["rank"] == r)
+        tr = np.sort(t[rank == r])
+        lo = np.searchsorted(tr, steps["start"][m], side="left")
+        hi = np.searchsorted(tr, steps["start"][m] + steps["dur"][m], side="right")
+        whole[m] &= hi == lo
+    profile.steps = steps.take(np.flatnonzero(whole))  # (keeps the step ids as read)
+    return int((started & ~whole).sum())
+
+
 def apply(profile: Profile, sel: Selection) -> dict | None:
     """Keep the selected part of ``profile`` (in place); what was kept and skipped."""
     if not sel:
@@ -89,14 +115,13 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
     keep = np.ones(total, bool)
     if sel.steps is not None:
         keep &= _step_window(profile, *sel.steps)
+    split = 0
     if sel.max_events is not None and int(keep.sum()) > sel.max_events:
         rows = np.flatnonzero(keep)
         first = rows[np.argsort(ev["start"][rows], kind="stable")[: sel.max_events]]
         keep = np.zeros(total, bool)
         keep[first] = True
-        cut = int(ev["start"][first].max()) if len(first) else -1
-        if len(profile.steps):
-            profile.steps = profile.steps.take(np.flatnonzero(profile.steps["start"] <= cut))
+        split = _whole_steps(profile, keep)
     kept_t = ev["start"][keep]
     t0, t1 = (int(kept_t.min()), int(kept_t.max())) if len(kept_t) else (0, 0)
     c = profile.counters
@@ -125,6 +150,12 @@ def apply(profile: Profile, sel: Selection) -> dict | None:
         )
         if x
     )
-    profile.derived.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * skipped:.1f} % skipped")
+    cut = (
+        f"; {split} step{'s' if split > 1 else ''} the cut splits left out of the steps (their events kept "
+        "are in no step)"
+        if split
+        else ""
+    )
+    profile.derived.warn(f"kept {kept:,} of {total:,} events ({what}): {100 * skipped:.1f} % skipped{cut}")
     profile.derived.selection = info
     return info

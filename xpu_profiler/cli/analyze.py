@@ -118,7 +118,8 @@ from .common import (
 @click.option(
     "--no-python-frames",
     is_flag=True,
-    help="Leave the traces' Python stack frames out of the Perfetto trace and the bundle (smaller files).",
+    help="Leave the traces' Python stack frames out of the Perfetto trace and the bundle (smaller files); "
+    "the analysis still reads them.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No terminal summary.")
 def analyze(

@@ -296,7 +296,22 @@ def compare(base: Summary, new: Summary, base_label: str = "", new_label: str = 
         report.headline, report.headline_phase = headline(report)
     report.notes += _vendor_notes(report, base, new, one_vendor, unlisted)
     report.notes += _batch_notes(base, new, common)
+    report.notes += _selection_notes(base, new)
     return report
+
+
+def _selection_notes(base: Summary, new: Summary) -> list[str]:
+    """A side that is part of its trace (``analyze --steps`` / ``--max-events``)."""
+    out = []
+    for side, sel in (("BASE", base.selection), ("NEW", new.selection)):
+        if sel is not None:
+            part = [f"steps {sel.steps}"] if sel.steps is not None else []
+            part += [f"at most {sel.max_events:,} events"] if sel.max_events is not None else []
+            out.append(
+                f"{side} is part of its trace ({' and '.join(part)}: {sel.events_kept:,} of {sel.events_total:,} "
+                "events kept): its figures are that part's, not the whole run's"
+            )
+    return out
 
 
 def _unchanged(report: DiffReport) -> bool:

@@ -21,6 +21,7 @@ import numpy as np
 from ..core.errors import TraceError
 from ..core.profile import KINDS, PHASES, SCHEMAS, STRING_COLUMNS, Profile, StringTable, Table
 from ..core.run_info import RunInfo
+from ..core.sources import AttributionSource
 
 NAME = "bundle"
 
@@ -54,6 +55,20 @@ def read(path: Path, options) -> Profile:
         )
     prof.run.setdefault("sources", []).append({"path": str(path), "format": NAME})
     return prof
+
+
+def capture_warning(profile: Profile) -> str | None:
+    """What to say of a bundle analysed again without the graph-capture trace its analysis had:
+    a bundle holds the profile, not the capture, and the attribution it saved with the events
+    counts the replayed kernels matched through one (called before they are attributed again)."""
+    matched = int(np.count_nonzero(profile.events["source"] == AttributionSource.CAPTURE))
+    if not matched:
+        return None
+    return (
+        f"the bundle was analysed with a graph-capture trace, which it does not hold: the {matched:,} replayed "
+        "kernels matched through it are attributed by name now; give the capture trace again (--capture) "
+        "for the same attribution"
+    )
 
 
 def _load(path: Path) -> tuple[Profile, dict]:
