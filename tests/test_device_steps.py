@@ -113,24 +113,26 @@ def covered(runs: list[list[int]], a: int, b: int) -> int:
 
 def expected(truth: list[dict]) -> dict[str, list[int]]:
     """Every number of the device timeline, by hand: spans, own busy, idle, starved, and the
-    device-level host wait before each step's first kernel. A step's span ends at its last
-    kernel's end, or where the next step's first kernel starts if that is earlier (kernels of
-    two steps running at once on the two streams: the time they share is the later step's);
-    its busy time is its own kernels' union up to that end."""
+    device-level host wait before each step's first kernel. Where a step's first kernel
+    starts while an earlier step's still runs (the two streams), its effective range starts
+    where the earlier steps' work ends (the device's time tiled in step order), and every
+    step's busy time is the device's busy time in its range; else its own kernels' union."""
     every = union([(s, e) for t in truth for s, e, _ in t["kernels"]])
-    out: dict[str, list[int]] = {k: [] for k in ("start", "end", "busy", "idle", "starved", "host_wait")}
+    out: dict[str, list[int]] = {k: [] for k in ("start", "end", "eff", "busy", "idle", "starved", "host_wait")}
     prev_end = None
-    firsts = [min(s for s, _, _ in t["kernels"]) for t in truth]
-    for k, t in enumerate(truth):
+    spans = [(min(s for s, _, _ in t["kernels"]), max(e for _, e, _ in t["kernels"])) for t in truth]
+    tiled = any(spans[k][0] < max(e for _, e in spans[:k]) for k in range(1, len(spans)))
+    for t in truth:
         ks = t["kernels"]
         s0, s1 = min(s for s, _, _ in ks), max(e for _, e, _ in ks)
-        if k + 1 < len(truth) and s0 < firsts[k + 1] < s1:
-            s1 = firsts[k + 1]
+        eff = min(max(s0, prev_end), s1) if prev_end is not None else s0
         out["start"].append(s0)
         out["end"].append(s1)
-        out["busy"].append(sum(e - s for s, e in union([(s, min(e, s1)) for s, e, _ in ks if s < s1])))
-        out["idle"].append((s1 - s0) - covered(every, s0, s1))
-        out["starved"].append(max(0, s0 - prev_end) if prev_end is not None else 0)
+        out["eff"].append(eff)
+        own = sum(e - s for s, e in union([(s, e) for s, e, _ in ks]))
+        out["busy"].append(covered(every, eff, s1) if tiled else own)
+        out["idle"].append((s1 - eff) - covered(every, eff, s1))
+        out["starved"].append(max(0, eff - prev_end) if prev_end is not None else 0)
         first = min(ks)  # the kernel that ends the gap before the step
         p = max((e for s, e, _ in [k for u in truth for k in u["kernels"]] if e <= first[0]), default=None)
         issued = first[2] + round(LAUNCH_DUR * 1000)  # when its launch call returned
@@ -165,12 +167,13 @@ def test_device_timeline_of_async_steps(tmp_path: Path, name, step_every, kernel
     want = expected(truth)
     d = s.device_steps
     assert d.device_start_ns == want["start"] and d.device_end_ns == want["end"]
+    assert d.effective_start_ns == want["eff"]
     assert d.device_busy_ns == want["busy"]  # the union of the step's own kernels, exactly
     assert s.steps.busy_ns == want["busy"] and s.steps.idle_ns == want["idle"]
     assert d.device_idle_ns == want["idle"] and d.starved_ns == want["starved"]
     assert d.host_wait_ns == want["host_wait"]
     # the verdicts: the rule applied to the numbers, and what the trace was built to be
-    period = [st + e - b for st, b, e in zip(d.starved_ns, d.device_start_ns, d.device_end_ns)]
+    period = [st + e - b for st, b, e in zip(d.starved_ns, d.effective_start_ns, d.device_end_ns)]
     by_rule = ["host" if w >= HOST_BOUND_SHARE * p else "device" for w, p in zip(d.waiting_on_host_ns, period)]
     assert d.bound == by_rule
     assert d.bound[1:] == [bound] * 5  # the first step has no gap before it
@@ -412,3 +415,38 @@ def test_steps_running_at_once_on_two_streams_share_their_time_once(tmp_path: Pa
     assert s.totals.device_busy_ns == busy <= s.totals.wall_ns
     tokens = 5 * 4  # the annotation's decode tokens, per step
     assert s.throughput.decode_tok_s == pytest.approx(tokens / (busy / 1e9))
+
+
+def test_a_step_that_starts_a_side_kernel_during_the_last_ones_work(tmp_path: Path) -> None:
+    """Overlap scheduling: the host runs a step ahead; each step first launches a 3 µs kernel on
+    an idle side stream (it runs at once, while the previous step's compute still runs), then
+    2 ms of compute that queues behind the previous step's. The device's time is tiled in step
+    order: every step after the first takes its compute's 2 ms, and the steps' busy time adds
+    up to what the device ran (before: cut at the side kernel, each step's busy was 15 µs)."""
+    ev: list[dict] = []
+    compute, side = 2000, 3  # µs
+    free, corr, kernels, runs = 1010.0, 1, [], []
+    for k in range(6):
+        h0 = 1000 + 300 * k  # the host range: 200 µs, a step ahead of the device
+        ev.append({"ph": "X", "cat": "user_annotation", "name": STEP, "pid": 100, "tid": 1, "ts": h0, "dur": 200})
+        for stream, dur, at in ((9, side, h0 + 10), (7, compute, None)):
+            start = at if at is not None else max(free, h0 + 30)
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                       "ts": start - 5 if at else h0 + 20, "dur": 2, "args": {"correlation": corr}})  # fmt: skip
+            ev.append({"ph": "X", "cat": "kernel", "name": f"k{stream}", "pid": 0, "tid": stream, "ts": start,
+                       "dur": dur, "args": {"correlation": corr, "device": 0, "stream": stream}})  # fmt: skip
+            kernels.append((start * 1000, (start + dur) * 1000))
+            if stream == 7:
+                free = start + dur
+                runs.append((start * 1000, free * 1000))
+            corr += 1
+    path = tmp_path / "side.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    _, s = analyze([path])
+    assert all(b[0] == a[1] for a, b in zip(runs, runs[1:]))  # compute back to back
+    assert all(side_start < run[1] for (side_start, _), run in zip(kernels[2::2], runs))  # side kernels during it
+    assert s.steps.step_ns[1:] == [e - b for b, e in runs[1:]]
+    assert sum(s.device_steps.device_busy_ns) == sum(e - b for b, e in union(kernels))
+    d = s.device_steps
+    for i in range(len(runs)):
+        assert d.device_busy_ns[i] <= d.starved_ns[i] + d.device_end_ns[i] - d.effective_start_ns[i]

@@ -93,6 +93,17 @@ CAUSES: list[HostCause] = [
         "torch/_dynamo/eval_frame.py, guards.py",
     ),
     HostCause(
+        "graph_replay",
+        "replaying a captured graph (its launch from Python)",
+        ("frame", "range"),
+        re.compile(r"torch/cuda/graphs\.py\(\d+\): replay$|<built-in method replay of"),
+        {
+            "vllm": "fewer graphs per step (one FULL graph for decode: cudagraph_mode=FULL_AND_PIECEWISE)",
+            "*": "fewer, larger graphs per step",
+        },
+        "torch/cuda/graphs.py CUDAGraph.replay: the steady state of graph-replayed steps, not a capture",
+    ),
+    HostCause(
         "graph_capture",
         "graph capture inside the window",
         ("frame", "range", "runtime"),

@@ -8,15 +8,17 @@ launched: the device events whose runtime call (correlation id) lies inside its 
 range, graph replays included (``attribution`` fills ``events.step`` that way). Per
 step row:
 
-- ``start``/``end``: first start and last end of that work, the end cut at the next step's
-  effective start where that comes first (work of two steps running at once on several
-  streams: the time they share is the later step's, counted once);
+- ``start``/``end``: first start and last end of that work;
 - ``eff_start``: the start of its *effective* device range. When the step's first work
   ran and the rest then waited (a dependency gap of at least ``TRIM_WAIT_NS``, before
   ``TRIM_BEFORE_BUSY`` of the step's busy time had run: a stream blocked on an event of
   earlier work that is not in the trace, while the host sat in a synchronous copy), the
-  range starts after that wait: the wait belongs to the earlier work, not to this step;
-- ``busy``: the union over streams of that work (its own work, wherever it ran) up to ``end``;
+  range starts after that wait: the wait belongs to the earlier work, not to this step.
+  Likewise where the step's work runs while earlier steps' work still runs (several
+  streams), its range starts where theirs ends: the device's time is tiled in step order,
+  the time two steps share counted once, for the earlier one;
+- ``busy``: the union over streams of that work (its own work, wherever it ran); on a rank
+  whose steps' work ran at once (tiled ranges), the device's busy time in the step's range;
 - ``idle``: time inside ``[eff_start, end)`` when no device work of the rank runs at all;
 - ``starved``: the gap between the previous step's last device activity (on that rank)
   and this step's first, 0 when they overlap or for the first step;
@@ -136,11 +138,9 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
     g_step = ev["step"][dgaps.row].astype(np.int64)
     eff = _effective_start(profile, own, st, d_start, busy, dgaps, g_step)
     s_rank = steps["rank"].astype(np.int64)
-    cut = _until_next(s_rank, eff, d_end, has)
-    if (cut < d_end).any():  # work of two steps at once (streams): the shared time counts once
-        e_own = np.minimum(end[own], cut[st])
-        busy = union_length(st, np.minimum(start[own], e_own), e_own, n)
-        d_end = cut
+    after = _after_previous(s_rank, eff, d_end, has)
+    tiled = np.isin(s_rank, np.unique(s_rank[after > eff]))  # ranks whose steps' work ran at once
+    eff = after
     # the waits trimmed off a step's front are not its own
     if n:
         gs = np.maximum(g_step, 0)
@@ -149,6 +149,7 @@ def device_timeline(profile: Profile, launch: np.ndarray) -> DeviceTimeline | No
     rank = ev["rank"][rows].astype(np.int64)
     lo, hi = np.maximum(eff, 0), np.maximum(d_end, 0)
     covered = covered_in_windows(rank, start[rows], end[rows], s_rank, lo, hi)
+    busy = np.where(tiled & has, covered, busy)  # (tiled: the device's busy time in the step's range)
     idle = np.where(has, (hi - lo) - covered, 0)
     starved = _starved(s_rank, eff, d_end, has)
     sums = {}
@@ -261,21 +262,20 @@ def _exposed_comm(
     return comm, exposed
 
 
-def _until_next(s_rank: np.ndarray, eff: np.ndarray, d_end: np.ndarray, has: np.ndarray) -> np.ndarray:
-    """Per step, where the device time it owns ends: its last work's end, or the effective
-    start of the next step of its rank (in that order) where that comes first. Steps whose
-    work runs at once on several streams (the next step's kernels start while a long kernel
-    of this one still runs) would otherwise both count the time they share: periods and
-    busy time summing beyond the wall. The shared time goes to the later step."""
-    end = d_end.copy()
-    idx = np.flatnonzero(has)
-    if len(idx) < 2:
-        return end
-    order = idx[np.lexsort((eff[idx], s_rank[idx]))]
-    r, e = s_rank[order], eff[order]
-    later = (r[1:] == r[:-1]) & (e[1:] > e[:-1]) & (e[1:] < end[order[:-1]])
-    end[order[:-1][later]] = e[1:][later]
-    return end
+def _after_previous(s_rank: np.ndarray, eff: np.ndarray, d_end: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Per step, its effective start moved to the latest end of the earlier steps' work on its
+    rank (in the order of their effective starts) where that comes later, at most its own end.
+    Steps whose work runs at once on several streams (a step's first kernels start while the
+    previous step's still run) would otherwise both count the time they share: periods and
+    step times summing beyond the device's time. The device's time is tiled in step order
+    instead: the time they share is the earlier step's, as a wait on earlier work is."""
+    out = eff.copy()
+    for r in np.unique(s_rank[has]).tolist():  # ranks are few
+        idx = np.flatnonzero(has & (s_rank == r))
+        idx = idx[np.argsort(eff[idx], kind="stable")]
+        prev = np.maximum.accumulate(np.concatenate(([-1], d_end[idx][:-1])))
+        out[idx] = np.minimum(np.maximum(eff[idx], prev), d_end[idx])
+    return out
 
 
 def _starved(s_rank: np.ndarray, d_start: np.ndarray, d_end: np.ndarray, has: np.ndarray) -> np.ndarray:
