@@ -179,3 +179,42 @@ def test_flops_from_recorded_shapes_per_event() -> None:
     for data in (raw, spaced):
         cols = decode.decode_cols(data)
         assert cols.flops.tolist() == expected
+
+
+def test_a_thread_named_by_a_text_is_one_thread_in_every_chunk(tmp_path: Path, monkeypatch) -> None:
+    """Writers that name their threads (``"tid": "MainThread"``) give a text where an integer
+    goes: the thread is one thread however the file is cut for reading. The same trace with
+    the texts replaced by numbers is the reference: one chunk or many, the same analysis."""
+    from xpu_profiler.analysis import analyze
+    from xpu_profiler.testing import gen_trace
+
+    src = tmp_path / "gen.json"
+    gen_trace.generate(3000, str(src), seed=3)
+    doc = json.loads(src.read_text())
+    host = {e["tid"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op"}
+    assert len(host) == 1
+    (main,) = host
+    named, numbered = tmp_path / "named.json", tmp_path / "numbered.json"
+    evs = doc["traceEvents"]
+    every = max(1, len(evs) // 7)  # another named thread's short ops, spread over the file
+    aux = [  # (no args: a plain host op)
+        {k: v for k, v in evs[i].items() if k != "args"}
+        | {"name": "aux::poll", "cat": "cpu_op", "dur": 0.5, "tid": "AuxThread"}
+        for i in range(0, len(evs), every)
+    ]
+    body = sorted(evs + aux, key=lambda e: e.get("ts", 0))
+    named.write_text(
+        json.dumps({**doc, "traceEvents": [dict(e, tid="MainThread") if e.get("tid") == main else e for e in body]})
+    )
+    numbered.write_text(
+        json.dumps({**doc, "traceEvents": [dict(e, tid=999) if e.get("tid") == "AuxThread" else e for e in body]})
+    )
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
+    ref = analyze([numbered])[1]
+    for chunk in (1 << 40, 64 << 10):
+        monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
+        got = analyze([named])[1]
+        assert [(f.fused_op, f.count, f.time_ns) for f in got.fused_ops] == [
+            (f.fused_op, f.count, f.time_ns) for f in ref.fused_ops
+        ], chunk
+        assert got.attribution.share_by_source == ref.attribution.share_by_source, chunk

@@ -3,6 +3,7 @@ numbers (``columns`` calls these per chunk)."""
 
 from __future__ import annotations
 
+import hashlib
 from itertools import repeat
 from operator import attrgetter, ne
 from pathlib import Path
@@ -225,7 +226,10 @@ def _ints(xs: list[Event], field: str) -> np.ndarray:
 
 
 def odd_ints(values: list) -> np.ndarray:
-    """``_ints`` of values that are not all integers."""
+    """``_ints`` of values that are not all integers. A text that is no number (a thread
+    named ``"MainThread"``) gets a negative id of its own (``text_id``): the same in every
+    chunk of the file and every column, so that a thread is one thread however the file was
+    cut for reading (ids numbered in each chunk's order split one thread and merged others)."""
     out = np.empty(len(values), dtype=np.int64)
     seen: dict[str, int] = {}
     for i, v in enumerate(values):
@@ -237,5 +241,18 @@ def odd_ints(values: list) -> np.ndarray:
             try:
                 out[i] = int(v, 0)
             except (TypeError, ValueError, OverflowError):
-                out[i] = seen.setdefault(str(v), -2 - len(seen))  # stable negative ids
+                text = str(v)
+                found = seen.get(text)
+                out[i] = found if found is not None else seen.setdefault(text, text_id(text))
     return out
+
+
+#: the range of the ids of texts: below -1 (-1 is none), within int32 (a device column's type)
+TEXT_IDS = 1 << 30
+
+
+def text_id(text: str) -> int:
+    """A text's id where an integer goes: a function of the text alone (a stable hash), in
+    ``[-1 - TEXT_IDS, -2]``; two texts of one file share one with a chance of about n²/2^31."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return -2 - int.from_bytes(digest, "little") % TEXT_IDS
