@@ -72,3 +72,18 @@ def test_a_key_named_like_the_events_array_elsewhere_is_no_repeat(tmp_path):
     }
     (tmp_path / "t.json").write_text(json.dumps(doc))
     assert "written 2 times" not in run("validate", tmp_path / "t.json").stdout
+
+
+def test_events_after_a_large_object_are_read(tmp_path):
+    """A Chrome trace whose first top-level key is a large object (``stackFrames`` of a few
+    hundred KiB) and whose ``traceEvents`` come after it: the same trace as with the events
+    first (before: refused as no supported format, its first 64 KiB holding no trace key)."""
+    doc = json.loads(gzip.decompress(RANK0.read_bytes()))
+    frames = {str(i): {"name": f"frame_{i}", "category": "python"} for i in range(5000)}
+    late = tmp_path / "frames_first.json"
+    late.write_text(json.dumps({"stackFrames": frames, **doc}))
+    assert late.read_bytes().index(b'"traceEvents"') > 64 * 1024
+    first = tmp_path / "events_first.json"
+    first.write_text(json.dumps({**doc, "stackFrames": frames}))
+    got, want = _summary(late, tmp_path / "o1"), _summary(first, tmp_path / "o2")
+    assert got["totals"] == want["totals"] and got["totals"]["events"] > 0

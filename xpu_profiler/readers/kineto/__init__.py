@@ -13,18 +13,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...core import compression
 from ...core.errors import TraceError
 from ...core.profile import Profile
 from .. import own_outputs
 from ..base import FRONT_END, NO_MODEL, ReadOptions, is_rank, looks_like_kineto, resolve_rank
 from ..begin_end import Mark, pair
-from ..content import read_bytes
+from ..content import HEAD_BYTES, iter_content, read_bytes
 from .cols import MAX_US, REDUNDANT_UNUSED
 from .columns import columns as to_columns
 from .decode import ChunkFailed, decode_all, decode_whole, top_level, top_level_exact
 from .join import add_tables
 from .schema import Args, Event
-from .stream import read_streamed
+from .stream import HEAD_MAX, read_streamed
 from .tolerant import from_document, merge_skips, offset_skips, skip_lines
 
 NAME = "kineto"
@@ -33,7 +34,30 @@ DEVICE_PROPERTIES = ("id", "name", "totalGlobalMem", "computeMajor", "computeMin
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    return looks_like_kineto(head)
+    """Chrome/Kineto JSON by its first bytes; an object whose first ``HEAD_BYTES`` hold other
+    keys only (a large ``stackFrames`` written before the events) by a ``traceEvents`` key
+    further on, within ``stream.HEAD_MAX``, where the reader looks for it too."""
+    if looks_like_kineto(head):
+        return True
+    return len(head) >= HEAD_BYTES and head.lstrip()[:1] == b"{" and _events_key_further(path)
+
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def _events_key_further(path: Path) -> bool:
+    seen, tail = 0, b""
+    try:
+        for block in iter_content(path):
+            if _EVENTS_KEY.search(tail + block):
+                return True
+            seen += len(block)
+            if seen > HEAD_MAX:
+                return False
+            tail = block[-64:]
+    except (OSError, *compression.READ_ERRORS):
+        return False
+    return False
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
