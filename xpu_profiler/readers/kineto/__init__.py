@@ -42,9 +42,6 @@ def sniff(path: Path, head: bytes) -> bool:
     return len(head) >= HEAD_BYTES and head.lstrip()[:1] == b"{" and _events_key_further(path)
 
 
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-
-
 def _events_key_further(path: Path) -> bool:
     seen, tail = 0, b""
     try:
