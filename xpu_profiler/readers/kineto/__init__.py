@@ -52,9 +52,12 @@ def _events_key_further(path: Path) -> bool:
             if seen > HEAD_MAX:
                 return False
             tail = block[-64:]
-    except (OSError, *compression.READ_ERRORS):
+    except _UNREADABLE:
         return False
     return False
+
+
+_UNREADABLE: tuple[type[BaseException], ...] = (OSError, *compression.READ_ERRORS)
 
 
 def read(path: Path, options: ReadOptions) -> Profile:
