@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import XpuProfilerError
 from ..core.profile import Profile
 from ..core.run_info import RunInfo
 
@@ -74,11 +75,79 @@ class ModelShape:
     tp: int = 1
 
 
+#: counts of layers (and layer indices and periods): the deepest real models have a few hundred
+MAX_LAYERS = 10_000
+#: sizes (widths, heads, experts, vocabulary, window tokens): each is a tensor dimension or a
+#: token count that PyTorch and vLLM's kernels index with 32-bit integers
+MAX_SIZE = 2**31
+LAYER_FIELDS = (
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "n_layers",
+    "num_nextn_predict_layers",
+    "first_k_dense_replace",
+    "decoder_sparse_step",
+    "moe_layer_freq",
+    "max_window_layers",
+    "sliding_window_pattern",
+)
+SIZE_FIELDS = (
+    "hidden_size",
+    "d_model",
+    "num_attention_heads",
+    "n_head",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "ffn_dim",
+    "n_inner",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "vocab_size",
+    "num_experts",
+    "n_routed_experts",
+    "num_local_experts",
+    "moe_num_experts",
+    "num_experts_per_tok",
+    "moe_topk",
+    "n_shared_experts",
+    "num_shared_experts",
+    "sliding_window",
+    "attention_chunk_size",
+)
+#: a model has at least one of each of these (a config that says 0 is a mistake)
+AT_LEAST_ONE = {"num_hidden_layers", "n_layer", "num_layers", "n_layers", "hidden_size", "d_model"}
+AT_LEAST_ONE |= {"num_attention_heads", "n_head", "num_key_value_heads", "head_dim", "vocab_size"}
+
+
+def check_model_config(cfg: dict[str, Any], where: str) -> dict[str, Any]:
+    """``cfg`` itself when each size the estimates and the layer view read (of its
+    ``text_config`` for multimodal ones) is a whole number in range: 0 to ``MAX_LAYERS``
+    for layer counts, 0 to ``MAX_SIZE`` for sizes, at least 1 for those every model has;
+    absent or null is unknown. Any other value (text, a bool, NaN, Infinity, a fraction, a
+    negative or larger number) refuses the whole config in one line naming ``where`` and
+    the field: no figure is estimated from a model no engine could run."""
+    text = cfg.get("text_config")
+    fields, prefix = (text, "text_config.") if isinstance(text, dict) else (cfg, "")
+    for key in LAYER_FIELDS + SIZE_FIELDS:
+        value = fields.get(key)
+        if value is None:
+            continue
+        top = MAX_LAYERS if key in LAYER_FIELDS else MAX_SIZE
+        low = 1 if key in AT_LEAST_ONE else 0
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole or not low <= value <= top:
+            said = f"{value!r:.40}" if not isinstance(value, int) or abs(value) < 10**40 else "a 40+ digit number"
+            raise XpuProfilerError(f"{where}: {prefix}{key} must be a whole number from {low} to {top:,}, not {said}")
+    return cfg
+
+
 def model_config(run: RunInfo) -> dict[str, Any] | None:
     """The model's config.json: recorded in the run, else read from the model's directory."""
     cfg = run.get("model_config")
     if isinstance(cfg, dict):
-        return cfg
+        return check_model_config(cfg, "the model config")
     engine = run.get("engine")
     engine = engine if isinstance(engine, dict) else {}
     for where in (run.get("model_path"), engine.get("model"), run.get("model")):
@@ -87,7 +156,7 @@ def model_config(run: RunInfo) -> dict[str, Any] | None:
             try:
                 if f.is_file():
                     data = json.loads(f.read_text(encoding="utf-8"))
-                    return data if isinstance(data, dict) else None
+                    return check_model_config(data, str(f)) if isinstance(data, dict) else None
             except (OSError, ValueError):
                 continue
     return None

@@ -23,7 +23,9 @@ def _read(path: Path) -> dict[str, Any]:
         raise XpuProfilerError(f"{plain(str(path))}: not a readable config.json ({e})") from None
     if not isinstance(data, dict):
         raise XpuProfilerError(f"{plain(str(path))}: not a model config (a JSON object)")
-    return data
+    from ..aggregate.model_cost import check_model_config
+
+    return check_model_config(data, plain(str(path)))
 
 
 def local_model_config(name: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@ size (``record``: a server's health, its models, vLLM's /start_profile and /stop
 
 from __future__ import annotations
 
+import http.client
 import threading
 import urllib.request
 from typing import Any
@@ -17,7 +18,8 @@ def fetch(req: str | HttpRequest, timeout: float = HTTP_TIMEOUT_S) -> tuple[int,
     """(status, body) of one HTTP request, the whole exchange within ``timeout`` (a server that
     sends a header line now and then never trips urllib's per-read timeout) and at most
     ``MAX_ANSWER_BYTES`` of body. Raises urllib's errors (HTTPError for an error status), or
-    OSError when the time or the size runs out."""
+    OSError when the time or the size runs out or the answer is not HTTP (an SSH banner, a
+    header line past http.client's limits, a broken chunk)."""
     done: dict[str, Any] = {}
 
     def go() -> None:
@@ -25,6 +27,8 @@ def fetch(req: str | HttpRequest, timeout: float = HTTP_TIMEOUT_S) -> tuple[int,
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 body = r.read(MAX_ANSWER_BYTES + 1)
                 done["answer"] = (r.status, body)
+        except http.client.HTTPException as e:  # not an OSError: said like one
+            done["error"] = OSError(_not_http(e))
         except BaseException as e:  # handed to the caller's thread
             done["error"] = e
 
@@ -39,3 +43,11 @@ def fetch(req: str | HttpRequest, timeout: float = HTTP_TIMEOUT_S) -> tuple[int,
     if len(body) > MAX_ANSWER_BYTES:
         raise OSError(f"an answer of more than {MAX_ANSWER_BYTES >> 20} MiB")
     return status, body
+
+
+def _not_http(e: http.client.HTTPException) -> str:
+    """What a broken or non-HTTP answer was, in one line."""
+    if isinstance(e, http.client.BadStatusLine) and not isinstance(e, ConnectionError):
+        first = str(e.args[0]) if e.args else ""
+        return f"an answer that is not HTTP: {first.strip()[:80]!r}"
+    return f"a broken HTTP answer: {str(e)[:120] or type(e).__name__}"

@@ -82,7 +82,14 @@ def server_profiler_window(
                     )
                 last = now
                 time.sleep(POLL_S)
-    finally:
+    except BaseException:
+        # the window's own error (or the interrupt) is what is said; a failing stop a warning at most
         if steps:
-            _post(srv.url + compat.STOP_PROFILE)  # resets vLLM's profiler (a no-op once it stopped itself)
+            try:
+                _post(srv.url + compat.STOP_PROFILE)
+            except XpuProfilerError as e:
+                con.warn(f"could not stop vLLM's profiler: {e}")
+        raise
+    if steps:
+        _post(srv.url + compat.STOP_PROFILE)  # resets vLLM's profiler (a no-op once it stopped itself)
     return sorted(now)

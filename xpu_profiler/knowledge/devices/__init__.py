@@ -203,6 +203,11 @@ def _positive(path: Path, key: str, field: str, value: object) -> float:
     """A spec figure: a positive finite number (a peak of 0 or below, or text, is a mistake)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise XpuProfilerError(f"{path}: entry {key!r}: {field} must be a number, not {value!r:.40}")
-    if not math.isfinite(value) or value <= 0:
-        raise XpuProfilerError(f"{path}: entry {key!r}: {field} must be a positive number, not {value!r}")
-    return float(value)
+    try:
+        number = float(value)  # an int past a float's range (1e400) overflows
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or number <= 0:
+        said = f"{value!r:.40}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise XpuProfilerError(f"{path}: entry {key!r}: {field} must be a positive number, not {said}")
+    return number
