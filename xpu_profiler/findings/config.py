@@ -14,6 +14,7 @@ Unknown rule ids, threshold names or non-numeric values end with one line (exit 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,14 @@ def load_config(path: str | Path) -> FindingsConfig:
 
 
 def _number(p: Path, key: str, v: object) -> float:
+    """A threshold: a finite number, not below 0 (TOML reads ``nan`` and ``inf``: a rule
+    judged against them says "under nan us" or never fires)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise XpuProfilerError(f"{p}: {key} must be a number, not {v!r}")
-    return float(v)
+    try:
+        x = float(v)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or x < 0:
+        raise XpuProfilerError(f"{p}: {key} must be a finite number of 0 or more, not {v!r:.40}")
+    return x
