@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from ..core.profile import K_CPU_OP, P_DECODE, P_MIXED, P_PREFILL, PHASES, Profile
+from ..core.run_info import tensor_parallel_size
 from ..knowledge import devices
 from ..knowledge.taxonomy import FUSED_OPS
 from ..summary import DeviceSpec, Roofline
+from .engine_family import detect as detect_engine
 from .model_cost import PEAK_KEY, decode_context, model_config, model_shape, step_costs
 from .steps.find import token_steps
 
@@ -146,7 +148,8 @@ def _context(profile: Profile, rows: np.ndarray, spec: DeviceSpec | None) -> _Co
     n_ranks = max(1, len(profile.ranks))
     cfg = model_config(run)
     dtype = engine.get("dtype") or (cfg or {}).get("torch_dtype")  # the engine's, else the model's
-    tp, tp_note = _tensor_parallel(run, engine, n_ranks)
+    worlds = [src.get("world_size") for src in run.get("sources") or [] if isinstance(src, dict)]
+    tp, tp_note = tensor_parallel_size(engine, worlds, n_ranks, detect_engine(profile)[0])
     shape = model_shape(cfg, dtype, tp) if cfg else None
     costs, ctx_note = None, ""
     if shape is not None and len(rows):
@@ -160,20 +163,6 @@ def _context(profile: Profile, rows: np.ndarray, spec: DeviceSpec | None) -> _Co
     peak_f, peak_b, peak_note = _peaks(spec, dtype)
     note = "; ".join(n for n in (peak_note, tp_note if shape is not None else "") if n)
     return _Context(traced, costs, n_ranks, peak_f, peak_b, note, ctx_note)
-
-
-def _tensor_parallel(run, engine: dict, n_ranks: int) -> tuple[int, str]:
-    """The tensor-parallel size the model's weights are split by: the engine's setting, else
-    the world size a trace declares (one rank of a TP4 run is a quarter of the model), else
-    the ranks traced; with what it was taken from when the engine did not say."""
-    tp = engine.get("tensor_parallel_size")
-    if isinstance(tp, int) and tp > 0:
-        return tp, ""
-    worlds = [s.get("world_size") for s in run.get("sources") or [] if isinstance(s, dict)]
-    world = max((w for w in worlds if isinstance(w, int) and w > 0), default=0)
-    if world > 1:
-        return world, f"tensor-parallel size taken as the traces' world size ({world})"
-    return n_ranks, ""
 
 
 def _work(ev, p: int, comp: str, in_phase: np.ndarray, ctx: _Context) -> tuple[str, float | None, float | None]:

@@ -54,15 +54,20 @@ def throughput(
         rate = {p.phase: 1e9 / p.step_per_token_ns for p in phases if p.tokens and p.step_per_token_ns}
         out.prefill_tok_s, out.decode_tok_s = rate.get("prefill"), rate.get("decode")
     if len(req):
-        ok = req["first_token"] >= 0
+        # a request whose arrival was not seen (-1: it came before the records began) has no
+        # TTFT or end-to-end latency, as in the per-request table
+        seen, ok = req["arrival"] >= 0, req["first_token"] >= 0
         out.requests = int(len(req))
-        out.ttft_ns = distribution((req["first_token"] - req["arrival"])[ok])
+        out.ttft_ns = distribution((req["first_token"] - req["arrival"])[seen & ok])
         fin = ok & (req["finish"] >= 0) & (req["output_len"] > 1)
         out.tpot_ns = distribution((req["finish"] - req["first_token"])[fin] / (req["output_len"][fin] - 1))
         done = req["finish"] >= 0
-        out.e2e_ns = distribution((req["finish"] - req["arrival"])[done])
+        out.e2e_ns = distribution((req["finish"] - req["arrival"])[seen & done])
         if done.any():
-            span = int(req["finish"][done].max() - req["arrival"].min())
+            # from the first moment a request was seen: its arrival, else its first token or end
+            first = np.where(seen, req["arrival"], np.where(ok, req["first_token"], req["finish"]))
+            known = first >= 0
+            span = int(req["finish"][done].max() - first[known].min()) if known.any() else 0
             out.output_tokens = int(req["output_len"].sum())
             out.output_tok_s = (out.output_tokens / span * 1e9) if span else None
         out.prompt_tokens = int(req["prompt_len"].sum())

@@ -9,6 +9,7 @@ typed ``Run``: the keys that are ``Run`` fields are typed, the other keys declar
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict, cast
 
 
@@ -73,3 +74,22 @@ def as_dict(run: RunInfo) -> dict[str, Any]:
     """The same dict, for code that treats every key alike (merging runs, the keys that go to
     ``Run.extra``): its keys are still ``RunInfo``'s."""
     return cast("dict[str, Any]", run)
+
+
+#: engines whose traces' torch.distributed world is the model's own parallel group (its tensor-
+#: and pipeline-parallel ranks); a training job's world is mostly data-parallel ranks
+WORLD_IS_MODEL_PARALLEL = ("vllm", "sglang")
+
+
+def tensor_parallel_size(engine: Any, world_sizes: Iterable[Any], ranks: int, family: str | None) -> tuple[int, str]:
+    """The tensor-parallel size the model's weights are split by: the engine's setting, else,
+    in a trace of an engine of ``WORLD_IS_MODEL_PARALLEL`` (``family``), the world size it
+    declares (``distributedInfo.world_size``: one rank of a TP4 run is a quarter of the model),
+    else the ranks traced; with what it was taken from when the engine did not say."""
+    tp = engine.get("tensor_parallel_size") if isinstance(engine, Mapping) else None
+    if isinstance(tp, (int, float)) and not isinstance(tp, bool) and tp >= 1:
+        return int(tp), ""
+    world = max((w for w in world_sizes if isinstance(w, int) and not isinstance(w, bool) and w > 0), default=0)
+    if world > 1 and family in WORLD_IS_MODEL_PARALLEL:
+        return world, f"tensor-parallel size taken as the traces' world size ({world})"
+    return max(1, ranks), ""

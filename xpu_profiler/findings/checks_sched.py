@@ -8,7 +8,7 @@ import numpy as np
 
 from ..summary import Summary
 from .base import Context, Hit, Thresholds
-from .inputs import dur, engine_int, engine_of, pct, step_ids, step_view
+from .inputs import StepView, dur, engine_int, engine_of, pct, step_ids, step_view
 from .knobs import knob
 
 DECODING = ("decode", "mixed")  # steps that run decode requests
@@ -243,27 +243,39 @@ def chunked_prefill_budget(s: Summary, th: Thresholds, ctx: Context) -> Hit | No
     )
 
 
-def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
-    """Steps far slower than their phase's median; in a phase with too few steps for a
-    median (one prefill, say), steps whose time per token is far above the window's
-    median time per token (a JIT compile of seconds stands out either way)."""
-    v = step_view(s)
-    if not v.total_wall:
-        return None
-    tokens = np.maximum(v.prefill_tokens + v.decode_tokens, 1)
-    per_tok = v.wall / tokens
-    window_per_tok = float(np.median(per_tok))
+def _far_off(v: StepView, th: Thresholds) -> tuple[np.ndarray, np.ndarray]:
+    """(steps far slower than usual, what each step should have taken). A phase with
+    ``min_steps`` steps: its median step. A phase with fewer (one prefill, say): time per token
+    against the steps of no more tokens than it (a step's fixed cost is shared by its tokens, so
+    fewer tokens cost no less each; a decode token is never held to a prefill token's cost), where
+    at least ``min_steps`` such steps have their tokens recorded; else nothing says what is usual."""
+    tokens = v.prefill_tokens + v.decode_tokens
+    per_tok = v.wall / np.maximum(tokens, 1)
     out = np.zeros(len(v.wall), bool)
-    expected = np.zeros(len(v.wall))  # what each step should have taken
+    expected = v.wall.astype(np.float64)  # what each step should have taken
     for ph in np.unique(v.phase).tolist():
         m = v.of(ph)
         if m.sum() >= th["min_steps"]:
             med = float(np.median(v.wall[m]))
             expected[m] = med
             out |= m & (v.wall > th["ratio"] * med)
-        else:
-            expected[m] = window_per_tok * tokens[m]
-            out |= m & (per_tok > th["ratio"] * window_per_tok)
+            continue
+        for i in np.flatnonzero(m & (tokens > 0)).tolist():
+            like = (tokens > 0) & (tokens <= tokens[i])
+            if like.sum() >= th["min_steps"]:
+                usual = float(np.median(per_tok[like]))
+                expected[i] = usual * tokens[i]
+                out[i] = per_tok[i] > th["ratio"] * usual
+    return out, expected
+
+
+def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
+    """Steps far slower than the usual step of their kind (``_far_off``): a JIT compile of
+    seconds stands out either way."""
+    v = step_view(s)
+    if not v.total_wall:
+        return None
+    out, expected = _far_off(v, th)
     if not out.any():
         return None
     excess = float((v.wall[out] - expected[out]).sum())
@@ -273,7 +285,7 @@ def warmup_in_window(s: Summary, th: Thresholds, ctx: Context) -> Hit | None:
         phase=str(v.phase[worst]),
         steps=step_ids(v, out),
         title=(
-            f"{int(out.sum())} steps take over {th['ratio']:g}x what their phase's other steps take; the "
+            f"{int(out.sum())} steps take over {th['ratio']:g}x what steps like them take; the "
             f"slowest, step {int(v.step_id[worst])}, {dur(v.wall[worst])} instead of about "
             f"{dur(expected[worst])}"
         ),

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..core import fmt
+from ..core.run_info import tensor_parallel_size
 from ..summary import Phase, Summary
 
 
@@ -115,8 +116,10 @@ def engine_int(summary: Summary, key: str) -> int | None:
 
 
 def tensor_parallel(summary: Summary) -> int:
-    """TP size: the engine's, else the number of ranks in the trace."""
-    return engine_int(summary, "tensor_parallel_size") or max(1, summary.totals.ranks)
+    """TP size as the roofline takes it: the engine's, else an inference engine's traces' world
+    size, else the number of ranks in the trace."""
+    worlds = [src.details.get("world_size") for src in summary.run.sources]
+    return tensor_parallel_size(summary.run.engine, worlds, summary.totals.ranks, engine_of(summary))[0]
 
 
 def phase_row(summary: Summary, name: str) -> Phase | None:
@@ -129,15 +132,17 @@ def fused_time(summary: Summary, fused: str, phase: str) -> int:
 
 
 def share_below(pct_ns: list[float], limit_ns: float) -> float | None:
-    """Share of durations under ``limit_ns`` from the 0..100 percentiles (1% resolution)."""
+    """Share of durations under ``limit_ns`` from the 0..100 percentiles (1% resolution):
+    interpolated between the last percentile under the limit and the first at or above it, so
+    that durations equal to the limit (integer-us traces tie there) count as not under it."""
     if len(pct_ns) != 101:
         return None
     p = np.asarray(pct_ns, np.float64)
-    return (
-        float(np.interp(limit_ns, p, np.arange(101) / 100.0, left=0.0, right=1.0))
-        if p[-1] > p[0]
-        else (1.0 if p[0] < limit_ns else 0.0)
-    )
+    i = int(np.searchsorted(p, limit_ns, side="left"))  # the first percentile at or above the limit
+    if i == 0 or i > 100:
+        return 0.0 if i == 0 else 1.0
+    lo, hi = p[i - 1], p[i]  # lo < limit <= hi
+    return float((i - 1 + (limit_ns - lo) / (hi - lo)) / 100.0)
 
 
 def time_below(pct_ns: list[float], count: int, limit_ns: float) -> float:

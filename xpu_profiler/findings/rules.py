@@ -194,7 +194,7 @@ RULES: tuple[Rule, ...] = (
         "warmup_in_window",
         "one-off costs (JIT, graph capture, profiler start) inside the profiled window",
         "steps > {ratio}x the median step of their phase (phases with >= {min_steps} steps; else time per "
-        "token > {ratio}x the window's median)",
+        "token > {ratio}x the median of the steps with no more tokens, where >= {min_steps} of them record tokens)",
         checks_sched.warmup_in_window,
         "start the window later (--warmup-steps N; vLLM's profiler: delay_iterations) or warm the engine first",
         "one-off costs are not the steady state you tune for",

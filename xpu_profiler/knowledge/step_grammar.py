@@ -63,10 +63,15 @@ class StepName(NamedTuple):
     #: the name carried request or token counts no step can have (more than ``PLAUSIBLE``): those
     #: are left out (0) and the analysis warns; the step is a step
     absurd: bool = False
+    #: the phase the name states where its counts do not tell it (SGLang's ``step[MIXED bs=N]``:
+    #: a mixed batch whose split between prefill and decode requests is not written)
+    stated_phase: str = ""
 
     @property
     def phase(self) -> str:
         """prefill / decode / mixed / unknown (no requests)."""
+        if self.stated_phase:
+            return self.stated_phase
         if self.prefill_reqs and self.decode_reqs:
             return "mixed"
         if self.prefill_reqs:
@@ -202,8 +207,8 @@ def _sglang(m: re.Match[str]) -> StepName | None:
     if phase == "mixed":
         c, g = kv.get("c", 0), kv.get("g", 0)
         pt, dt = kv.get("c_sq", 0), kv.get("g_sq", 0)
-        if not (c or g):  # only the batch size: the split is unknown
-            return StepName("sglang", "sglang", bs, toks, 0, 0, toks, exact=False)
+        if not (c or g):  # only the batch size: a mixed step whose split of requests is unknown
+            return StepName("sglang", "sglang", 0, toks, 0, 0, toks, exact=False, stated_phase="mixed" if bs else "")
         return StepName("sglang", "sglang", c, pt, g, dt, pt + dt or toks, exact=bool(pt or dt))
     return StepName("sglang", "sglang")  # IDLE
 

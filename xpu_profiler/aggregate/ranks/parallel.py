@@ -12,7 +12,7 @@ from ...summary import Parallel, ParallelGroup, PipelineStage
 from .align import EngineView, step_engine
 from .collectives import Collectives
 from .layout import Layout, groups
-from .overlap import overlap
+from .overlap import overlap, step_spans
 
 
 def parallel_section(
@@ -23,12 +23,15 @@ def parallel_section(
     ranks = profile.ranks
     out = Parallel(sizes=lay.sizes(), source=lay.source)
     steps = profile.steps
+    # each step row's time as the communication section takes it: the span of the work it
+    # launched (on an asynchronous device far from its host range), else its host range
+    span = step_spans(profile, np.concatenate([c.idx, compute_idx]))
     for dim, key, members in groups(lay, ranks):
         inside = [j for j, rs in enumerate(c.ranksets) if len(rs) > 1 and set(rs) <= set(members)]
         insts = np.flatnonzero(np.isin(c.i_rankset, inside)) if len(c.i_rankset) else np.zeros(0, np.int64)
         ev_sel = (c.inst >= 0) & np.isin(c.inst, insts)
         ov = overlap(profile, c.idx[ev_sel], c.work_end[ev_sel], compute_idx, members)
-        step_ns = int(sum(int(steps["dur"][steps["rank"] == r].sum()) for r in members))
+        step_ns = int(span[np.isin(steps["rank"], members)].sum())
         exposed = int(ov.exposed.sum())
         g = ParallelGroup(
             dim=dim,

@@ -34,10 +34,8 @@ from ...core.profile import (
     F_NONE,
     K_ANNOTATION,
     K_CPU_OP,
-    P_DECODE,
-    P_MIXED,
-    P_PREFILL,
     P_UNKNOWN,
+    PHASES,
     STEP_EVIDENCE,
     STEP_SCHEMA,
     Profile,
@@ -57,14 +55,6 @@ STEP_SOURCES = {
     "trtllm": "trtllm_annotation",
     "profiler": "profiler_step",
 }
-
-
-def phase_codes(prefill_reqs: np.ndarray, decode_reqs: np.ndarray) -> np.ndarray:
-    phase = np.full(len(prefill_reqs), P_UNKNOWN, np.int8)
-    phase[(prefill_reqs > 0) & (decode_reqs == 0)] = P_PREFILL
-    phase[(prefill_reqs == 0) & (decode_reqs > 0)] = P_DECODE
-    phase[(prefill_reqs > 0) & (decode_reqs > 0)] = P_MIXED
-    return phase
 
 
 def steps_from_annotations(profile: Profile) -> Table:
@@ -108,13 +98,15 @@ def steps_from_annotations(profile: Profile) -> Table:
         cols["phase_from"] = np.full(len(sel), F_NONE, np.int8)
     else:
         pr, pt, dr, dt = (np.array([p[k] for p in rows], np.int64) for k in range(2, 6))
-        empty = (pr == 0) & (dr == 0)
+        # the phase the name says: its request counts, or its mode where the counts do not tell
+        phase = np.array([PHASES.index(p.phase) for p in rows], np.int8)
+        empty = phase == P_UNKNOWN
         if empty.any():
             profile.derived.empty_steps = int(empty.sum())
         inexact = ~np.array([p.exact for p in rows], bool) & ~empty
         if inexact.any():
             profile.derived.inexact_steps = int(inexact.sum())
-        cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase_codes(pr, dr))
+        cols.update(prefill_reqs=pr, prefill_tokens=pt, decode_reqs=dr, decode_tokens=dt, phase=phase)
         cols["evidence"] = np.full(len(sel), E_ANNOTATION, np.int8)
         cols = {k: np.asarray(v)[~empty] for k, v in cols.items()}
         cols["step_id"] = number_per_rank(cols["rank"])
