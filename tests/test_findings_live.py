@@ -398,18 +398,22 @@ def test_small_kernel_storm(runs, tmp_path):
 
 def _over_phase_median(s, ratio: float, min_steps: int) -> list[int]:
     """Steps whose wall is over ``ratio`` x their phase's median (phases with ``min_steps``
-    steps at least; the others by time per token against the window's median)."""
+    steps at least); in the others, steps whose time per token is over ``ratio`` x the median
+    of the steps with no more tokens (at least ``min_steps`` of them recording tokens)."""
     w, ph = s.steps.wall_ns, s.steps.phase
-    tokens = [max(a + b, 1) for a, b in zip(s.steps.prefill_tokens, s.steps.decode_tokens)]
-    window_per_tok = statistics.median(x / t for x, t in zip(w, tokens))
+    tokens = [a + b for a, b in zip(s.steps.prefill_tokens, s.steps.decode_tokens)]
     out = []
     for p in set(ph):
         rows = [i for i, q in enumerate(ph) if q == p]
         if len(rows) >= min_steps:
             med = statistics.median(w[i] for i in rows)
             out += [i for i in rows if w[i] > ratio * med]
-        else:
-            out += [i for i in rows if w[i] / tokens[i] > ratio * window_per_tok]
+            continue
+        for i in (i for i in rows if tokens[i] > 0):
+            like = [j for j in range(len(w)) if 0 < tokens[j] <= tokens[i]]
+            if len(like) >= min_steps:
+                usual = statistics.median(w[j] / tokens[j] for j in like)
+                out += [i] if w[i] / tokens[i] > ratio * usual else []
     return sorted(s.steps.step_id[i] for i in out)
 
 
