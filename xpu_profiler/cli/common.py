@@ -92,9 +92,16 @@ def offline_process() -> None:
     analysis makes no BLAS call, so on a small machine those threads only take CPU from the
     reader's workers (measured: about a tenth of a second of wall time on a 1M-event trace,
     two cores). One BLAS thread (none started) unless the user chose; it must be set before
-    numpy is imported, which the commands' own imports do."""
+    numpy is imported, which the commands' own imports do. Such a process may also end
+    without the interpreter's teardown (``main.run``): no engine's objects wait for it."""
+    global OFFLINE
+    OFFLINE = True
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+#: whether this process runs a command that only analyses (``offline_process``)
+OFFLINE = False
 
 
 def _fail(e: BaseException) -> None:

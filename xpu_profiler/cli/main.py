@@ -13,7 +13,7 @@ import click
 from ..core.errors import XpuProfilerError
 from ..core.version import __version__
 from ..knowledge.devices import DEVICES
-from . import analyze, diff_cmd, record_cmd, tools
+from . import analyze, common, diff_cmd, record_cmd, tools
 from .common import Main, NonEmptyPath, Text, _fail, _interrupted, _os_error
 
 
@@ -144,12 +144,13 @@ for _command in (analyze.analyze, diff_cmd.diff_command, record_cmd.record, tool
 
 
 def run() -> None:
-    """The console script (and ``python -m xpu_profiler``): the command, then the process ends
-    as an exit ends it (the atexit hooks run: pools, temporary files' finalizers, a live
-    engine's shutdown; the standard streams flushed) but without the interpreter's teardown,
-    which frees an analysis' objects one by one for nothing: ~60 ms of a 1M-event trace's
-    2.4 s, measured. Where a thread still runs (its end would be waited for) or a command
-    failed with a traceback, Python exits as usual."""
+    """The console script (and ``python -m xpu_profiler``): the command, then a command that
+    only analyses (``common.offline_process``: ``analyze``, ``diff``) ends as an exit ends it
+    (the atexit hooks run: pools, temporary files' finalizers; the standard streams flushed)
+    but without the interpreter's teardown, which frees an analysis' objects one by one for
+    nothing: ~60 ms of a 1M-event trace's 2.4 s, measured. A command that runs or records an
+    engine (whose objects may clean up as they are freed), a thread still running (its end
+    would be waited for) or a traceback: Python exits as usual."""
     try:
         main()
     except SystemExit as e:
@@ -159,7 +160,7 @@ def run() -> None:
                 print(status, file=sys.stderr)
             status = 0 if status is None else 1
         run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-        if run_exitfuncs is None or threading.active_count() > 1:
+        if run_exitfuncs is None or not common.OFFLINE or threading.active_count() > 1:
             raise
         run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):

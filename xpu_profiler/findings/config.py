@@ -81,14 +81,14 @@ def load_config(path: str | Path) -> FindingsConfig:
 
 
 def _number(p: Path, key: str, v: object) -> float:
-    """A threshold: a finite number, not below 0 (TOML reads ``nan`` and ``inf``: a rule
-    judged against them says "under nan us" or never fires)."""
+    """A threshold: a finite number (TOML reads ``nan`` and ``inf``: a rule judged against them
+    says "under nan us" or never fires; a negative one may mean "any": ``drop = -1``)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise XpuProfilerError(f"{p}: {key} must be a number, not {v!r}")
     try:
         x = float(v)
     except OverflowError:
         x = math.inf
-    if not math.isfinite(x) or x < 0:
-        raise XpuProfilerError(f"{p}: {key} must be a finite number of 0 or more, not {v!r:.40}")
+    if not math.isfinite(x):
+        raise XpuProfilerError(f"{p}: {key} must be a finite number, not {v!r:.40}")
     return x

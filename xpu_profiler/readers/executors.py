@@ -99,22 +99,38 @@ def process_pool(tasks: Sequence[FileTask], options, jobs: int, address: str | N
     ctx = multiprocessing.get_context("fork" if fork_is_safe() else "spawn")
     out: list = [None] * len(tasks)
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
-        futures = {pool.submit(read_one, t.path, t.reader, opts, False): i for i, t in enumerate(tasks)}
+        futures: dict = {}
         try:
+            for i, t in enumerate(tasks):
+                try:
+                    futures[pool.submit(read_one, t.path, t.reader, opts, False)] = i
+                except BrokenProcessPool:  # a worker died before every file was handed out
+                    raise _died(tasks[_first_broken(futures)]) from None
             for f in as_completed(futures):
                 i = futures[f]
                 try:
                     out[i] = f.result()
                 except BrokenProcessPool:
-                    raise TraceError(
-                        tasks[i].path, "the worker process reading it died (out of memory? try --jobs 1)"
-                    ) from None
+                    raise _died(tasks[i]) from None
                 if progress:
                     progress(tasks[i].size)
         except BaseException:  # Ctrl-C or a worker that died: do not wait for the other files
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return [_unwrap(r, t) for r, t in zip(out, tasks)]
+
+
+def _died(task: FileTask) -> TraceError:
+    return TraceError(task.path, "the worker process reading it died (out of memory? try --jobs 1)")
+
+
+def _first_broken(futures: dict) -> int:
+    """The file whose worker died, as far as the futures say: the first handed out that ended
+    with the pool broken (else the first handed out)."""
+    for f, i in futures.items():
+        if f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool):
+            return i
+    return min(futures.values(), default=0)
 
 
 # -- Ray -----------------------------------------------------------------------------
